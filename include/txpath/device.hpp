@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// The device seam: what the driver loop transmits into.
+//
+// Threading: xmit() is called only by the current owner of the driver loop, with tx_lock() held
+// (Linux HARD_TX_LOCK). poll() — the completion side (Linux: TX-completion NAPI) — may run on
+// any thread; it takes tx_lock() itself. A device knows nothing of qdiscs; its only signal
+// upstream is the wake handler, called when a stopped queue can take packets again (it must only
+// schedule a driver-loop run, never enqueue or dequeue).
+//
+// Doorbell (xmit_more) contract: packets accepted with `more == true` may sit in the ring
+// unannounced; the device rings the doorbell when it accepts a packet with `more == false`, and
+// also before it returns Busy or stops its queue, so that nothing accepted is ever left
+// unannounced when the driver loop stops calling it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "txpath/counter.hpp"
+#include "txpath/dql.hpp"
+#include "txpath/packet.hpp"
+
+namespace txpath {
+
+enum class XmitResult : uint8_t {
+  ok,    // the device owns the packet now (NETDEV_TX_OK)
+  busy,  // ring full: the packet stays with the caller, who requeues it (NETDEV_TX_BUSY)
+};
+
+struct DeviceStats {
+  uint64_t tx_packets = 0;     // accepted by xmit()
+  uint64_t tx_bytes = 0;
+  uint64_t doorbells = 0;      // doorbell writes (one per xmit_more batch)
+  uint64_t busy = 0;           // xmit() calls answered Busy
+  uint64_t completed = 0;      // packets whose buffers went back to their pool
+  uint64_t stops = 0;          // queue stops (driver or BQL)
+  uint64_t wakes = 0;          // queue wakes
+};
+
+class Device {
+ public:
+  explicit Device(uint32_t mtu = 1500) : mtu_(mtu) {}
+  virtual ~Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  virtual std::string_view kind() const noexcept = 0;
+  // The device as a --device spec, e.g. "nic:pkt=20,doorbell=200,ring=512".
+  virtual std::string describe() const = 0;
+
+  // Called with tx_lock() held by the driver-loop owner. See the doorbell contract above.
+  virtual XmitResult xmit(Packet* p, bool more) noexcept = 0;
+
+  // Completion side: reap what has completed by now, return buffers, credit BQL, wake the queue.
+  virtual void poll() noexcept {}
+  // Steady-clock ns at which poll() next has work to do; 0 when nothing is outstanding.
+  virtual uint64_t next_poll_ns() const noexcept { return 0; }
+  // Packets accepted but not yet completed.
+  virtual uint64_t in_flight() const noexcept { return 0; }
+
+  // Queue state (netif_xmit_stopped): driver stop or BQL stop.
+  bool stopped() const noexcept {
+    // acquire: pairs with the release in stop_queue()/wake_queue()/bql_*, so a reader that sees
+    // the queue awake also sees the ring space the completion freed.
+    return state_.load(std::memory_order_acquire) != 0;
+  }
+  // BQL, or nullptr for a device without byte queue limits.
+  Dql* dql() noexcept { return bql_enabled_ ? &dql_ : nullptr; }
+  // Byte budget for one bulk dequeue (dql_avail), or a huge number without BQL.
+  int64_t tx_budget_bytes() const noexcept { return bql_enabled_ ? dql_.avail() : INT64_MAX / 4; }
+
+  uint32_t mtu() const noexcept { return mtu_; }
+  uint32_t max_frame_len() const noexcept { return mtu_ + 14; }
+
+  std::mutex& tx_lock() noexcept { return tx_lock_; }
+  // Set once, before the device is used.
+  void set_wake_handler(std::function<void()> handler) { wake_handler_ = std::move(handler); }
+
+  DeviceStats stats() const noexcept;
+
+ protected:
+  // netif_tx_stop_queue(); called with tx_lock held.
+  void stop_queue() noexcept;
+  // netif_tx_wake_queue(); called with tx_lock held. Calls the wake handler if the queue was
+  // stopped by the driver and BQL does not hold it.
+  void wake_queue() noexcept;
+  // netdev_tx_sent_queue(): BQL accounting; stops the queue when over the limit.
+  void bql_sent(uint64_t bytes) noexcept;
+  // netdev_tx_completed_queue(): BQL credit; wakes the queue when back under the limit.
+  void bql_completed(uint64_t packets, uint64_t bytes, uint64_t now_ns) noexcept;
+  void enable_bql(const Dql::Config& config = {});
+
+  // Counters for subclasses (written under tx_lock).
+  SingleWriterCounter tx_packets_, tx_bytes_, doorbells_, busy_, completed_;
+
+ private:
+  void notify_wake() noexcept;
+
+  static constexpr uint32_t kDrvXoff = 1;    // __QUEUE_STATE_DRV_XOFF
+  static constexpr uint32_t kStackXoff = 2;  // __QUEUE_STATE_STACK_XOFF (BQL)
+
+  uint32_t mtu_;
+  std::mutex tx_lock_;
+  std::atomic<uint32_t> state_{0};
+  bool bql_enabled_ = false;
+  Dql dql_;
+  std::function<void()> wake_handler_;
+  SingleWriterCounter stops_, wakes_;
+};
+
+// Builds a device from a --device spec: "null", "nic", "nic:pkt=NS,doorbell=NS,ring=N[,rate=GBIT]",
+// "fault:busy=P,stop=P,seed=N". Throws ConfigError (one line) for an unknown or malformed spec.
+std::unique_ptr<Device> make_device(std::string_view spec);
+
+}  // namespace txpath

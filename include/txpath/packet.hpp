@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// Packet descriptors and intrusive packet lists.
+//
+// Ownership rule: a Packet belongs to exactly one party at a time — its pool, a sender, a strategy's
+// hand-off list, the qdisc, the driver loop's requeue list, a device ring, or a `to_free` list — and
+// its `next` link belongs to that owner. A packet is never on two lists.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace txpath {
+
+class Pool;
+
+struct Packet {
+  Packet* next = nullptr;       // link for whichever list currently owns the packet
+  std::byte* data = nullptr;    // start of the frame (Ethernet header first); memory owned by `pool`
+  uint32_t len = 0;             // frame length in bytes (no FCS)
+  uint32_t capacity = 0;        // usable bytes at `data`
+  uint32_t priority = 0;        // skb->priority: the low 4 bits index a priomap
+  uint32_t flow_hash = 0;       // for flow-aware qdiscs
+  uint64_t enqueue_ns = 0;      // steady-clock time stamped by TxQueue::send()
+  Pool* pool = nullptr;         // where the buffer returns when the packet is freed
+
+  std::span<std::byte> frame() noexcept { return {data, len}; }
+  std::span<const std::byte> frame() const noexcept { return {data, len}; }
+  std::span<std::byte> buffer() noexcept { return {data, capacity}; }
+};
+
+// A FIFO of packets linked through Packet::next, with O(1) push, pop, splice and a running byte
+// count. Not thread-safe: whoever owns the list owns its packets.
+class PacketList {
+ public:
+  PacketList() = default;
+  PacketList(const PacketList&) = delete;
+  PacketList& operator=(const PacketList&) = delete;
+  PacketList(PacketList&& other) noexcept { take(other); }
+  PacketList& operator=(PacketList&& other) noexcept {
+    if (this != &other) take(other);
+    return *this;
+  }
+
+  bool empty() const noexcept { return head_ == nullptr; }
+  std::size_t size() const noexcept { return count_; }
+  uint64_t bytes() const noexcept { return bytes_; }
+  Packet* front() const noexcept { return head_; }
+  Packet* back() const noexcept { return tail_; }
+
+  void push_back(Packet* p) noexcept {
+    p->next = nullptr;
+    if (tail_) tail_->next = p; else head_ = p;
+    tail_ = p;
+    ++count_;
+    bytes_ += p->len;
+  }
+
+  void push_front(Packet* p) noexcept {
+    p->next = head_;
+    head_ = p;
+    if (!tail_) tail_ = p;
+    ++count_;
+    bytes_ += p->len;
+  }
+
+  Packet* pop_front() noexcept {
+    Packet* p = head_;
+    if (!p) return nullptr;
+    head_ = p->next;
+    if (!head_) tail_ = nullptr;
+    p->next = nullptr;
+    --count_;
+    bytes_ -= p->len;
+    return p;
+  }
+
+  // Moves all of `other` to the back of this list; `other` becomes empty.
+  void splice_back(PacketList& other) noexcept {
+    if (other.empty()) return;
+    if (tail_) tail_->next = other.head_; else head_ = other.head_;
+    tail_ = other.tail_;
+    count_ += other.count_;
+    bytes_ += other.bytes_;
+    other.head_ = other.tail_ = nullptr;
+    other.count_ = 0;
+    other.bytes_ = 0;
+  }
+
+  template <class F>
+  void for_each(F&& f) const {
+    for (Packet* p = head_; p; p = p->next) f(p);
+  }
+
+ private:
+  void take(PacketList& o) noexcept {
+    head_ = o.head_;
+    tail_ = o.tail_;
+    count_ = o.count_;
+    bytes_ = o.bytes_;
+    o.head_ = o.tail_ = nullptr;
+    o.count_ = 0;
+    o.bytes_ = 0;
+  }
+
+  Packet* head_ = nullptr;
+  Packet* tail_ = nullptr;
+  std::size_t count_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace txpath

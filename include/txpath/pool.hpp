@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+// A fixed buffer pool: every packet and its buffer are allocated once, at construction.
+//
+// Hot path: a sender thread owns a Pool::Cache and gets/puts packets from it without touching
+// shared state; the cache refills from / flushes to the shared free list in batches (one mutex
+// acquisition per batch). Completions and to_free lists return whole chains with put_list()
+// (one mutex acquisition per chain). Nothing here allocates after construction.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "txpath/packet.hpp"
+
+namespace txpath {
+
+struct PoolConfig {
+  std::size_t packets = 16384;     // descriptors (and buffers) in the pool
+  std::size_t buffer_size = 2048;  // bytes per buffer; the largest frame a packet can hold
+  std::size_t cache_size = 64;     // per-thread cache capacity; refills/flushes move half of it
+};
+
+class Pool {
+ public:
+  explicit Pool(const PoolConfig& config = {});
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  // A thread-private cache. Not thread-safe; create one per thread (RAII: flushes on destruction).
+  class Cache {
+   public:
+    explicit Cache(Pool& pool);
+    ~Cache();
+    Cache(const Cache&) = delete;
+    Cache& operator=(const Cache&) = delete;
+
+    // A fresh packet (len 0, priority 0, next null), or nullptr if the pool is exhausted.
+    Packet* get() noexcept;
+    void put(Packet* p) noexcept;
+
+   private:
+    Pool& pool_;
+    std::vector<Packet*> slots_;  // sized once in the constructor
+    std::size_t count_ = 0;
+  };
+
+  // Shared-list operations (take the pool mutex). For cold paths and whole chains.
+  Packet* get() noexcept;
+  void put(Packet* p) noexcept;
+  void put_list(PacketList&& list) noexcept;
+
+  std::size_t capacity() const noexcept { return packets_.size(); }
+  std::size_t buffer_size() const noexcept { return buffer_size_; }
+  // Packets in the shared free list (excludes those sitting in thread caches).
+  std::size_t free_count() const;
+
+ private:
+  static void reset(Packet* p) noexcept;
+  std::size_t get_batch(Packet** out, std::size_t n) noexcept;
+  void put_batch(Packet* const* in, std::size_t n) noexcept;
+
+  std::size_t buffer_size_;
+  std::size_t cache_size_;
+  std::unique_ptr<std::byte[]> memory_;
+  std::vector<Packet> packets_;
+  mutable std::mutex mutex_;
+  PacketList free_;  // guarded by mutex_
+};
+
+// Returns every packet of `list` to its own pool (a list may mix pools).
+void free_packets(PacketList&& list) noexcept;
+
+}  // namespace txpath

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// The queueing-discipline interface, modelled on Linux Qdisc_ops.
+//
+// Threading: a Qdisc is called by one thread at a time; the contention strategy guarantees it
+// (root lock, combiner, drainer ...). A qdisc never frees a packet and never takes a lock:
+// victims of enqueue go on the caller-owned `to_free` list, freed after every lock is released.
+//
+// Accounting invariant, at every point where the qdisc is not being called:
+//   qlen()    == number of packets held,
+//   backlog() == sum of their lengths,
+//   stats().packets/bytes count dequeued packets (bstats; bypassed packets are added by the
+//   driver loop via count_bypass()), stats().drops counts every packet the qdisc put on to_free.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "txpath/counter.hpp"
+#include "txpath/packet.hpp"
+
+namespace txpath {
+
+// NET_XMIT_SUCCESS / NET_XMIT_DROP / NET_XMIT_CN.
+enum class Verdict : uint8_t {
+  success,     // the packet was queued
+  drop,        // the packet was dropped (it is on to_free)
+  congestion,  // the packet was queued, but another one was dropped to make room (on to_free)
+};
+
+// tc's generic statistics (gnet_stats_basic + gnet_stats_queue).
+struct QdiscStats {
+  uint64_t bytes = 0;
+  uint64_t packets = 0;
+  uint64_t drops = 0;
+  uint64_t overlimits = 0;
+  uint64_t requeues = 0;
+  uint64_t backlog = 0;
+  uint64_t qlen = 0;
+};
+
+// Device facts a qdisc needs to pick its defaults (Linux: dev->tx_queue_len, psched_mtu()).
+struct QdiscEnv {
+  uint32_t txqueuelen = 1000;  // default limit of fifo-like queues
+  uint32_t mtu = 1500;         // L3 MTU; psched_mtu() = mtu + Ethernet header (14)
+  uint32_t psched_mtu() const noexcept { return mtu + 14; }
+};
+
+class Qdisc {
+ public:
+  virtual ~Qdisc() = default;
+
+  virtual std::string_view kind() const noexcept = 0;
+  // Options as tc prints them after the kind, e.g. "limit 1000p" or
+  // "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1".
+  virtual std::string options() const = 0;
+
+  virtual Verdict enqueue(Packet* p, PacketList& to_free) noexcept = 0;
+  virtual Packet* dequeue() noexcept = 0;
+  virtual Packet* peek() noexcept = 0;
+  // Removes every queued packet onto to_free (they are not counted as drops); qlen/backlog -> 0.
+  virtual void reset(PacketList& to_free) noexcept = 0;
+
+  // TCQ_F_CAN_BYPASS: an empty qdisc of this configuration may be skipped by the driver loop.
+  virtual bool can_bypass() const noexcept { return false; }
+
+  uint64_t qlen() const noexcept { return qlen_.get(); }
+  uint64_t backlog() const noexcept { return backlog_.get(); }
+  QdiscStats stats() const noexcept;
+
+  // A packet sent by the empty-queue bypass still counts as sent by the qdisc (bstats).
+  void count_bypass(const Packet& p) noexcept {
+    bytes_.add(p.len);
+    packets_.add(1);
+  }
+
+ protected:
+  // Helpers for implementations; they keep the accounting invariant above.
+  void account_enqueue(const Packet& p) noexcept {
+    qlen_.add(1);
+    backlog_.add(p.len);
+  }
+  void account_dequeue(const Packet& p) noexcept {
+    qlen_.sub(1);
+    backlog_.sub(p.len);
+    bytes_.add(p.len);
+    packets_.add(1);
+  }
+  // A queued packet removed without being sent (head drop, reset).
+  void account_remove(const Packet& p) noexcept {
+    qlen_.sub(1);
+    backlog_.sub(p.len);
+  }
+  // qdisc_drop(): the packet goes to to_free and counts as a drop.
+  Verdict drop(Packet* p, PacketList& to_free) noexcept {
+    to_free.push_back(p);
+    drops_.add(1);
+    return Verdict::drop;
+  }
+  void count_drop() noexcept { drops_.add(1); }
+  void count_overlimit() noexcept { overlimits_.add(1); }
+
+ private:
+  SingleWriterCounter qlen_, backlog_, bytes_, packets_, drops_, overlimits_;
+};
+
+// Builds a qdisc from a tc-style spec: "KIND [OPTIONS...]", e.g. "pfifo_fast", "pfifo limit 100",
+// "bfifo limit 30000", "pfifo_head_drop limit 5". Throws ConfigError (one line) on a bad spec.
+std::unique_ptr<Qdisc> make_qdisc(std::string_view spec, const QdiscEnv& env = {});
+
+}  // namespace txpath

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+// A transmit queue: contention strategy -> qdisc -> driver loop -> device.
+//
+//   auto pool = txpath::Pool({});
+//   auto dev  = txpath::make_device("nic");
+//   auto txq  = txpath::TxQueue::create(*dev, {.strategy = "busylock", .lock = "mcs"});
+//   Packet* p = cache.get(); ... fill p->data, p->len ...; txq->send(p);
+//   txq->drain(std::chrono::seconds(1));
+//
+// send() is thread-safe (that is the whole point); every other member is too unless noted.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "txpath/device.hpp"
+#include "txpath/packet.hpp"
+#include "txpath/qdisc.hpp"
+
+namespace txpath {
+
+struct TxQueueConfig {
+  std::string strategy = "busylock";  // see strategy_names()
+  std::string lock = "ticket";        // see lock_names(); used by lock-based strategies
+  std::string qdisc = "pfifo_fast";   // tc-style spec, see make_qdisc()
+  uint32_t txqueuelen = 1000;         // dev->tx_queue_len: default limit of fifo qdiscs
+  int quota = 64;                     // dev_tx_weight: packets per driver-loop run
+  // How often the per-queue service thread (our net_tx_action) looks for deferred work while
+  // senders are active; when idle it sleeps until kicked.
+  std::chrono::microseconds service_tick{50};
+};
+
+// What became of a packet handed to send().
+enum class SendStatus : uint8_t {
+  queued,      // accepted (NET_XMIT_SUCCESS); the queue owns the packet
+  congested,   // accepted, another packet was dropped to make room (NET_XMIT_CN)
+  dropped,     // accepted and dropped (NET_XMIT_DROP); the queue freed it
+  too_big,     // refused: longer than the device's max frame; the caller still owns the packet
+};
+
+struct TxQueueStats {
+  uint64_t submitted = 0;  // packets accepted by send() (everything but too_big)
+  uint64_t sent = 0;       // accepted by the device
+  uint64_t dropped = 0;    // dropped by the qdisc, the strategy, or purged at teardown
+  uint64_t queued = 0;     // in the qdisc, the requeue list, or a strategy's hand-off lists
+  uint64_t requeues = 0;   // packets put back after the device said busy / stopped mid-batch
+  uint64_t bypassed = 0;   // packets sent by the empty-qdisc bypass
+  uint64_t runs = 0;       // driver-loop runs (ownership acquisitions)
+  uint64_t deferred_runs = 0;  // runs performed by the service thread
+  uint64_t batches = 0;    // bulk dequeues handed to the device
+  QdiscStats qdisc;        // the root qdisc's tc statistics (requeue list included in qlen/backlog)
+  DeviceStats device;
+};
+
+class TxQueue {
+ public:
+  // Throws ConfigError (one line) for an unknown strategy, lock kind or bad qdisc spec.
+  static std::unique_ptr<TxQueue> create(Device& device, const TxQueueConfig& config = {});
+  virtual ~TxQueue() = default;
+
+  // Hands a packet to the transmit path. Ownership passes to the queue unless too_big.
+  virtual SendStatus send(Packet* p) noexcept = 0;
+
+  // Waits, without sending anything, until every accepted packet has been sent or dropped and
+  // the device has completed it. Returns false on timeout. Senders should have stopped.
+  virtual bool drain(std::chrono::milliseconds timeout) = 0;
+
+  virtual TxQueueStats stats() const = 0;
+  virtual std::string_view strategy() const noexcept = 0;
+  virtual std::string_view lock_kind() const noexcept = 0;
+  virtual const Qdisc& qdisc() const noexcept = 0;
+  virtual Device& device() noexcept = 0;
+};
+
+std::vector<std::string> strategy_names();
+std::vector<std::string> lock_names();
+
+}  // namespace txpath
