@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: MIT
+// pfifo: packet-limited FIFO with tail drop.
+#include "qdisc/fifo.hpp"
+
+namespace txpath {
+
+Verdict PfifoQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
+  if (q_.size() < limit_) return enqueue_tail(p);
+  return drop(p, to_free);
+}
+
+std::string PfifoQdisc::options() const { return "limit " + std::to_string(limit_) + "p"; }
+
+}  // namespace txpath

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+// make_qdisc(): builds a qdisc from a tc-style spec "KIND [OPTIONS...]".
+//
+// Grammar (tokens separated by any run of whitespace):
+//   pfifo_fast                                   no options
+//   pfifo | pfifo_head_drop  [limit PACKETS]     PACKETS: decimal integer in [0, UINT32_MAX]
+//   bfifo                    [limit SIZE]        SIZE: decimal integer + optional tc size unit
+// Size units (tc get_size, case-insensitive, 1024-based): none or "b" = bytes, "k"/"kb" = KiB,
+// "m"/"mb" = MiB, "g"/"gb" = GiB, "kbit"/"mbit"/"gbit" = 1/8 of Kib/Mib/Gib (kbit = 128 bytes).
+// Unlike tc (strtod) the number must be a plain decimal integer: no sign, fraction or exponent.
+// Defaults when no limit is given: pfifo/pfifo_head_drop = txqueuelen, bfifo = txqueuelen *
+// psched_mtu (clamped to UINT32_MAX); pfifo_fast bands hold txqueuelen packets each.
+//
+// Every error is a ConfigError whose message is one line:  qdisc "<spec>": <what is wrong>
+// where <spec> is the tokens re-joined by single spaces, with control characters escaped.
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qdisc/fifo.hpp"
+#include "qdisc/pfifo_fast.hpp"
+#include "txpath/error.hpp"
+#include "txpath/qdisc.hpp"
+
+namespace txpath {
+
+namespace {
+
+constexpr std::string_view kKnownKinds = "pfifo_fast, pfifo, bfifo, pfifo_head_drop";
+constexpr uint64_t kMaxLimit = std::numeric_limits<uint32_t>::max();
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+std::vector<std::string_view> tokenize(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && is_space(s[i])) ++i;
+    const std::size_t start = i;
+    while (i < s.size() && !is_space(s[i])) ++i;
+    if (i > start) out.push_back(s.substr(start, i - start));
+  }
+  return out;
+}
+
+// Quotable form of user text: keeps the message on one line and unambiguous.
+std::string escape(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+class SpecParser {
+ public:
+  explicit SpecParser(std::string_view spec) : tokens_(tokenize(spec)) {
+    for (std::size_t i = 0; i < tokens_.size(); ++i) {
+      if (i) shown_ += ' ';
+      shown_ += escape(tokens_[i]);
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ConfigError("qdisc \"" + shown_ + "\": " + what);
+  }
+
+  static std::string quoted(std::string_view s) { return "\"" + escape(s) + "\""; }
+
+  std::unique_ptr<Qdisc> build(const QdiscEnv& env) {
+    if (tokens_.empty()) fail(std::string("empty spec (known kinds: ").append(kKnownKinds) + ")");
+    const std::string_view kind = tokens_[0];
+    if (kind == "pfifo_fast") return build_pfifo_fast(env);
+    if (kind == "pfifo") {
+      const auto limit = parse_fifo_options(/*bytes=*/false).value_or(env.txqueuelen);
+      return std::make_unique<PfifoQdisc>(limit);
+    }
+    if (kind == "pfifo_head_drop") {
+      const auto limit = parse_fifo_options(/*bytes=*/false).value_or(env.txqueuelen);
+      return std::make_unique<PfifoHeadDropQdisc>(limit);
+    }
+    if (kind == "bfifo") {
+      const uint64_t dflt = std::min<uint64_t>(uint64_t{env.txqueuelen} * env.psched_mtu(), kMaxLimit);
+      const auto limit = parse_fifo_options(/*bytes=*/true).value_or(static_cast<uint32_t>(dflt));
+      return std::make_unique<BfifoQdisc>(limit, env.psched_mtu());
+    }
+    fail("unknown qdisc kind " + quoted(kind) + " (known: " + std::string(kKnownKinds) + ")");
+  }
+
+ private:
+  std::unique_ptr<Qdisc> build_pfifo_fast(const QdiscEnv& env) {
+    if (tokens_.size() > 1)
+      fail("unknown option " + quoted(tokens_[1]) + " (pfifo_fast takes no options)");
+    // Each band is a ring of txqueuelen slots; the kernel refuses a zero-sized ring.
+    if (env.txqueuelen == 0) fail("pfifo_fast needs a device txqueuelen of at least 1 (got 0)");
+    return std::make_unique<PfifoFastQdisc>(env.txqueuelen);
+  }
+
+  // Options of the three FIFOs: at most one "limit VALUE". Returns the limit if given.
+  std::optional<uint32_t> parse_fifo_options(bool bytes) {
+    std::optional<uint32_t> limit;
+    for (std::size_t i = 1; i < tokens_.size(); ++i) {
+      const std::string_view opt = tokens_[i];
+      if (opt != "limit") fail("unknown option " + quoted(opt) + " (known: limit)");
+      if (limit) fail("duplicated option \"limit\"");
+      if (i + 1 >= tokens_.size()) fail("\"limit\" needs a value");
+      const std::string_view value = tokens_[++i];
+      limit = bytes ? parse_size(value) : parse_count(value);
+    }
+    return limit;
+  }
+
+  // Leading decimal digits of `s` as a value saturated just above kMaxLimit; sets `used`.
+  static uint64_t leading_digits(std::string_view s, std::size_t& used) {
+    uint64_t v = 0;
+    used = 0;
+    while (used < s.size() && s[used] >= '0' && s[used] <= '9') {
+      v = v * 10 + static_cast<uint64_t>(s[used] - '0');
+      if (v > kMaxLimit) v = kMaxLimit + 1;  // saturate: stays "out of range", never wraps
+      ++used;
+    }
+    return v;
+  }
+
+  uint32_t parse_count(std::string_view value) const {
+    std::size_t used = 0;
+    const uint64_t v = leading_digits(value, used);
+    if (used == 0 || used != value.size()) fail("invalid limit " + quoted(value));
+    if (v > kMaxLimit) fail("limit " + quoted(value) + " is out of range (max 4294967295)");
+    return static_cast<uint32_t>(v);
+  }
+
+  uint32_t parse_size(std::string_view value) const {
+    std::size_t used = 0;
+    const uint64_t v = leading_digits(value, used);
+    if (used == 0) fail("invalid limit " + quoted(value));
+    std::string unit;
+    for (char c : value.substr(used)) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    uint64_t mult = 0;
+    if (unit.empty() || unit == "b") mult = 1;
+    else if (unit == "k" || unit == "kb") mult = 1024;
+    else if (unit == "m" || unit == "mb") mult = 1024 * 1024;
+    else if (unit == "g" || unit == "gb") mult = 1024 * 1024 * 1024;
+    else if (unit == "kbit") mult = 1024 / 8;
+    else if (unit == "mbit") mult = 1024 * 1024 / 8;
+    else if (unit == "gbit") mult = 1024 * 1024 * 1024 / 8;
+    else fail("invalid limit " + quoted(value) + " (units: b, k, kb, m, mb, g, gb, kbit, mbit, gbit)");
+    // v <= 2^32 and mult <= 2^30: the product fits in 64 bits.
+    if (v * mult > kMaxLimit) fail("limit " + quoted(value) + " is out of range (max 4294967295 bytes)");
+    return static_cast<uint32_t>(v * mult);
+  }
+
+  std::vector<std::string_view> tokens_;
+  std::string shown_;
+};
+
+}  // namespace
+
+std::unique_ptr<Qdisc> make_qdisc(std::string_view spec, const QdiscEnv& env) {
+  return SpecParser(spec).build(env);
+}
+
+}  // namespace txpath
