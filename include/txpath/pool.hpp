@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -52,6 +53,11 @@ class Pool {
   void put(Packet* p) noexcept;
   void put_list(PacketList&& list) noexcept;
 
+  // Called on the freeing thread with each chain about to return through put_list()/put() —
+  // for tests and tracing (e.g. "no lock is held while dropped packets are freed"). Set before
+  // the pool is shared between threads.
+  void set_free_hook(std::function<void(const PacketList&)> hook) { free_hook_ = std::move(hook); }
+
   std::size_t capacity() const noexcept { return packets_.size(); }
   std::size_t buffer_size() const noexcept { return buffer_size_; }
   // Packets in the shared free list (excludes those sitting in thread caches).
@@ -68,6 +74,7 @@ class Pool {
   std::vector<Packet> packets_;
   mutable std::mutex mutex_;
   PacketList free_;  // guarded by mutex_
+  std::function<void(const PacketList&)> free_hook_;
 };
 
 // Returns every packet of `list` to its own pool (a list may mix pools).

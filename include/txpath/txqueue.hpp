@@ -32,6 +32,10 @@ struct TxQueueConfig {
   // How often the per-queue service thread (our net_tx_action) looks for deferred work while
   // senders are active; when idle it sleeps until kicked.
   std::chrono::microseconds service_tick{50};
+  // Start the per-queue service thread. Without it, deferred runs and device completions are
+  // processed only when the application calls TxQueue::service() (or by the next send()):
+  // for event-loop applications that own their threads, and for deterministic tests.
+  bool service_thread = true;
 };
 
 // What became of a packet handed to send().
@@ -68,6 +72,11 @@ class TxQueue {
   // Waits, without sending anything, until every accepted packet has been sent or dropped and
   // the device has completed it. Returns false on timeout. Senders should have stopped.
   virtual bool drain(std::chrono::milliseconds timeout) = 0;
+
+  // One round of the service thread's work, on the calling thread: reap device completions that
+  // are due, and perform a pending deferred driver-loop run. Returns true if a run was pending.
+  // Thread-safe; needed only with service_thread = false.
+  virtual bool service() noexcept = 0;
 
   virtual TxQueueStats stats() const = 0;
   virtual std::string_view strategy() const noexcept = 0;

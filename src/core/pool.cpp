@@ -56,6 +56,7 @@ void Pool::put(Packet* p) noexcept {
 void Pool::put_list(PacketList&& list) noexcept {
   if (list.empty()) return;
   PacketList local(std::move(list));
+  if (free_hook_) free_hook_(local);
   std::lock_guard lock(mutex_);
   free_.splice_back(local);
 }

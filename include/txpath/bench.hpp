@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// The seed experiment as a library call: N sender threads push real Ethernet/IPv4/UDP frames
+// through one TX queue for a fixed time, per (strategy, thread count) point.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace txpath {
+
+struct BenchConfig {
+  std::vector<std::string> strategies;   // empty: every strategy
+  std::vector<int> threads;              // empty: 1, cores, 2*cores, 8*cores
+  double duration_s = 1.0;               // measured time per point (after a short warm-up)
+  std::string lock = "ticket";
+  std::string device = "nic";            // --device spec, see make_device()
+  std::string qdisc = "pfifo_fast";      // tc-style spec, see make_qdisc()
+  std::size_t payload = 32;              // UDP payload bytes
+  uint32_t txqueuelen = 1000;
+  bool pin = true;                       // pin senders round-robin over cores, spread over nodes
+};
+
+struct BenchPoint {
+  std::string strategy;
+  std::string lock;
+  int threads = 0;
+  double mpps = 0;            // sent packets per second in the measured window, in millions
+  double cpu_ns_per_pkt = 0;  // process CPU time in the window / packets sent in it
+  uint64_t submitted = 0;     // whole point, including warm-up and drain
+  uint64_t sent = 0;
+  uint64_t dropped = 0;
+  uint64_t requeues = 0;
+  uint64_t doorbells = 0;
+  bool drained = false;       // every accepted packet left the queue after senders stopped
+  bool conserved = false;     // submitted == sent + dropped, nothing left queued
+};
+
+// submitted == sent + dropped and nothing queued: the conservation check every point must pass.
+bool conservation_holds(uint64_t submitted, uint64_t sent, uint64_t dropped, uint64_t queued);
+
+// Thread counts used when BenchConfig::threads is empty.
+std::vector<int> default_thread_counts();
+
+// Runs every point; `progress` (may be empty) is told before each point starts.
+// Throws ConfigError for a bad strategy, lock, device or qdisc, before anything runs.
+std::vector<BenchPoint> run_bench(const BenchConfig& config,
+                                  const std::function<void(const std::string&)>& progress = {});
+
+}  // namespace txpath

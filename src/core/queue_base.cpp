@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+#include "core/queue_base.hpp"
+
+#include <sys/prctl.h>
+
+#include "core/clock.hpp"
+
+namespace txpath {
+
+namespace {
+// Ticks without driver-loop activity before the service thread stops ticking and sleeps until
+// kicked (still waking every kIdleWake to reap device completions).
+constexpr int kActiveTicks = 20;
+constexpr std::chrono::milliseconds kIdleWake{1};
+
+std::chrono::steady_clock::time_point to_time_point(uint64_t ns) {
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(ns)));
+}
+}  // namespace
+
+QueueBase::QueueBase(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config,
+                     std::string_view strategy, std::string_view lock_kind)
+    : device_(device),
+      qdisc_(std::move(qdisc)),
+      strategy_(strategy),
+      lock_kind_(lock_kind),
+      quota_(config.quota > 0 ? config.quota : 64),
+      service_tick_(config.service_tick.count() > 0 ? config.service_tick
+                                                    : std::chrono::microseconds(50)),
+      service_thread_(config.service_thread) {
+  // The device's only upstream signal: a woken queue schedules a run (netif_tx_wake_queue).
+  device_.set_wake_handler([this] { schedule(); });
+}
+
+QueueBase::~QueueBase() { shutdown(); }
+
+void QueueBase::start_service() {
+  if (service_thread_) service_ = std::thread([this] { service_main(); });
+}
+
+bool QueueBase::service() noexcept {
+  const uint64_t poll_at = device_.next_poll_ns();
+  if (poll_at != 0 && poll_at <= now_ns()) device_.poll();
+  // acq_rel: pairs with schedule()'s exchange (see service_main()).
+  if (!sched_.exchange(false, std::memory_order_acq_rel)) return false;
+  deferred_runs_.add(1);
+  deferred_run();
+  return true;
+}
+
+void QueueBase::shutdown() noexcept {
+  if (service_.joinable()) {
+    {
+      std::lock_guard lock(service_mutex_);
+      // release: pairs with the acquire load in service_main()'s loop condition.
+      stop_.store(true, std::memory_order_release);
+    }
+    service_cv_.notify_all();
+    service_.join();
+  }
+  {
+    // The wake handler is called under the tx lock; unhook it under the same lock.
+    std::lock_guard tx(device_.tx_lock());
+    device_.set_wake_handler({});
+  }
+  // Teardown: whatever is still queued is freed and counted as dropped (qdisc_reset + purge).
+  PacketList to_free;
+  qdisc_->reset(to_free);
+  requeue_qlen_.set(0);
+  requeue_backlog_.set(0);
+  to_free.splice_back(requeue_);
+  purge_strategy(to_free);
+  purged_.add(to_free.size());
+  free_packets(std::move(to_free));
+}
+
+void QueueBase::schedule() noexcept {
+  // seq_cst, twice: a Dekker pair with service_main(), which stores service_idle_ = true and
+  // then loads sched_: either it sees SCHED before sleeping, or we see it idle and wake it.
+  if (sched_.exchange(true, std::memory_order_seq_cst)) return;  // a run is already pending
+  if (service_idle_.load(std::memory_order_seq_cst)) {
+    std::lock_guard lock(service_mutex_);  // pairs with the predicate check in wait_until()
+    service_cv_.notify_one();
+  }
+}
+
+void QueueBase::service_main() {
+  // Timer slack would stretch the tick (default 50 us on Linux); ask for 1 us.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  int quiet = 0;
+  uint64_t last_runs = ~0ULL;
+  // acquire: pairs with the release store in shutdown().
+  while (!stop_.load(std::memory_order_acquire)) {
+    // Reap due completions (the TX-completion "interrupt"), then a pending run. SCHED is
+    // cleared before the run, so a schedule() during the run is not lost: it sets SCHED again.
+    if (service()) {
+      quiet = 0;
+      continue;
+    }
+
+    const uint64_t runs = runs_.get();
+    if (runs != last_runs) {
+      last_runs = runs;
+      quiet = 0;
+    } else if (quiet < kActiveTicks) {
+      ++quiet;
+    }
+    const bool deep = quiet >= kActiveTicks;
+    uint64_t deadline = now_ns() + static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            deep ? std::chrono::duration_cast<std::chrono::microseconds>(kIdleWake) : service_tick_)
+            .count());
+    const uint64_t next_poll = device_.next_poll_ns();
+    if (next_poll != 0 && next_poll < deadline) deadline = next_poll;
+
+    if (deep) {
+      service_idle_.store(true, std::memory_order_seq_cst);  // Dekker pair with schedule()
+      if (sched_.load(std::memory_order_seq_cst)) {
+        service_idle_.store(false, std::memory_order_relaxed);
+        continue;
+      }
+    }
+    {
+      std::unique_lock lock(service_mutex_);
+      service_cv_.wait_until(lock, to_time_point(deadline), [this] {
+        // acquire/relaxed: re-checked under the mutex that schedule()/shutdown() take to notify.
+        return stop_.load(std::memory_order_acquire) || sched_.load(std::memory_order_relaxed);
+      });
+    }
+    service_idle_.store(false, std::memory_order_relaxed);  // only a hint for schedule()
+  }
+}
+
+int QueueBase::xmit_list(PacketList& batch) noexcept {
+  int sent = 0;
+  {
+    std::lock_guard tx(device_.tx_lock());  // HARD_TX_LOCK
+    while (!batch.empty()) {
+      if (device_.stopped()) break;  // stopped (before or mid-train): the rest is requeued
+      Packet* p = batch.pop_front();
+      const bool more = !batch.empty();  // xmit_more: the doorbell waits for the last packet
+      if (device_.xmit(p, more) != XmitResult::ok) {
+        batch.push_front(p);
+        break;
+      }
+      ++sent;
+    }
+    sent_.add(static_cast<uint64_t>(sent));
+    batches_.add(1);
+  }
+  return sent;
+}
+
+void QueueBase::requeue(PacketList& rest) noexcept {
+  const uint64_t n = rest.size();
+  requeue_qlen_.add(n);
+  requeue_backlog_.add(rest.bytes());
+  requeues_.add(n);
+  requeue_.splice_back(rest);
+}
+
+bool QueueBase::drain(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (device_.in_flight() == 0 && quiescent() && device_.in_flight() == 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+TxQueueStats QueueBase::stats() const {
+  TxQueueStats s;
+  s.submitted = submitted_.sum();
+  s.sent = sent_.get();
+  s.qdisc = qdisc_->stats();
+  s.qdisc.requeues = requeues_.get();
+  s.qdisc.qlen += requeue_qlen_.get();
+  s.qdisc.backlog += requeue_backlog_.get();
+  s.dropped = s.qdisc.drops + strategy_drops_.sum() + purged_.get();
+  s.queued = s.qdisc.qlen + strategy_queued();
+  s.requeues = requeues_.get();
+  s.bypassed = bypassed_.get();
+  s.runs = runs_.get();
+  s.deferred_runs = deferred_runs_.get();
+  s.batches = batches_.get();
+  s.device = device_.stats();
+  return s;
+}
+
+}  // namespace txpath

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: MIT
+// What every strategy shares: the qdisc, the requeue list, RUNNING ownership, the driver loop
+// (Linux __qdisc_run / qdisc_restart / sch_direct_xmit), the deferred-run service thread
+// (Linux __netif_schedule / net_tx_action), counters and drain().
+//
+// Driver loop, in one paragraph. The owner of RUNNING loops: take a batch — the requeue list
+// first, else one qdisc dequeue plus more while the BQL byte budget and the remaining quota
+// allow — release the root lock, hand the batch to the device under its tx lock with
+// more = "another packet follows", re-take the root lock. If the device refused part of the batch
+// (Busy, or it stopped its queue mid-train) the rest goes to the tail of the requeue list, a
+// deferred run is scheduled, and the loop ends. The loop also ends when the qdisc is empty, when
+// the device queue is stopped (its wake will schedule a run) and when the quota (dev_tx_weight,
+// 64 packets) is spent (a deferred run is scheduled). Nothing else ever dequeues.
+//
+// Deferred runs. schedule() sets SCHED and, if the service thread sleeps, wakes it. The service
+// thread clears SCHED and asks the strategy for a run (deferred_run(): for lock-based strategies,
+// root lock + qdisc_run_begin + the loop). While senders are active it instead ticks every
+// `service_tick` and needs no wake-up call; after a quiet spell it sleeps until kicked (or 1 ms,
+// to reap device completions). It also polls the device when the device asks (next_poll_ns):
+// that is the TX-completion interrupt, which returns buffers and wakes a stopped queue.
+//
+// Why nothing is stranded (locked strategies): a sender enqueues under the root lock and then
+// tries qdisc_run_begin under the same lock; the owner's final "qdisc empty" check and its
+// run_end happen under that lock too, so either the owner sees the packet or the sender becomes
+// the owner. Every other way the loop ends leaves a scheduled run (quota, requeue) or a device
+// wake that will schedule one (queue stopped: the stop is observed under the root lock, and the
+// wake, which follows the stop, schedules a run that takes the root lock after it).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/per_thread_counter.hpp"
+#include "txpath/counter.hpp"
+#include "txpath/device.hpp"
+#include "txpath/pool.hpp"
+#include "txpath/qdisc.hpp"
+#include "txpath/txqueue.hpp"
+
+namespace txpath {
+
+class QueueBase : public TxQueue {
+ public:
+  QueueBase(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config,
+            std::string_view strategy, std::string_view lock_kind);
+  ~QueueBase() override;
+
+  bool drain(std::chrono::milliseconds timeout) override;
+  bool service() noexcept override;
+  TxQueueStats stats() const override;
+  std::string_view strategy() const noexcept override { return strategy_; }
+  std::string_view lock_kind() const noexcept override { return lock_kind_; }
+  const Qdisc& qdisc() const noexcept override { return *qdisc_; }
+  Device& device() noexcept override { return device_; }
+
+  // Starts the service thread; called by the factory once the most-derived object exists.
+  void start_service();
+  // Stops the service thread and frees every packet still queued anywhere (counted as dropped).
+  // Called by the most-derived destructor, while the strategy still exists.
+  void shutdown() noexcept;
+
+  // __netif_schedule(): ask for a deferred driver-loop run. Any thread, any context.
+  void schedule() noexcept;
+
+ protected:
+  // A run of the driver loop on behalf of the service thread (net_tx_action).
+  virtual void deferred_run() noexcept = 0;
+  // Packets the strategy holds outside the qdisc (hand-off lists); 0 for lock-based strategies.
+  virtual uint64_t strategy_queued() const noexcept { return 0; }
+  // Frees packets held in the strategy's own lists at shutdown; returns how many.
+  virtual uint64_t purge_strategy(PacketList& /*to_free*/) noexcept { return 0; }
+  // True when nothing is queued anywhere in the strategy or qdisc and nobody owns the driver
+  // loop, checked under the strategy's serialisation (so the counters read after it are exact).
+  virtual bool quiescent() noexcept = 0;
+
+  // The size check shared by every send(): a frame longer than the device's max is refused.
+  bool admit(Packet* p) noexcept {
+    if (p->len > device_.max_frame_len()) return false;
+    submitted_.add(1);
+    return true;
+  }
+
+  // qdisc_run_begin()/qdisc_run_end() for strategies that serialise under a root lock.
+  // Call with the root lock held.
+  bool run_begin() noexcept {
+    // relaxed: RUNNING is only written under the root lock, which orders these accesses;
+    // the unlocked reader (is_running) is a heuristic.
+    if (running_.load(std::memory_order_relaxed)) return false;
+    running_.store(true, std::memory_order_relaxed);  // relaxed: as above
+    runs_.add(1);
+    return true;
+  }
+  void run_end() noexcept {
+    running_.store(false, std::memory_order_relaxed);  // relaxed: as run_begin()
+  }
+  // qdisc_is_running(), read without the root lock: a racy hint by design (busylock's test).
+  bool is_running() const noexcept {
+    return running_.load(std::memory_order_relaxed);  // relaxed: heuristic, pairs with nothing
+  }
+
+  // Packets in the qdisc plus the requeue list. Root lock held (or quiescent).
+  uint64_t backlog_packets() const noexcept { return qdisc_->qlen() + requeue_qlen_.get(); }
+
+  // __qdisc_run(): the driver loop. Root lock held, RUNNING owned; returns the same way.
+  template <class Lock>
+  void run(Lock& root) noexcept {
+    int quota = quota_;
+    for (;;) {
+      const int n = restart(root, quota);
+      if (n <= 0) return;
+      quota -= n;
+      if (quota <= 0) {
+        schedule();
+        return;
+      }
+    }
+  }
+
+  // The empty-qdisc bypass (TCQ_F_CAN_BYPASS): root lock held and RUNNING just won with
+  // backlog_packets() == 0. Sends p directly; returns true if the loop should go on running.
+  template <class Lock>
+  bool bypass_xmit(Lock& root, Packet* p) noexcept {
+    qdisc_->count_bypass(*p);
+    bypassed_.add(1);
+    PacketList one;
+    one.push_back(p);
+    return direct_xmit(root, one) > 0;
+  }
+
+  Qdisc& q() noexcept { return *qdisc_; }
+  Device& dev() noexcept { return device_; }
+  void count_strategy_drop(uint64_t n = 1) noexcept { strategy_drops_.add(n); }
+
+ private:
+  // qdisc_restart(): one bulk dequeue and one device hand-off. Returns packets sent; 0 = stop.
+  template <class Lock>
+  int restart(Lock& root, int budget) noexcept {
+    if (device_.stopped()) return 0;  // don't dequeue into a stopped queue (ONETXQUEUE rule)
+    PacketList batch;
+    int64_t bytes_left = device_.tx_budget_bytes();
+    if (!requeue_.empty()) {
+      // Requeued packets leave first, in order, as one batch.
+      while (!requeue_.empty() && static_cast<int>(batch.size()) < budget &&
+             (batch.empty() || bytes_left > 0)) {
+        Packet* p = requeue_.pop_front();
+        requeue_qlen_.sub(1);
+        requeue_backlog_.sub(p->len);
+        bytes_left -= p->len;
+        batch.push_back(p);
+      }
+    } else {
+      while (static_cast<int>(batch.size()) < budget && (batch.empty() || bytes_left > 0)) {
+        Packet* p = qdisc_->dequeue();
+        if (!p) break;
+        bytes_left -= p->len;
+        batch.push_back(p);
+      }
+      if (batch.empty()) return 0;
+    }
+    return direct_xmit(root, batch);
+  }
+
+  // sch_direct_xmit(): root lock dropped around the device call and re-taken.
+  template <class Lock>
+  int direct_xmit(Lock& root, PacketList& batch) noexcept {
+    root.unlock();
+    const int sent = xmit_list(batch);  // leaves the refused remainder in batch
+    root.lock();
+    if (!batch.empty()) {
+      requeue(batch);
+      schedule();
+      return 0;
+    }
+    return sent;
+  }
+
+  int xmit_list(PacketList& batch) noexcept;  // dev_hard_start_xmit under the tx lock
+  void requeue(PacketList& rest) noexcept;    // dev_requeue_skb: tail of the requeue list
+  void service_main();
+
+  Device& device_;
+  std::unique_ptr<Qdisc> qdisc_;
+  const std::string strategy_;
+  const std::string lock_kind_;
+  const int quota_;
+  const std::chrono::microseconds service_tick_;
+  const bool service_thread_;
+
+  // RUNNING; see run_begin(). Own cache line: every sender of busylock reads it.
+  alignas(64) std::atomic<bool> running_{false};
+
+  // Owned by the RUNNING owner under the root lock.
+  alignas(64) PacketList requeue_;
+  SingleWriterCounter requeue_qlen_, requeue_backlog_, requeues_;
+  SingleWriterCounter sent_, batches_, runs_, bypassed_, deferred_runs_;
+  SingleWriterCounter purged_;
+
+  PerThreadCounter submitted_;
+  PerThreadCounter strategy_drops_;
+
+  // Deferred-run machinery.
+  alignas(64) std::atomic<bool> sched_{false};  // __QDISC_STATE_SCHED
+  std::atomic<bool> service_idle_{false};       // the service thread sleeps until kicked
+  std::atomic<bool> stop_{false};
+  std::mutex service_mutex_;
+  std::condition_variable service_cv_;
+  std::thread service_;
+};
+
+// Wraps a strategy so that its service thread stops before any part of it is destroyed.
+template <class Strategy>
+class Finalized final : public Strategy {
+ public:
+  using Strategy::Strategy;
+  ~Finalized() override { this->shutdown(); }
+};
+
+}  // namespace txpath

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+// TxQueue::create(): strategy name -> factory.
+#include <array>
+#include <string>
+
+#include "strategy/locked_queue.hpp"
+#include "sync/locks.hpp"
+#include "txpath/error.hpp"
+
+namespace txpath {
+
+namespace {
+
+using Factory = std::unique_ptr<QueueBase> (*)(Device&, std::unique_ptr<Qdisc>,
+                                               const TxQueueConfig&);
+struct Entry {
+  std::string_view name;
+  Factory make;
+};
+constexpr std::array kStrategies{
+    Entry{"busylock", &make_busylock_queue},
+    Entry{"rootlock", &make_rootlock_queue},
+};
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> names;
+  for (const auto& e : kStrategies) names.emplace_back(e.name);
+  return names;
+}
+
+std::vector<std::string> lock_names() {
+  return {"ticket", "ttas", "mcs", "mutex"};
+}
+
+std::unique_ptr<TxQueue> TxQueue::create(Device& device, const TxQueueConfig& config) {
+  if (!parse_lock_kind(config.lock))
+    throw ConfigError("unknown lock kind \"" + config.lock + "\" (known: " + join(lock_names()) + ")");
+  for (const auto& e : kStrategies) {
+    if (e.name != config.strategy) continue;
+    QdiscEnv env;
+    env.txqueuelen = config.txqueuelen;
+    env.mtu = device.mtu();
+    std::unique_ptr<QueueBase> queue = e.make(device, make_qdisc(config.qdisc, env), config);
+    queue->start_service();
+    return queue;
+  }
+  throw ConfigError("unknown strategy \"" + config.strategy + "\" (known: " +
+                    join(strategy_names()) + ")");
+}
+
+}  // namespace txpath

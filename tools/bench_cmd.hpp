@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "txpath/bench.hpp"
+
+namespace txpath::cli {
+
+struct BenchOptions {
+  std::string strategies = "all";
+  std::string threads;  // empty: library default
+  double duration = 1.0;
+  std::string lock = "ticket";
+  std::string device = "nic";
+  std::string qdisc = "pfifo_fast";
+  std::size_t payload = 32;
+  std::string json;
+  bool no_pin = false;
+  bool quiet = false;
+};
+
+void add_bench_command(CLI::App& app, BenchOptions& options);
+int run_bench_command(const BenchOptions& options);
+
+}  // namespace txpath::cli

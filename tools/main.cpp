@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// The `txpath` command line: parses, calls the library, prints. Nothing else lives here.
+//
+// Exit codes: 0 ok; 1 a check failed (conservation); 2 bad usage or configuration.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <string>
+
+#include "bench_cmd.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"txpath: the Linux transmit path (qdisc + contention strategies) in userspace"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "txpath 0.1.0");
+  txpath::cli::BenchOptions bench;
+  txpath::cli::add_bench_command(app, bench);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    for (char& c : what)
+      if (c == '\n') c = ' ';
+    fmt::print(stderr, "txpath: error: {}\n", what);
+    return 2;
+  }
+  if (app.got_subcommand("bench")) return txpath::cli::run_bench_command(bench);
+  return 2;
+}
