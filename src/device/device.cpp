@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// The Device base: queue state (DRV_XOFF / STACK_XOFF), BQL glue and the wake signal.
+//
+// Queue state lives in one atomic word so that stopped() is a single acquire load for the driver
+// loop, which may look at it without tx_lock. Every writer holds tx_lock (xmit by the driver-loop
+// owner, poll by the completion side), so the RMWs below never race with each other in practice;
+// they are RMWs so that the "was it stopped before?" test and the update are one step, which keeps
+// the stop/wake counters and the wake notification exact even if a subclass ever calls them from
+// somewhere else.
+//
+// Counting: `stops` counts transitions running -> stopped and `wakes` transitions stopped ->
+// running (the moment the wake handler is called), so at any quiescent point
+//   stops == wakes + (stopped() ? 1 : 0).
+#include <memory>
+
+#include "txpath/device.hpp"
+
+namespace txpath {
+
+DeviceStats Device::stats() const noexcept {
+  DeviceStats s;
+  s.tx_packets = tx_packets_.get();
+  s.tx_bytes = tx_bytes_.get();
+  s.doorbells = doorbells_.get();
+  s.busy = busy_.get();
+  s.completed = completed_.get();
+  s.stops = stops_.get();
+  s.wakes = wakes_.get();
+  return s;
+}
+
+void Device::stop_queue() noexcept {
+  // acq_rel: the release half pairs with the acquire load in stopped() (a driver loop that sees
+  // the bit sees everything the driver wrote before stopping); the acquire half orders us after
+  // the previous writer of state_ (a wake on the completion side).
+  const uint32_t prev = state_.fetch_or(kDrvXoff, std::memory_order_acq_rel);
+  if (prev == 0) stops_.add(1);
+}
+
+void Device::wake_queue() noexcept {
+  // acq_rel: the release half pairs with the acquire load in stopped() — a driver loop that sees
+  // the queue running also sees the ring space the completion freed before waking it; the
+  // acquire half orders us after the stop_queue()/bql_sent() that set the bit.
+  const uint32_t prev = state_.fetch_and(~kDrvXoff, std::memory_order_acq_rel);
+  // Only the transition to "fully running" is a wake: if BQL still holds the queue, the BQL
+  // completion that releases it will notify instead.
+  if (prev == kDrvXoff) notify_wake();
+}
+
+void Device::bql_sent(uint64_t bytes) noexcept {
+  if (!bql_enabled_) return;
+  dql_.queued(bytes);
+  if (dql_.avail() >= 0) return;
+  // acq_rel: the release half pairs with the acquire load in stopped(); the acquire half pairs
+  // with the release in bql_completed()/wake_queue() that last cleared a bit.
+  const uint32_t prev = state_.fetch_or(kStackXoff, std::memory_order_acq_rel);
+  if (prev == 0) stops_.add(1);
+  // Linux re-checks dql_avail() here because completions may run concurrently under another
+  // lock; in txpath queued() and completed() both run under tx_lock, so the limit cannot have
+  // moved between the avail() above and the stop.
+}
+
+void Device::bql_completed(uint64_t packets, uint64_t bytes, uint64_t now_ns) noexcept {
+  if (!bql_enabled_ || packets == 0 || bytes == 0) return;
+  dql_.completed(bytes, now_ns);
+  if (dql_.avail() < 0) return;
+  // relaxed: a pre-check under tx_lock, which orders us after every writer of state_; the RMW
+  // below does the real transition.
+  if ((state_.load(std::memory_order_relaxed) & kStackXoff) == 0) return;
+  // acq_rel: the release half pairs with the acquire load in stopped() (the driver loop that sees
+  // BQL released also sees the credit just given to dql); the acquire half pairs with the
+  // fetch_or in bql_sent().
+  const uint32_t prev = state_.fetch_and(~kStackXoff, std::memory_order_acq_rel);
+  // Wake only if the driver does not hold the queue as well (netif_schedule_queue() checks
+  // netif_xmit_stopped()); otherwise its wake_queue() will notify.
+  if (prev == kStackXoff) notify_wake();
+}
+
+void Device::enable_bql(const Dql::Config& config) {
+  // Called from a subclass constructor, before the device is shared with any other thread.
+  std::destroy_at(&dql_);
+  std::construct_at(&dql_, config);
+  bql_enabled_ = true;
+}
+
+void Device::notify_wake() noexcept {
+  wakes_.add(1);
+  // The handler only marks a driver-loop run as due (a flag, perhaps a condition-variable
+  // notify); it may be called with tx_lock held and must never enqueue or dequeue.
+  if (wake_handler_) wake_handler_();
+}
+
+}  // namespace txpath

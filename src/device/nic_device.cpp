@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+#include "device/nic_device.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "core/clock.hpp"
+#include "txpath/error.hpp"
+#include "txpath/pool.hpp"
+
+namespace txpath {
+
+namespace {
+
+constexpr uint32_t kMaxRing = 1u << 20;
+constexpr uint32_t kMinFrame = 60;     // Ethernet minimum without FCS; shorter frames are padded
+constexpr uint32_t kWireOverhead = 24;  // preamble+SFD 8, FCS 4, inter-frame gap 12
+
+const NicConfig& validated(const NicConfig& c) {
+  if (c.ring < 2 || c.ring > kMaxRing || (c.ring & (c.ring - 1)) != 0) {
+    throw ConfigError("nic: ring=" + std::to_string(c.ring) +
+                      " must be a power of two in [2, " + std::to_string(kMaxRing) + "]");
+  }
+  if (!(c.rate_gbit >= 1e-5 && c.rate_gbit <= 1e4)) {  // also rejects NaN
+    throw ConfigError("nic: rate must be in [0.00001, 10000] Gbit/s");
+  }
+  if (c.clean_batch < 1 || c.clean_batch > c.ring) {
+    throw ConfigError("nic: clean=" + std::to_string(c.clean_batch) + " must be in [1, ring=" +
+                      std::to_string(c.ring) + "]");
+  }
+  if (c.pkt_ns > 1'000'000'000 || c.doorbell_ns > 1'000'000'000) {
+    throw ConfigError("nic: pkt and doorbell costs must be at most 1000000000 ns");
+  }
+  return c;
+}
+
+std::string fmt_double(double v) {
+  char buf[64];
+  // Shortest fixed notation that round-trips: "10", "0.05", "0.00001" (no exponent to parse).
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace
+
+NicDevice::NicDevice(const NicConfig& config)
+    : Device(config.mtu),
+      cfg_(validated(config)),
+      mask_(cfg_.ring - 1),
+      wake_free_(std::max<uint64_t>(1, cfg_.ring / 4)),
+      ps_per_byte_(8000.0 / cfg_.rate_gbit),
+      ring_(cfg_.ring),
+      epoch_ns_(now_ns()) {
+  if (cfg_.bql) enable_bql(cfg_.dql);
+}
+
+NicDevice::~NicDevice() {
+  // Nobody else can hold tx_lock now; hand back whatever is still in the ring.
+  PacketList rest;
+  for (uint64_t i = head_; i != tail_; ++i) {
+    rest.push_back(std::exchange(ring_[i & mask_].pkt, nullptr));
+  }
+  free_packets(std::move(rest));
+}
+
+std::string NicDevice::describe() const {
+  const NicConfig def;
+  std::string s = "nic:pkt=" + std::to_string(cfg_.pkt_ns) +
+                  ",doorbell=" + std::to_string(cfg_.doorbell_ns) +
+                  ",ring=" + std::to_string(cfg_.ring) + ",rate=" + fmt_double(cfg_.rate_gbit);
+  if (cfg_.clean_batch != def.clean_batch) s += ",clean=" + std::to_string(cfg_.clean_batch);
+  if (cfg_.bql != def.bql) s += cfg_.bql ? ",bql=1" : ",bql=0";
+  if (cfg_.mtu != def.mtu) s += ",mtu=" + std::to_string(cfg_.mtu);
+  return s;
+}
+
+double NicDevice::wire_ns(uint32_t len) const noexcept {
+  return static_cast<double>(std::max(len, kMinFrame) + kWireOverhead) * ps_per_byte_ / 1000.0;
+}
+
+XmitResult NicDevice::xmit(Packet* p, bool more) noexcept {
+  // Clean on xmit, in batches: only once clean_batch visible descriptors are due. Completion
+  // times are non-decreasing along the ring, so checking the clean_batch-th one suffices.
+  if (visible_ - head_ >= cfg_.clean_batch) {
+    const uint64_t now = now_ns();
+    if (ring_[(head_ + cfg_.clean_batch - 1) & mask_].done_ns <= now) reap(now);
+  }
+
+  if (used() == cfg_.ring) {
+    // NETDEV_TX_BUSY: stop, and announce whatever is pending so nothing is left unannounced.
+    driver_stop();
+    if (visible_ != tail_) ring_doorbell();
+    busy_.add(1);
+    return XmitResult::busy;
+  }
+
+  busy_wait_ns(cfg_.pkt_ns);  // the descriptor write and driver bookkeeping
+  ring_[tail_ & mask_] = Slot{p, 0};
+  ++tail_;
+  tx_packets_.add(1);
+  tx_bytes_.add(p->len);
+  bql_sent(p->len);
+
+  const bool full = used() == cfg_.ring;
+  if (full) driver_stop();  // stop before the next xmit would find no room
+  if (!more || full || stopped()) {
+    ring_doorbell();
+  } else {
+    publish_hints();
+  }
+  return XmitResult::ok;
+}
+
+void NicDevice::ring_doorbell() noexcept {
+  busy_wait_ns(cfg_.doorbell_ns);  // the uncached MMIO tail write
+  const uint64_t now_ps = (now_ns() - epoch_ns_) * 1000;
+  // The wire serialises frames: each starts when both it is visible and the previous is done.
+  uint64_t t = std::max(now_ps, wire_free_ps_);
+  for (; visible_ != tail_; ++visible_) {
+    Slot& s = ring_[visible_ & mask_];
+    const uint32_t wire_bytes = std::max(s.pkt->len, kMinFrame) + kWireOverhead;
+    t += static_cast<uint64_t>(std::llround(wire_bytes * ps_per_byte_));
+    s.done_ns = epoch_ns_ + (t + 999) / 1000;  // round up: never complete early
+  }
+  wire_free_ps_ = t;
+  doorbells_.add(1);
+  publish_hints();
+}
+
+void NicDevice::reap(uint64_t now) noexcept {
+  PacketList done;
+  while (head_ != visible_) {
+    Slot& s = ring_[head_ & mask_];
+    if (s.done_ns > now) break;
+    done.push_back(std::exchange(s.pkt, nullptr));
+    ++head_;
+  }
+  if (!done.empty()) {
+    const uint64_t n = done.size();
+    const uint64_t bytes = done.bytes();
+    free_packets(std::move(done));  // one pass, one pool lock per run of same-pool packets
+    completed_.add(n);
+    bql_completed(n, bytes, now);  // may wake the queue (if the driver does not hold it)
+  }
+  if (drv_stopped_ && cfg_.ring - used() >= wake_free_) {
+    drv_stopped_ = false;
+    wake_queue();  // wakes (and notifies) unless BQL still holds the queue
+  }
+  publish_hints();
+}
+
+void NicDevice::poll() noexcept {
+  std::lock_guard lock(tx_lock());
+  reap(now_ns());
+}
+
+void NicDevice::driver_stop() noexcept {
+  if (drv_stopped_) return;
+  drv_stopped_ = true;
+  stop_queue();
+}
+
+void NicDevice::publish_hints() noexcept {
+  // relaxed (both): hints for lock-free readers of next_poll_ns()/in_flight(); they pair with
+  // nothing — a reader that needs exact values takes tx_lock or waits for a quiescent point.
+  next_poll_.store(head_ != visible_ ? ring_[head_ & mask_].done_ns : 0, std::memory_order_relaxed);
+  in_flight_.store(tail_ - head_, std::memory_order_relaxed);
+}
+
+uint64_t NicDevice::next_poll_ns() const noexcept {
+  // relaxed: a hint written under tx_lock by publish_hints(); see there.
+  return next_poll_.load(std::memory_order_relaxed);
+}
+
+uint64_t NicDevice::in_flight() const noexcept {
+  // relaxed: a hint written under tx_lock by publish_hints(); see there.
+  return in_flight_.load(std::memory_order_relaxed);
+}
+
+}  // namespace txpath

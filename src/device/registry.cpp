@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+// make_device(): --device spec text -> a Device.
+//
+// Grammar: KIND[:KEY=VALUE[,KEY=VALUE]...], keys in any order, each at most once.
+//   null                    [mtu=N]
+//   nic                     [pkt=NS, doorbell=NS, ring=N, rate=GBIT, clean=N, bql=0|1, mtu=N]
+//   fault                   [busy=P, stop=P, stop_ns=NS, seed=N, mtu=N]
+// Numbers: unsigned decimal integers, except rate/busy/stop (decimal floating point). Ranges:
+// ring a power of two in [2, 2^20] (slot = index & mask, as real rings are sized); clean in
+// [1, ring]; rate in [1e-5, 1e4] Gbit/s; probabilities in [0, 1]; mtu in [68, 9000] (the IPv4
+// minimum to a common jumbo MTU). Every error is a ConfigError whose message is one line naming
+// the spec and the problem.
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "device/fault_device.hpp"
+#include "device/nic_device.hpp"
+#include "device/null_device.hpp"
+#include "txpath/device.hpp"
+#include "txpath/error.hpp"
+
+namespace txpath {
+
+namespace {
+
+constexpr std::string_view kKnownKinds = "null, nic, fault";
+
+// The spec as it appears inside an error message: control characters are replaced so that the
+// message stays one line whatever the user typed.
+std::string printable(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return out;
+}
+
+class SpecParser {
+ public:
+  explicit SpecParser(std::string_view spec) : spec_(spec) {}
+
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw ConfigError("device '" + printable(spec_) + "': " + printable(problem));
+  }
+
+  struct Option {
+    std::string_view key, value;
+  };
+
+  // Splits "kind:k=v,k=v"; checks for empty items, missing '=', duplicates and unknown keys.
+  std::vector<Option> options(std::string_view text, std::string_view kind,
+                              std::initializer_list<std::string_view> known) const {
+    std::vector<Option> out;
+    if (text.empty()) fail("empty option list after ':'");
+    while (true) {
+      const std::size_t comma = text.find(',');
+      const std::string_view item = text.substr(0, comma);
+      if (item.empty()) fail("empty option (stray ',')");
+      const std::size_t eq = item.find('=');
+      if (eq == std::string_view::npos) fail("option '" + std::string(item) + "' is not KEY=VALUE");
+      Option o{item.substr(0, eq), item.substr(eq + 1)};
+      bool ok = false;
+      for (auto k : known) ok = ok || k == o.key;
+      if (!ok) {
+        std::string list;
+        for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+        fail("unknown key '" + std::string(o.key) + "' for " + std::string(kind) +
+             " (known: " + list + ")");
+      }
+      for (const auto& prev : out) {
+        if (prev.key == o.key) fail("key '" + std::string(o.key) + "' given twice");
+      }
+      out.push_back(o);
+      if (comma == std::string_view::npos) break;
+      text = text.substr(comma + 1);
+    }
+    return out;
+  }
+
+  uint64_t u64(const Option& o, uint64_t lo, uint64_t hi) const {
+    uint64_t v = 0;
+    const char* first = o.value.data();
+    const char* last = first + o.value.size();
+    auto [ptr, ec] = std::from_chars(first, last, v);
+    if (o.value.empty() || ec == std::errc::invalid_argument || ptr != last) {
+      fail("bad number '" + std::string(o.value) + "' for " + std::string(o.key) +
+           " (expected an unsigned integer)");
+    }
+    if (ec == std::errc::result_out_of_range || v < lo || v > hi) {
+      fail(std::string(o.key) + "=" + std::string(o.value) + " is out of range [" +
+           std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    return v;
+  }
+
+  double real(const Option& o, double lo, double hi) const {
+    double v = 0;
+    const char* first = o.value.data();
+    const char* last = first + o.value.size();
+    // general: "0.05", "10", "1e-5"; "inf"/"nan" parse but are rejected below.
+    auto [ptr, ec] = std::from_chars(first, last, v, std::chars_format::general);
+    if (o.value.empty() || ec != std::errc() || ptr != last || !std::isfinite(v)) {
+      fail("bad number '" + std::string(o.value) + "' for " + std::string(o.key) +
+           " (expected a decimal number)");
+    }
+    if (v < lo || v > hi) {
+      fail(std::string(o.key) + "=" + std::string(o.value) + " is out of range [" +
+           std::string(fmt(lo)) + ", " + std::string(fmt(hi)) + "]");
+    }
+    return v;
+  }
+
+  static std::string fmt(double v) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
+    return std::string(buf, r.ptr);
+  }
+
+ private:
+  std::string_view spec_;
+};
+
+constexpr uint64_t kMinMtu = 68, kMaxMtu = 9000;
+
+}  // namespace
+
+std::unique_ptr<Device> make_device(std::string_view spec) {
+  const SpecParser parser(spec);
+  const std::size_t colon = spec.find(':');
+  const std::string_view kind = spec.substr(0, colon);
+  const bool has_opts = colon != std::string_view::npos;
+  const std::string_view opts = has_opts ? spec.substr(colon + 1) : std::string_view{};
+
+  if (kind.empty()) parser.fail("missing device kind (known: " + std::string(kKnownKinds) + ")");
+
+  try {
+    if (kind == "null") {
+      uint32_t mtu = 1500;
+      if (has_opts) {
+        for (const auto& o : parser.options(opts, kind, {"mtu"})) {
+          mtu = static_cast<uint32_t>(parser.u64(o, kMinMtu, kMaxMtu));
+        }
+      }
+      return std::make_unique<NullDevice>(mtu);
+    }
+    if (kind == "nic") {
+      NicConfig c;
+      if (has_opts) {
+        for (const auto& o : parser.options(
+                 opts, kind, {"pkt", "doorbell", "ring", "rate", "clean", "bql", "mtu"})) {
+          if (o.key == "pkt") c.pkt_ns = parser.u64(o, 0, 1'000'000'000);
+          else if (o.key == "doorbell") c.doorbell_ns = parser.u64(o, 0, 1'000'000'000);
+          else if (o.key == "ring") c.ring = static_cast<uint32_t>(parser.u64(o, 2, 1u << 20));
+          else if (o.key == "rate") c.rate_gbit = parser.real(o, 1e-5, 1e4);
+          else if (o.key == "clean")
+            c.clean_batch = static_cast<uint32_t>(parser.u64(o, 1, 1u << 20));
+          else if (o.key == "bql") c.bql = parser.u64(o, 0, 1) != 0;
+          else if (o.key == "mtu") c.mtu = static_cast<uint32_t>(parser.u64(o, kMinMtu, kMaxMtu));
+        }
+      }
+      return std::make_unique<NicDevice>(c);  // checks ring power of two, clean <= ring
+    }
+    if (kind == "fault") {
+      FaultConfig c;
+      if (has_opts) {
+        for (const auto& o :
+             parser.options(opts, kind, {"busy", "stop", "stop_ns", "seed", "mtu"})) {
+          if (o.key == "busy") c.busy_prob = parser.real(o, 0.0, 1.0);
+          else if (o.key == "stop") c.stop_prob = parser.real(o, 0.0, 1.0);
+          else if (o.key == "stop_ns") c.max_stop_ns = parser.u64(o, 0, 60'000'000'000ull);
+          else if (o.key == "seed") c.seed = parser.u64(o, 0, UINT64_MAX);
+          else if (o.key == "mtu") c.mtu = static_cast<uint32_t>(parser.u64(o, kMinMtu, kMaxMtu));
+        }
+      }
+      return std::make_unique<FaultDevice>(std::move(c));
+    }
+  } catch (const ConfigError& e) {
+    const std::string_view what = e.what();
+    if (what.starts_with("device '")) throw;  // already ours
+    // A constructor's own check ("nic: ring=3 must be ..."): name the spec as well.
+    parser.fail(std::string(what));
+  }
+  parser.fail("unknown device kind '" + std::string(kind) +
+              "' (known: " + std::string(kKnownKinds) + ")");
+}
+
+}  // namespace txpath
