@@ -103,6 +103,11 @@ TEST_P(Stress, InvariantsHoldUnderFaults) {
   EXPECT_EQ(by_sender, s.sent) << "the device saw a different number of packets than counted";
   EXPECT_EQ(s.device.tx_packets, s.sent);
   EXPECT_GT(s.sent, 0u);
+  // The faults really happened: refusals were requeued and the queue was stopped and woken.
+  EXPECT_GT(s.device.busy, 0u);
+  EXPECT_GT(s.requeues, 0u);
+  EXPECT_GT(s.device.stops, 0u);
+  EXPECT_EQ(s.device.stops, s.device.wakes) << "a stop was never followed by a wake";
   txq.reset();
   EXPECT_EQ(pool.free_count(), pool.capacity()) << "a buffer never came back to the pool";
 }

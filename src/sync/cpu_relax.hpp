@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
+// Spin-loop primitives: the CPU's spin hint, and a bounded spin that then yields the CPU.
 #pragma once
+
+#include <sched.h>
 
 namespace txpath {
 
@@ -14,5 +17,29 @@ inline void cpu_relax() noexcept {
   asm volatile("" ::: "memory");
 #endif
 }
+
+// One waiting loop: spin with cpu_relax() for a bounded number of rounds (a few microseconds,
+// about the cost of a context switch), then call sched_yield() on every further round.
+//
+// Why: with more threads than cores, a FIFO lock (ticket, MCS) whose holder — or whose next
+// waiter — is preempted makes every spinner behind it burn its whole time slice; a spinner that
+// yields lets the preempted thread run on its CPU (see locks-and-delegation.md §4). Proper
+// spin-then-park (futex) is a later step; yielding bounds the damage now.
+class SpinWait {
+ public:
+  static constexpr unsigned kSpinRounds = 128;
+
+  void once() noexcept {
+    if (rounds_ < kSpinRounds) {
+      ++rounds_;
+      cpu_relax();
+    } else {
+      sched_yield();
+    }
+  }
+
+ private:
+  unsigned rounds_ = 0;
+};
 
 }  // namespace txpath
