@@ -127,6 +127,7 @@ int run_bench_command(const BenchOptions& o) {
       std::ofstream probe(o.json, std::ios::app);
       if (!probe) throw ConfigError("--json: cannot write \"" + o.json + "\"");
     }
+    cfg = resolve_bench_config(cfg);
     const Topology& topo = topology();
     fmt::print("topology: {} cores, {} hardware threads, {} NUMA node(s), {}\n", topo.cores,
                topo.pus, topo.numa_nodes, topo.cpu_model);

@@ -43,7 +43,12 @@ bool conservation_holds(uint64_t submitted, uint64_t sent, uint64_t dropped, uin
 // Thread counts used when BenchConfig::threads is empty.
 std::vector<int> default_thread_counts();
 
-// Runs every point; `progress` (may be empty) is told before each point starts.
+// Fills in defaults (every strategy, default thread counts) and checks the whole configuration
+// (strategies, lock, device, qdisc, payload vs the device's MTU) without running anything.
+// Throws ConfigError with one line on the first problem.
+BenchConfig resolve_bench_config(const BenchConfig& config);
+
+// Runs every point (after resolve_bench_config()); `progress` (may be empty) is told before each point starts.
 // Throws ConfigError for a bad strategy, lock, device or qdisc, before anything runs.
 std::vector<BenchPoint> run_bench(const BenchConfig& config,
                                   const std::function<void(const std::string&)>& progress = {});

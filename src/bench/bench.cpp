@@ -139,8 +139,7 @@ std::vector<int> default_thread_counts() {
   return counts;
 }
 
-std::vector<BenchPoint> run_bench(const BenchConfig& config,
-                                  const std::function<void(const std::string&)>& progress) {
+BenchConfig resolve_bench_config(const BenchConfig& config) {
   BenchConfig cfg = config;
   if (cfg.strategies.empty()) cfg.strategies = strategy_names();
   if (cfg.threads.empty()) cfg.threads = default_thread_counts();
@@ -167,7 +166,12 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
                         std::to_string(tmpl.size()) + "-byte frame, over the device's maximum of " +
                         std::to_string(device->max_frame_len()));
   }
+  return cfg;
+}
 
+std::vector<BenchPoint> run_bench(const BenchConfig& config,
+                                  const std::function<void(const std::string&)>& progress) {
+  const BenchConfig cfg = resolve_bench_config(config);
   std::vector<BenchPoint> points;
   const std::size_t total = cfg.threads.size() * cfg.strategies.size();
   // Same thread count side by side (A B A B ...), so ratios hold when the machine drifts.

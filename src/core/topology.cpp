@@ -3,6 +3,7 @@
 
 #include <hwloc.h>
 
+#include <cctype>
 #include <thread>
 
 namespace txpath {
@@ -57,6 +58,8 @@ const Topology& topology() {
       d.cores_by_node.assign(1, {});
       for (int i = 0; i < d.cores; ++i) d.cores_by_node[0].push_back(i);
     }
+    while (!d.cpu_model.empty() && std::isspace(static_cast<unsigned char>(d.cpu_model.back())))
+      d.cpu_model.pop_back();
     if (d.cpu_model.empty()) d.cpu_model = "unknown";
     return d;
   }();
