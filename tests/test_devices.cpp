@@ -291,6 +291,20 @@ TEST(NicDevice, CleansOnXmitInBatches) {
   }
 }
 
+TEST(NicDevice, CompletionInterruptIsModerated) {
+  Frames fr(64);
+  NicDevice dev(NicConfig{.pkt_ns = 0, .doorbell_ns = 0, .ring = 64, .rate_gbit = 10,
+                          .clean_batch = 32, .bql = false, .irq_ns = 5'000'000});
+  ASSERT_EQ(xmit_locked(dev, fr.make(0, 0), false), XmitResult::ok);
+  const uint64_t before_clean = now_ns();
+  dev.poll();  // a clean (probably too early to reap anything, which does not matter)
+  ASSERT_EQ(xmit_locked(dev, fr.make(0, 1), false), XmitResult::ok);
+  // The next completion interrupt is at least irq_ns after that clean, though the frames are
+  // due within a microsecond.
+  EXPECT_GE(dev.next_poll_ns(), before_clean + 5'000'000);
+  ASSERT_TRUE(poll_until(dev, [&] { return dev.in_flight() == 0; }));
+}
+
 TEST(NicDevice, ConcurrentXmitAndPoll) {
   // The driver-loop side and the completion side on two threads, as in a TxQueue.
   Frames fr(128, 100);
@@ -584,7 +598,7 @@ TEST(DeviceRegistry, ErrorsAreOneLineAndNameTheSpec) {
       {"nic:bql=2", "out of range"},
       {"nic:mtu=67", "out of range"},
       {"nic:foo=1",
-       "unknown key 'foo' for nic (known: pkt, doorbell, ring, rate, clean, bql, mtu)"},
+       "unknown key 'foo' for nic (known: pkt, doorbell, ring, rate, clean, bql, irq, mtu)"},
       {"nic:pkt=1,,doorbell=2", "empty option"},
       {"nic:pkt=1,", "empty option"},
       {"nic:=5", "unknown key ''"},

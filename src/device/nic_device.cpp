@@ -74,6 +74,7 @@ std::string NicDevice::describe() const {
                   ",ring=" + std::to_string(cfg_.ring) + ",rate=" + fmt_double(cfg_.rate_gbit);
   if (cfg_.clean_batch != def.clean_batch) s += ",clean=" + std::to_string(cfg_.clean_batch);
   if (cfg_.bql != def.bql) s += cfg_.bql ? ",bql=1" : ",bql=0";
+  if (cfg_.irq_ns != def.irq_ns) s += ",irq=" + std::to_string(cfg_.irq_ns);
   if (cfg_.mtu != def.mtu) s += ",mtu=" + std::to_string(cfg_.mtu);
   return s;
 }
@@ -132,6 +133,7 @@ void NicDevice::ring_doorbell() noexcept {
 }
 
 void NicDevice::reap(uint64_t now) noexcept {
+  last_clean_ns_ = now;
   PacketList done;
   while (head_ != visible_) {
     Slot& s = ring_[head_ & mask_];
@@ -167,7 +169,9 @@ void NicDevice::driver_stop() noexcept {
 void NicDevice::publish_hints() noexcept {
   // relaxed (both): hints for lock-free readers of next_poll_ns()/in_flight(); they pair with
   // nothing — a reader that needs exact values takes tx_lock or waits for a quiescent point.
-  next_poll_.store(head_ != visible_ ? ring_[head_ & mask_].done_ns : 0, std::memory_order_relaxed);
+  next_poll_.store(
+      head_ != visible_ ? std::max(ring_[head_ & mask_].done_ns, last_clean_ns_ + cfg_.irq_ns) : 0,
+      std::memory_order_relaxed);
   in_flight_.store(tail_ - head_, std::memory_order_relaxed);
 }
 

@@ -19,6 +19,10 @@
 //  * clean_batch = 32: completions are reaped from xmit() only when at least this many are due,
 //    as drivers clean TX descriptors in batches (and write back completion status in batches).
 //  * BQL on, as for the drivers that support bulk dequeue (the qdisc layer only bulks with BQL).
+//  * irq_ns = 50000: TX-completion interrupt moderation. The completion "interrupt" (poll() from
+//    the queue's service thread) comes no sooner than irq_ns after the previous clean, as with
+//    ethtool tx-usecs of tens of microseconds on 10G drivers; under load, clean-on-xmit keeps
+//    pushing it out, so the service thread stays asleep.
 //
 // Model:
 //  * xmit(): cleans if >= clean_batch descriptors are due; if the ring is full, stops the queue,
@@ -31,7 +35,8 @@
 //  * poll(): under tx_lock, reaps every descriptor due by now: buffers go back with one
 //    free_packets() call, BQL is credited, and the queue is woken when it was stopped by the
 //    driver and at least ring/4 descriptors are free again (the usual wake threshold).
-//  * next_poll_ns(): earliest completion time of a visible, unreaped descriptor (0 if none).
+//  * next_poll_ns(): when the next completion interrupt fires: the later of the earliest
+//    completion time of a visible, unreaped descriptor and (last clean + irq_ns); 0 if none.
 //
 // Ring: a power of two (2 .. 2^20) so that slot = index & mask; preallocated at construction,
 // nothing is allocated on xmit/poll. Pools must outlive the device (the destructor returns any
@@ -57,6 +62,7 @@ struct NicConfig {
   double rate_gbit = 10.0;     // wire rate, Gbit/s, in [1e-5, 1e4] (ps arithmetic stays in 64 bits)
   uint32_t clean_batch = 32;   // xmit() reaps completions once this many are due; [1, ring]
   bool bql = true;             // byte queue limits
+  uint64_t irq_ns = 50'000;    // completion interrupt moderation (min gap after a clean)
   Dql::Config dql{};           // used when bql
   uint32_t mtu = 1500;
 };
@@ -68,7 +74,7 @@ class NicDevice final : public Device {
   ~NicDevice() override;
 
   std::string_view kind() const noexcept override { return "nic"; }
-  // "nic:pkt=20,doorbell=200,ring=512,rate=10", plus clean=/bql=/mtu= when not the default.
+  // "nic:pkt=20,doorbell=200,ring=512,rate=10", plus clean=/bql=/irq=/mtu= when not the default.
   std::string describe() const override;
   XmitResult xmit(Packet* p, bool more) noexcept override;
   void poll() noexcept override;
@@ -108,6 +114,7 @@ class NicDevice final : public Device {
   const uint64_t epoch_ns_;       // steady-clock origin of the picosecond wire clock
   uint64_t wire_free_ps_ = 0;     // wire busy until then (ps after epoch_ns_)
   bool drv_stopped_ = false;      // we set DRV_XOFF (stop_queue) and have not woken it yet
+  uint64_t last_clean_ns_ = 0;    // when reap() last ran
 
   // Lock-free hints for next_poll_ns()/in_flight(); written under tx_lock by publish_hints().
   std::atomic<uint64_t> next_poll_{0};

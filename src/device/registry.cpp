@@ -3,7 +3,7 @@
 //
 // Grammar: KIND[:KEY=VALUE[,KEY=VALUE]...], keys in any order, each at most once.
 //   null                    [mtu=N]
-//   nic                     [pkt=NS, doorbell=NS, ring=N, rate=GBIT, clean=N, bql=0|1, mtu=N]
+//   nic                     [pkt=NS, doorbell=NS, ring=N, rate=GBIT, clean=N, bql=0|1, irq=NS, mtu=N]
 //   fault                   [busy=P, stop=P, stop_ns=NS, seed=N, mtu=N]
 // Numbers: unsigned decimal integers, except rate/busy/stop (decimal floating point). Ranges:
 // ring a power of two in [2, 2^20] (slot = index & mask, as real rings are sized); clean in
@@ -154,11 +154,13 @@ std::unique_ptr<Device> make_device(std::string_view spec) {
       NicConfig c;
       if (has_opts) {
         for (const auto& o : parser.options(
-                 opts, kind, {"pkt", "doorbell", "ring", "rate", "clean", "bql", "mtu"})) {
+                 opts, kind, {"pkt", "doorbell", "ring", "rate", "clean", "bql", "irq", "mtu"})) {
           if (o.key == "pkt") c.pkt_ns = parser.u64(o, 0, 1'000'000'000);
           else if (o.key == "doorbell") c.doorbell_ns = parser.u64(o, 0, 1'000'000'000);
           else if (o.key == "ring") c.ring = static_cast<uint32_t>(parser.u64(o, 2, 1u << 20));
           else if (o.key == "rate") c.rate_gbit = parser.real(o, 1e-5, 1e4);
+          else if (o.key == "irq")
+            c.irq_ns = parser.u64(o, 0, 1'000'000'000);
           else if (o.key == "clean")
             c.clean_batch = static_cast<uint32_t>(parser.u64(o, 1, 1u << 20));
           else if (o.key == "bql") c.bql = parser.u64(o, 0, 1) != 0;

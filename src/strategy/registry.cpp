@@ -37,7 +37,9 @@ std::vector<std::string> strategy_names() {
 }
 
 std::vector<std::string> lock_names() {
-  return {"ticket", "ttas", "mcs", "mutex"};
+  std::vector<std::string> names;
+  for (const LockKind k : kAllLockKinds) names.emplace_back(lock_kind_name(k));
+  return names;
 }
 
 std::unique_ptr<TxQueue> TxQueue::create(Device& device, const TxQueueConfig& config) {
