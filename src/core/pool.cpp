@@ -2,29 +2,46 @@
 #include "txpath/pool.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 
+#include "sync/ttas_lock.hpp"
 #include "txpath/error.hpp"
 
 namespace txpath {
 
 namespace {
 constexpr std::size_t kBufferAlign = 64;
-}
+constexpr std::size_t kChunk = 64;  // pointers gathered outside the lock per put_list() step
+}  // namespace
+
+// The shared free stack: packets_[i] pointers in stack[0, top). Critical sections are a memcpy
+// of at most one batch, so a TTAS spinlock (spin, back off, then yield) fits better than a
+// futex mutex, whose sleep/wake syscalls dominated under contention.
+struct Pool::Shared {
+  TtasLock lock;
+  std::vector<Packet*> stack;  // capacity = pool size, sized once
+  std::size_t top = 0;         // guarded by lock
+};
 
 Pool::Pool(const PoolConfig& config)
     : buffer_size_((config.buffer_size + kBufferAlign - 1) / kBufferAlign * kBufferAlign),
-      cache_size_(std::max<std::size_t>(config.cache_size, 2)) {
+      cache_size_(std::max<std::size_t>(config.cache_size, 2)),
+      shared_(std::make_unique<Shared>()) {
   if (config.packets == 0) throw ConfigError("pool: packet count must be positive");
   if (config.buffer_size == 0) throw ConfigError("pool: buffer size must be positive");
   memory_ = std::make_unique<std::byte[]>(config.packets * buffer_size_);
   packets_.resize(config.packets);
+  shared_->stack.resize(config.packets);
+  // Stacked so that the first get() returns packet 0 (nicer to debug).
   for (std::size_t i = 0; i < packets_.size(); ++i) {
     Packet& p = packets_[i];
     p.data = memory_.get() + i * buffer_size_;
     p.capacity = static_cast<uint32_t>(config.buffer_size);
     p.pool = this;
-    free_.push_back(&p);
+    shared_->stack[packets_.size() - 1 - i] = &p;
   }
+  shared_->top = packets_.size();
 }
 
 Pool::~Pool() = default;
@@ -39,47 +56,60 @@ void Pool::reset(Packet* p) noexcept {
 
 Packet* Pool::get() noexcept {
   Packet* p = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    p = free_.pop_front();
-  }
-  if (p) reset(p);
+  if (get_batch(&p, 1) == 0) return nullptr;
+  reset(p);
   return p;
 }
 
 void Pool::put(Packet* p) noexcept {
-  p->len = 0;  // keeps the byte count of free_ meaningless but bounded
-  std::lock_guard lock(mutex_);
-  free_.push_back(p);
+  PacketList one;
+  one.push_back(p);
+  put_list(std::move(one));
 }
 
 void Pool::put_list(PacketList&& list) noexcept {
   if (list.empty()) return;
   PacketList local(std::move(list));
   if (free_hook_) free_hook_(local);
-  std::lock_guard lock(mutex_);
-  free_.splice_back(local);
+  std::array<Packet*, kChunk> chunk;
+  std::size_t n = 0;
+  for (Packet* p = local.front(); p;) {
+    Packet* next = p->next;  // read before the packet becomes someone else's
+    chunk[n++] = p;
+    p = next;
+    if (n == kChunk || !p) {
+      put_batch(chunk.data(), n);
+      n = 0;
+    }
+  }
 }
 
 std::size_t Pool::free_count() const {
-  std::lock_guard lock(mutex_);
-  return free_.size();
+  shared_->lock.lock();
+  const std::size_t n = shared_->top;
+  shared_->lock.unlock();
+  return n;
 }
 
 std::size_t Pool::get_batch(Packet** out, std::size_t n) noexcept {
-  std::size_t got = 0;
-  std::lock_guard lock(mutex_);
-  while (got < n) {
-    Packet* p = free_.pop_front();
-    if (!p) break;
-    out[got++] = p;
-  }
+  Shared& s = *shared_;
+  s.lock.lock();
+  const std::size_t got = std::min(n, s.top);
+  s.top -= got;
+  std::memcpy(out, s.stack.data() + s.top, got * sizeof(Packet*));
+  s.lock.unlock();
   return got;
 }
 
 void Pool::put_batch(Packet* const* in, std::size_t n) noexcept {
-  std::lock_guard lock(mutex_);
-  for (std::size_t i = 0; i < n; ++i) free_.push_back(in[i]);
+  Shared& s = *shared_;
+  s.lock.lock();
+  // A double free would overflow the stack; every packet belongs to this pool.
+  const std::size_t room = s.stack.size() - s.top;
+  const std::size_t take = std::min(n, room);
+  std::memcpy(s.stack.data() + s.top, in, take * sizeof(Packet*));
+  s.top += take;
+  s.lock.unlock();
 }
 
 Pool::Cache::Cache(Pool& pool) : pool_(pool), slots_(pool.cache_size_) {}
@@ -112,7 +142,7 @@ void Pool::Cache::put(Packet* p) noexcept {
 void free_packets(PacketList&& list) noexcept {
   PacketList rest(std::move(list));
   while (!rest.empty()) {
-    // Gather a run of packets from the same pool and return it with one lock acquisition.
+    // Gather a run of packets from the same pool and return it in one call.
     Pool* pool = rest.front()->pool;
     PacketList run;
     while (!rest.empty() && rest.front()->pool == pool) run.push_back(rest.pop_front());
