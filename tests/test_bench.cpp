@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// The bench engine: its conservation check, its defaults, its up-front validation, and a real
+// (tiny) run whose every point must conserve packets.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "txpath/bench.hpp"
+#include "txpath/error.hpp"
+#include "txpath/topology.hpp"
+#include "txpath/txqueue.hpp"
+
+namespace txpath {
+namespace {
+
+TEST(Bench, ConservationCheckDetectsViolations) {
+  EXPECT_TRUE(conservation_holds(100, 90, 10, 0));
+  EXPECT_TRUE(conservation_holds(0, 0, 0, 0));
+  EXPECT_FALSE(conservation_holds(100, 90, 9, 0)) << "a lost packet";
+  EXPECT_FALSE(conservation_holds(100, 91, 10, 0)) << "a packet counted twice";
+  EXPECT_FALSE(conservation_holds(100, 90, 9, 1)) << "a packet still queued after drain";
+}
+
+TEST(Bench, DefaultThreadCountsScaleWithTheMachine) {
+  const int cores = topology().cores;
+  const auto counts = default_thread_counts();
+  ASSERT_FALSE(counts.empty());
+  EXPECT_EQ(counts.front(), 1);
+  EXPECT_EQ(counts.back(), 8 * cores);
+  EXPECT_TRUE(std::is_sorted(counts.begin(), counts.end()));
+  EXPECT_NE(std::find(counts.begin(), counts.end(), cores), counts.end());
+}
+
+TEST(Bench, TopologyIsSane) {
+  const Topology& t = topology();
+  EXPECT_GE(t.cores, 1);
+  EXPECT_GE(t.pus, t.cores);
+  EXPECT_GE(t.numa_nodes, 1);
+  EXPECT_EQ(static_cast<int>(t.cores_by_node.size()), t.numa_nodes);
+  EXPECT_FALSE(t.cpu_model.empty());
+}
+
+TEST(Bench, ResolveFillsDefaultsAndRejectsBadConfigs) {
+  const BenchConfig resolved = resolve_bench_config({});
+  EXPECT_EQ(resolved.strategies, strategy_names());
+  EXPECT_EQ(resolved.threads, default_thread_counts());
+
+  auto expect_error = [](BenchConfig c, const std::string& needle) {
+    try {
+      resolve_bench_config(c);
+      ADD_FAILURE() << "accepted a config that should fail with: " << needle;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  };
+  BenchConfig c;
+  c.strategies = {"nope"};
+  expect_error(c, "nope");
+  c = {};
+  c.lock = "nope";
+  expect_error(c, "nope");
+  c = {};
+  c.device = "nope";
+  expect_error(c, "nope");
+  c = {};
+  c.qdisc = "pfifo limit -1";
+  expect_error(c, "limit");
+  c = {};
+  c.threads = {0};
+  expect_error(c, "thread");
+  c = {};
+  c.duration_s = 0;
+  expect_error(c, "duration");
+  c = {};
+  c.payload = 1500;  // 1542-byte frame > 1514
+  expect_error(c, "payload");
+}
+
+TEST(Bench, TinyRunConservesEveryPoint) {
+  BenchConfig c;
+  c.strategies = {"busylock", "rootlock"};
+  c.threads = {1, 3};
+  c.duration_s = 0.05;
+  c.device = "null";
+  c.pin = false;
+  std::vector<std::string> progress;
+  const auto points = run_bench(c, [&](const std::string& line) { progress.push_back(line); });
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(progress.size(), 4u);
+  // Interleaved: same thread count side by side.
+  EXPECT_EQ(points[0].threads, 1);
+  EXPECT_EQ(points[1].threads, 1);
+  EXPECT_NE(points[0].strategy, points[1].strategy);
+  for (const auto& p : points) {
+    EXPECT_TRUE(p.drained) << p.strategy << "/" << p.threads;
+    EXPECT_TRUE(p.conserved) << p.strategy << "/" << p.threads;
+    EXPECT_EQ(p.submitted, p.sent + p.dropped);
+    EXPECT_GT(p.sent, 0u);
+    EXPECT_GT(p.mpps, 0.0);
+    EXPECT_GT(p.cpu_ns_per_pkt, 0.0);
+    EXPECT_EQ(p.lock, "ticket");
+  }
+}
+
+}  // namespace
+}  // namespace txpath
