@@ -202,6 +202,16 @@ INSTANTIATE_TEST_SUITE_P(Strategies, DriverLoop,
                            return std::string(info.param.strategy) + "_" + info.param.lock;
                          });
 
+TEST(TxQueueConfig, OneTxQueuePerDevice) {
+  test::ScriptedDevice dev;
+  TxQueueConfig cfg;
+  cfg.service_thread = false;
+  auto first = TxQueue::create(dev, cfg);
+  EXPECT_THROW(TxQueue::create(dev, cfg), ConfigError) << "a second queue would steal the wake";
+  first.reset();
+  EXPECT_NO_THROW(TxQueue::create(dev, cfg)) << "the device is free again";
+}
+
 TEST(TxQueueConfig, UnknownNamesAreOneLineErrors) {
   test::ScriptedDevice dev;
   for (auto [strategy, lock, qdisc] :

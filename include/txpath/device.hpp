@@ -78,8 +78,9 @@ class Device {
   uint32_t max_frame_len() const noexcept { return mtu_ + 14; }
 
   std::mutex& tx_lock() noexcept { return tx_lock_; }
-  // Set once, before the device is used.
+  // Set once, before the device is used (TxQueue::create does it: one TX queue per device).
   void set_wake_handler(std::function<void()> handler) { wake_handler_ = std::move(handler); }
+  bool has_wake_handler() const noexcept { return static_cast<bool>(wake_handler_); }
 
   DeviceStats stats() const noexcept;
 

@@ -33,8 +33,9 @@ struct TxQueueConfig {
   // senders are active; when idle it sleeps until kicked.
   std::chrono::microseconds service_tick{50};
   // Start the per-queue service thread. Without it, deferred runs and device completions are
-  // processed only when the application calls TxQueue::service() (or by the next send()):
-  // for event-loop applications that own their threads, and for deterministic tests.
+  // processed only when the application calls TxQueue::service() (a later send() also runs the
+  // qdisc, but never reaps completions): for event-loop applications that own their threads,
+  // and for deterministic tests. drain() then needs service() calls meanwhile.
   bool service_thread = true;
 };
 

@@ -47,7 +47,6 @@ void pin_to(int cpu) {
 }
 
 BenchPoint run_point(const BenchConfig& cfg, const std::string& strategy, int threads) {
-  auto device = make_device(cfg.device);
   // Enough buffers for every place a packet can wait: 3 bands, the ring, the senders' caches.
   PoolConfig pool_cfg;
   pool_cfg.cache_size = 64;
@@ -56,6 +55,7 @@ BenchPoint run_point(const BenchConfig& cfg, const std::string& strategy, int th
                  static_cast<std::size_t>(threads) * pool_cfg.cache_size * 2);
   pool_cfg.buffer_size = std::max<std::size_t>(256, kHeadersLen + cfg.payload);
   Pool pool(pool_cfg);
+  auto device = make_device(cfg.device);  // after the pool: destroyed first, it returns its ring
 
   TxQueueConfig qcfg;
   qcfg.strategy = strategy;

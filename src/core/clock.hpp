@@ -6,7 +6,8 @@
 // invariant TSC (x86 constant_tsc + nonstop_tsc, checked with CPUID), now_ns() reads the TSC
 // and scales it with a factor calibrated once against CLOCK_MONOTONIC; elsewhere it is
 // steady_clock. Either way it is monotonic and in the steady_clock time base (the TSC clock is
-// anchored to steady_clock at calibration; drift is the TSC's ppm error).
+// anchored to steady_clock at calibration; drift is the scale's ppm error, so code that sleeps
+// on steady_clock waits for relative durations computed with now_ns(), never absolute times).
 #pragma once
 
 #include <chrono>
@@ -43,12 +44,27 @@ inline TscClock calibrate() noexcept {
   if (__get_cpuid(0x80000000, &a, &b, &cx, &d) == 0 || a < 0x80000007) return c;
   __get_cpuid(0x80000007, &a, &b, &cx, &d);
   if ((d & (1u << 8)) == 0) return c;  // no invariant TSC
-  const uint64_t ns0 = steady_now_ns();
-  const uint64_t t0 = __rdtsc();
-  uint64_t ns1 = ns0;
-  while (ns1 - ns0 < 2'000'000) ns1 = steady_now_ns();  // 2 ms
-  const uint64_t t1 = __rdtsc();
-  if (t1 <= t0) return c;
+  // Each reference point brackets one clock_gettime() between two TSC reads and keeps the
+  // narrowest bracket of a few tries, so a slow (cold, or preempted) call does not skew the
+  // scale; the two points are 10 ms apart, for a scale error of a few ppm.
+  auto sample = [](uint64_t& tsc_at, uint64_t& ns_at) {
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 16; ++i) {
+      const uint64_t a = __rdtsc();
+      const uint64_t ns = steady_now_ns();
+      const uint64_t b = __rdtsc();
+      if (b > a && b - a < best) {
+        best = b - a;
+        tsc_at = a + (b - a) / 2;
+        ns_at = ns;
+      }
+    }
+  };
+  uint64_t t0 = 0, ns0 = 0, t1 = 0, ns1 = 0;
+  sample(t0, ns0);
+  while (steady_now_ns() - ns0 < 10'000'000) cpu_relax();
+  sample(t1, ns1);
+  if (t1 <= t0 || ns1 <= ns0) return c;
   c.ns_per_tick = static_cast<double>(ns1 - ns0) / static_cast<double>(t1 - t0);
   c.base_tsc = t1;
   c.base_ns = ns1;
@@ -69,8 +85,11 @@ inline uint64_t now_ns() noexcept {
 #if defined(__x86_64__)
   const auto& c = clock_detail::tsc();
   if (c.usable) {
-    const uint64_t t = __rdtsc();
-    return c.base_ns + static_cast<uint64_t>(static_cast<double>(t - c.base_tsc) * c.ns_per_tick);
+    // Signed: a thread on a core whose TSC is a hair behind the calibrating core's must not wrap.
+    const auto ticks = static_cast<int64_t>(__rdtsc() - c.base_tsc);
+    const auto ns = static_cast<int64_t>(c.base_ns) +
+                    static_cast<int64_t>(static_cast<double>(ticks) * c.ns_per_tick);
+    return ns > 0 ? static_cast<uint64_t>(ns) : 0;
   }
 #endif
   return steady_now_ns();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cstring>
 
 #include "sync/ttas_lock.hpp"
@@ -104,8 +105,10 @@ std::size_t Pool::get_batch(Packet** out, std::size_t n) noexcept {
 void Pool::put_batch(Packet* const* in, std::size_t n) noexcept {
   Shared& s = *shared_;
   s.lock.lock();
-  // A double free would overflow the stack; every packet belongs to this pool.
+  // More packets than the pool owns means a double free: a bug in the caller. Debug builds stop
+  // here; release builds keep the stack in bounds (the duplicate is not stored twice).
   const std::size_t room = s.stack.size() - s.top;
+  assert(n <= room && "Pool: double free");
   const std::size_t take = std::min(n, room);
   std::memcpy(s.stack.data() + s.top, in, take * sizeof(Packet*));
   s.top += take;

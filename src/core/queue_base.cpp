@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 
 #include "core/clock.hpp"
+#include "txpath/error.hpp"
 
 namespace txpath {
 
@@ -13,10 +14,6 @@ namespace {
 constexpr int kActiveTicks = 20;
 constexpr std::chrono::milliseconds kIdleWake{1};
 
-std::chrono::steady_clock::time_point to_time_point(uint64_t ns) {
-  return std::chrono::steady_clock::time_point(
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(ns)));
-}
 }  // namespace
 
 QueueBase::QueueBase(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config,
@@ -30,6 +27,9 @@ QueueBase::QueueBase(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueue
                                                     : std::chrono::microseconds(50)),
       service_thread_(config.service_thread) {
   // The device's only upstream signal: a woken queue schedules a run (netif_tx_wake_queue).
+  // One TX queue per device: a second queue would steal the wake signal from the first.
+  if (device_.has_wake_handler())
+    throw ConfigError("device " + device_.describe() + " already has a TX queue attached");
   device_.set_wake_handler([this] { schedule(); });
 }
 
@@ -44,7 +44,8 @@ bool QueueBase::service() noexcept {
   if (poll_at != 0 && poll_at <= now_ns()) device_.poll();
   // acq_rel: pairs with schedule()'s exchange (see service_main()).
   if (!sched_.exchange(false, std::memory_order_acq_rel)) return false;
-  deferred_runs_.add(1);
+  // relaxed: a statistic; service() may run on several threads at once, hence the RMW.
+  deferred_runs_.fetch_add(1, std::memory_order_relaxed);
   deferred_run();
   return true;
 }
@@ -122,8 +123,12 @@ void QueueBase::service_main() {
       }
     }
     {
+      // A relative wait: now_ns() may be a TSC clock whose scale differs from steady_clock's
+      // by a few ppm, so absolute deadlines would drift.
+      const uint64_t now = now_ns();
+      const auto wait = std::chrono::nanoseconds(deadline > now ? deadline - now : 0);
       std::unique_lock lock(service_mutex_);
-      service_cv_.wait_until(lock, to_time_point(deadline), [this] {
+      service_cv_.wait_for(lock, wait, [this] {
         // acquire/relaxed: re-checked under the mutex that schedule()/shutdown() take to notify.
         return stop_.load(std::memory_order_acquire) || sched_.load(std::memory_order_relaxed);
       });
@@ -157,7 +162,12 @@ void QueueBase::requeue(PacketList& rest) noexcept {
   requeue_qlen_.add(n);
   requeue_backlog_.add(rest.bytes());
   requeues_.add(n);
-  requeue_.splice_back(rest);
+  // The refused packets go back at the HEAD. They were the oldest packets of the queue: either
+  // the batch came from the qdisc, and then the requeue list was empty, or it was a prefix of
+  // the requeue list (cut short by the quota or the BQL budget), and then what is still on the
+  // list came after them.
+  rest.splice_back(requeue_);
+  requeue_ = std::move(rest);
 }
 
 bool QueueBase::drain(std::chrono::milliseconds timeout) {
@@ -182,7 +192,7 @@ TxQueueStats QueueBase::stats() const {
   s.requeues = requeues_.get();
   s.bypassed = bypassed_.get();
   s.runs = runs_.get();
-  s.deferred_runs = deferred_runs_.get();
+  s.deferred_runs = deferred_runs_.load(std::memory_order_relaxed);  // relaxed: a statistic
   s.batches = batches_.get();
   s.device = device_.stats();
   return s;

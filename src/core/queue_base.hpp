@@ -145,7 +145,8 @@ class QueueBase : public TxQueue {
     PacketList batch;
     int64_t bytes_left = device_.tx_budget_bytes();
     if (!requeue_.empty()) {
-      // Requeued packets leave first, in order, as one batch.
+      // Requeued packets leave first, in order, as one batch (a refused remainder goes back to the
+      // head of the list, see requeue()).
       while (!requeue_.empty() && static_cast<int>(batch.size()) < budget &&
              (batch.empty() || bytes_left > 0)) {
         Packet* p = requeue_.pop_front();
@@ -198,7 +199,8 @@ class QueueBase : public TxQueue {
   // Owned by the RUNNING owner under the root lock.
   alignas(64) PacketList requeue_;
   SingleWriterCounter requeue_qlen_, requeue_backlog_, requeues_;
-  SingleWriterCounter sent_, batches_, runs_, bypassed_, deferred_runs_;
+  SingleWriterCounter sent_, batches_, runs_, bypassed_;
+  std::atomic<uint64_t> deferred_runs_{0};
   SingleWriterCounter purged_;
 
   PerThreadCounter submitted_;

@@ -118,7 +118,7 @@ XmitResult NicDevice::xmit(Packet* p, bool more) noexcept {
 
 void NicDevice::ring_doorbell() noexcept {
   busy_wait_ns(cfg_.doorbell_ns);  // the uncached MMIO tail write
-  const uint64_t now_ps = (now_ns() - epoch_ns_) * 1000;
+  const uint64_t now_ps = (std::max(now_ns(), epoch_ns_) - epoch_ns_) * 1000;
   // The wire serialises frames: each starts when both it is visible and the previous is done.
   uint64_t t = std::max(now_ps, wire_free_ps_);
   for (; visible_ != tail_; ++visible_) {
