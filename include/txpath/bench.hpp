@@ -23,18 +23,31 @@ struct BenchConfig {
 };
 
 struct BenchPoint {
-  std::string strategy;
-  std::string lock;
+  std::string strategy;       // a strategy name, or "peer:ck_ring" / "peer:mutex_deque"
+  std::string lock;           // lock kind ("-" for strategies and peers that take no lock)
   int threads = 0;
-  double mpps = 0;            // sent packets per second in the measured window, in millions
-  double cpu_ns_per_pkt = 0;  // process CPU time in the window / packets sent in it
-  uint64_t submitted = 0;     // whole point, including warm-up and drain
+  double mpps = 0;            // median over the repeats of sent packets per second (millions)
+  double mpps_min = 0;
+  double mpps_max = 0;
+  double cpu_ns_per_pkt = 0;  // process CPU time / packets sent, in the measured windows
+  uint64_t submitted = 0;     // summed over repeats, whole point including warm-up and drain
   uint64_t sent = 0;
   uint64_t dropped = 0;
   uint64_t requeues = 0;
   uint64_t doorbells = 0;
+  double fairness = 0;        // Jain index over per-sender accepted-and-not-dropped counts
+  double batch_mean = 0;      // packets per doorbell
+  uint64_t lock_waits = 0;    // lock acquisitions that had to wait (root lock and busylock)
+  uint64_t lock_wait_ns = 0;  // time spent waiting for them
+  double send_p50_ns = 0;     // sampled send() latency
+  double send_p99_ns = 0;
+  double vs_busylock_mpps = 0;  // mpps / busylock's mpps at the same thread count (0 if none)
+  double vs_busylock_cpu = 0;   // cpu_ns_per_pkt / busylock's at the same thread count
   bool drained = false;       // every accepted packet left the queue after senders stopped
-  bool conserved = false;     // submitted == sent + dropped, nothing left queued
+  bool conserved = false;     // submitted == sent + dropped, nothing left queued, every repeat
+};
+
+// submitted == sent + dropped, nothing left queued
 };
 
 // submitted == sent + dropped and nothing queued: the conservation check every point must pass.
