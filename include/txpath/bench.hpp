@@ -47,9 +47,6 @@ struct BenchPoint {
   bool conserved = false;     // submitted == sent + dropped, nothing left queued, every repeat
 };
 
-// submitted == sent + dropped, nothing left queued
-};
-
 // submitted == sent + dropped and nothing queued: the conservation check every point must pass.
 bool conservation_holds(uint64_t submitted, uint64_t sent, uint64_t dropped, uint64_t queued);
 
