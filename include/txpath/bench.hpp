@@ -19,7 +19,9 @@ struct BenchConfig {
   std::string qdisc = "pfifo_fast";      // tc-style spec, see make_qdisc()
   std::size_t payload = 32;              // UDP payload bytes
   uint32_t txqueuelen = 1000;
+  int repeat = 1;                        // rounds; each point reports the median (and min/max)
   bool pin = true;                       // pin senders round-robin over cores, spread over nodes
+  int nodes = 0;                         // use only the first N NUMA nodes (0: all)
 };
 
 struct BenchPoint {
