@@ -57,6 +57,8 @@ struct TxQueueStats {
   uint64_t runs = 0;       // driver-loop runs (ownership acquisitions)
   uint64_t deferred_runs = 0;  // runs performed by the service thread
   uint64_t batches = 0;    // bulk dequeues handed to the device
+  uint64_t lock_waits = 0;    // strategy lock acquisitions that had to wait (root, busylock)
+  uint64_t lock_wait_ns = 0;  // time spent waiting in them
   QdiscStats qdisc;        // the root qdisc's tc statistics (requeue list included in qlen/backlog)
   DeviceStats device;
 };
@@ -82,7 +84,8 @@ class TxQueue {
   virtual TxQueueStats stats() const = 0;
   virtual std::string_view strategy() const noexcept = 0;
   virtual std::string_view lock_kind() const noexcept = 0;
-  virtual const Qdisc& qdisc() const noexcept = 0;
+  // The root qdisc; nullptr for the peer baselines ("peer:..."), which have none.
+  virtual const Qdisc* qdisc() const noexcept = 0;
   virtual Device& device() noexcept = 0;
 };
 

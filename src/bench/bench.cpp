@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: MIT
+// The bench engine. One "run" = one strategy at one thread count for one duration; a "point"
+// aggregates the --repeat runs of a (strategy, threads) pair. Runs of different strategies at
+// the same thread count are interleaved (A B A B ...) so that ratios hold on a drifting machine.
 #include "txpath/bench.hpp"
 
 #include <pthread.h>
@@ -8,10 +11,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <memory>
 #include <thread>
 
-#include "sync/cpu_relax.hpp"
+#include "core/clock.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
@@ -23,16 +28,21 @@ namespace txpath {
 
 namespace {
 
+constexpr uint64_t kLatencySampleEvery = 64;     // one send() in 64 is timed
+constexpr std::size_t kLatencySamplesPerThread = 1 << 15;
+
 uint64_t process_cpu_ns() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// Sender i's CPU: round-robin over nodes first (spread), then over the cores of that node.
-int cpu_for_sender(int i) {
+// Sender i's CPU: round-robin over the nodes in use (spread), then over that node's cores.
+int cpu_for_sender(int i, int nodes_in_use) {
   const auto& nodes = topology().cores_by_node;
-  const std::size_t n = nodes.size();
+  const std::size_t n = std::max<std::size_t>(
+      1, nodes_in_use > 0 ? std::min<std::size_t>(static_cast<std::size_t>(nodes_in_use), nodes.size())
+                          : nodes.size());
   const auto& node = nodes[static_cast<std::size_t>(i) % n];
   if (node.empty()) return -1;
   return node[(static_cast<std::size_t>(i) / n) % node.size()];
@@ -46,7 +56,51 @@ void pin_to(int cpu) {
   pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
 }
 
-BenchPoint run_point(const BenchConfig& cfg, const std::string& strategy, int threads) {
+double jain_index(const std::vector<uint64_t>& xs) {
+  double sum = 0, sum_sq = 0;
+  for (uint64_t x : xs) {
+    sum += static_cast<double>(x);
+    sum_sq += static_cast<double>(x) * static_cast<double>(x);
+  }
+  if (xs.empty() || sum_sq == 0) return 0;
+  return sum * sum / (static_cast<double>(xs.size()) * sum_sq);
+}
+
+double percentile(std::vector<uint32_t>& v, double q) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+struct Run {
+  double mpps = 0;
+  double cpu_ns_per_pkt = 0;
+  double fairness = 0;
+  double send_p50_ns = 0;
+  double send_p99_ns = 0;
+  uint64_t submitted = 0, sent = 0, dropped = 0, requeues = 0, doorbells = 0;
+  uint64_t window_sent = 0, window_doorbells = 0;
+  uint64_t lock_waits = 0, lock_wait_ns = 0;
+  std::string lock;
+  bool drained = false;
+  bool conserved = false;
+};
+
+// Per-sender state, each on its own cache lines.
+struct alignas(64) Sender {
+  uint64_t accepted_in_window = 0;  // send() returned queued or congested while measuring
+  std::vector<uint32_t> latency;    // sampled send() ns, preallocated
+};
+
+Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads) {
   // Enough buffers for every place a packet can wait: 3 bands, the ring, the senders' caches.
   PoolConfig pool_cfg;
   pool_cfg.cache_size = 64;
@@ -68,25 +122,40 @@ BenchPoint run_point(const BenchConfig& cfg, const std::string& strategy, int th
   spec.payload = cfg.payload;
   const FrameTemplate tmpl(spec);
 
+  std::vector<Sender> senders(static_cast<std::size_t>(threads));
+  for (auto& s : senders) s.latency.reserve(kLatencySamplesPerThread);
   std::atomic<bool> stop{false};
+  std::atomic<bool> measuring{false};
   std::atomic<int> ready{0};
-  std::vector<std::thread> senders;
-  senders.reserve(static_cast<std::size_t>(threads));
+  std::vector<std::thread> workers;
+  workers.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
-    senders.emplace_back([&, t] {
-      if (cfg.pin) pin_to(cpu_for_sender(t));
+    workers.emplace_back([&, t] {
+      if (cfg.pin) pin_to(cpu_for_sender(t, cfg.nodes));
+      Sender& me = senders[static_cast<std::size_t>(t)];
       Pool::Cache cache(pool);
       ready.fetch_add(1, std::memory_order_relaxed);  // relaxed: a start-up head count only
       uint64_t seq = 0;
-      // relaxed: the flag only ends the loop; the join below orders everything after it.
+      // relaxed (stop, measuring): flags that only steer the loop; the join orders the results.
       while (!stop.load(std::memory_order_relaxed)) {
         Packet* p = cache.get();
         if (!p) {  // every buffer is queued or in flight: back off until completions return some
           std::this_thread::yield();
           continue;
         }
-        p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq++));
-        txq->send(p);
+        p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq));
+        const bool window = measuring.load(std::memory_order_relaxed);
+        SendStatus st;
+        if (window && seq % kLatencySampleEvery == 0 && me.latency.size() < me.latency.capacity()) {
+          const uint64_t t0 = now_ns();
+          st = txq->send(p);
+          me.latency.push_back(static_cast<uint32_t>(std::min<uint64_t>(now_ns() - t0, UINT32_MAX)));
+        } else {
+          st = txq->send(p);
+        }
+        if (window && (st == SendStatus::queued || st == SendStatus::congested))
+          ++me.accepted_in_window;
+        ++seq;
       }
     });
   }
@@ -95,6 +164,7 @@ BenchPoint run_point(const BenchConfig& cfg, const std::string& strategy, int th
 
   const auto warmup = std::chrono::duration<double>(std::min(0.2, cfg.duration_s * 0.1));
   std::this_thread::sleep_for(warmup);
+  measuring.store(true, std::memory_order_relaxed);  // relaxed: see above
   const TxQueueStats s0 = txq->stats();
   const uint64_t cpu0 = process_cpu_ns();
   const auto t0 = std::chrono::steady_clock::now();
@@ -102,27 +172,78 @@ BenchPoint run_point(const BenchConfig& cfg, const std::string& strategy, int th
   const TxQueueStats s1 = txq->stats();
   const uint64_t cpu1 = process_cpu_ns();
   const auto t1 = std::chrono::steady_clock::now();
-  stop.store(true, std::memory_order_relaxed);  // relaxed: see above
-  for (auto& s : senders) s.join();
+  measuring.store(false, std::memory_order_relaxed);  // relaxed: see above
+  stop.store(true, std::memory_order_relaxed);        // relaxed: see above
+  for (auto& w : workers) w.join();
 
-  BenchPoint pt;
-  pt.strategy = strategy;
-  pt.lock = std::string(txq->lock_kind());
-  pt.threads = threads;
-  pt.drained = txq->drain(std::chrono::seconds(10));
+  Run r;
+  r.lock = std::string(txq->lock_kind());
+  r.drained = txq->drain(std::chrono::seconds(10));
   const TxQueueStats end = txq->stats();
   const double secs = std::chrono::duration<double>(t1 - t0).count();
-  const uint64_t window_sent = s1.sent - s0.sent;
-  pt.mpps = secs > 0 ? static_cast<double>(window_sent) / secs / 1e6 : 0;
-  pt.cpu_ns_per_pkt =
-      window_sent > 0 ? static_cast<double>(cpu1 - cpu0) / static_cast<double>(window_sent) : 0;
-  pt.submitted = end.submitted;
-  pt.sent = end.sent;
-  pt.dropped = end.dropped;
-  pt.requeues = end.requeues;
-  pt.doorbells = end.device.doorbells;
-  pt.conserved = pt.drained && conservation_holds(end.submitted, end.sent, end.dropped, end.queued);
-  return pt;
+  r.window_sent = s1.sent - s0.sent;
+  r.window_doorbells = s1.device.doorbells - s0.device.doorbells;
+  r.mpps = secs > 0 ? static_cast<double>(r.window_sent) / secs / 1e6 : 0;
+  r.cpu_ns_per_pkt = r.window_sent > 0 ? static_cast<double>(cpu1 - cpu0) /
+                                             static_cast<double>(r.window_sent)
+                                       : 0;
+  r.submitted = end.submitted;
+  r.sent = end.sent;
+  r.dropped = end.dropped;
+  r.requeues = end.requeues;
+  r.doorbells = end.device.doorbells;
+  r.lock_waits = s1.lock_waits - s0.lock_waits;
+  r.lock_wait_ns = s1.lock_wait_ns - s0.lock_wait_ns;
+  std::vector<uint64_t> per_sender;
+  std::vector<uint32_t> latency;
+  for (auto& s : senders) {
+    per_sender.push_back(s.accepted_in_window);
+    latency.insert(latency.end(), s.latency.begin(), s.latency.end());
+  }
+  r.fairness = jain_index(per_sender);
+  r.send_p50_ns = percentile(latency, 0.50);
+  r.send_p99_ns = percentile(latency, 0.99);
+  r.conserved = r.drained && conservation_holds(end.submitted, end.sent, end.dropped, end.queued);
+  return r;
+}
+
+BenchPoint aggregate(const std::string& strategy, int threads, const std::vector<Run>& runs) {
+  BenchPoint p;
+  p.strategy = strategy;
+  p.threads = threads;
+  p.lock = runs.front().lock;
+  std::vector<double> mpps, cpu, fair, p50, p99;
+  uint64_t window_sent = 0, window_doorbells = 0;
+  p.drained = p.conserved = true;
+  for (const Run& r : runs) {
+    mpps.push_back(r.mpps);
+    cpu.push_back(r.cpu_ns_per_pkt);
+    fair.push_back(r.fairness);
+    p50.push_back(r.send_p50_ns);
+    p99.push_back(r.send_p99_ns);
+    p.submitted += r.submitted;
+    p.sent += r.sent;
+    p.dropped += r.dropped;
+    p.requeues += r.requeues;
+    p.doorbells += r.doorbells;
+    p.lock_waits += r.lock_waits;
+    p.lock_wait_ns += r.lock_wait_ns;
+    window_sent += r.window_sent;
+    window_doorbells += r.window_doorbells;
+    p.drained = p.drained && r.drained;
+    p.conserved = p.conserved && r.conserved;
+  }
+  p.mpps = median(mpps);
+  p.mpps_min = *std::min_element(mpps.begin(), mpps.end());
+  p.mpps_max = *std::max_element(mpps.begin(), mpps.end());
+  p.cpu_ns_per_pkt = median(cpu);
+  p.fairness = median(fair);
+  p.send_p50_ns = median(p50);
+  p.send_p99_ns = median(p99);
+  p.batch_mean = window_doorbells ? static_cast<double>(window_sent) /
+                                        static_cast<double>(window_doorbells)
+                                  : 0;
+  return p;
 }
 
 }  // namespace
@@ -144,6 +265,10 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
   if (cfg.strategies.empty()) cfg.strategies = strategy_names();
   if (cfg.threads.empty()) cfg.threads = default_thread_counts();
   if (!(cfg.duration_s > 0)) throw ConfigError("duration must be positive");
+  if (cfg.repeat < 1 || cfg.repeat > 1000) throw ConfigError("repeat must be in 1..1000");
+  if (cfg.nodes < 0 || cfg.nodes > topology().numa_nodes)
+    throw ConfigError("nodes " + std::to_string(cfg.nodes) + " out of range 1.." +
+                      std::to_string(topology().numa_nodes) + " (NUMA nodes on this machine)");
   for (int t : cfg.threads)
     if (t < 1 || t > 4096) throw ConfigError("thread count " + std::to_string(t) + " out of range 1..4096");
   // Validate everything up front, so a typo fails before minutes of measuring.
@@ -173,14 +298,32 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
                                   const std::function<void(const std::string&)>& progress) {
   const BenchConfig cfg = resolve_bench_config(config);
   std::vector<BenchPoint> points;
-  const std::size_t total = cfg.threads.size() * cfg.strategies.size();
-  // Same thread count side by side (A B A B ...), so ratios hold when the machine drifts.
+  const std::size_t total = cfg.threads.size() * cfg.strategies.size() *
+                            static_cast<std::size_t>(cfg.repeat);
+  std::size_t done = 0;
   for (int threads : cfg.threads) {
-    for (const auto& strategy : cfg.strategies) {
-      if (progress)
-        progress("[" + std::to_string(points.size() + 1) + "/" + std::to_string(total) + "] " +
-                 strategy + " threads=" + std::to_string(threads));
-      points.push_back(run_point(cfg, strategy, threads));
+    std::map<std::string, std::vector<Run>> runs;
+    // Interleaved: round 1 runs every strategy once, then round 2, ... (A B A B ...).
+    for (int round = 0; round < cfg.repeat; ++round) {
+      for (const auto& strategy : cfg.strategies) {
+        if (progress)
+          progress("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + strategy +
+                   " threads=" + std::to_string(threads) +
+                   (cfg.repeat > 1 ? " round " + std::to_string(round + 1) : ""));
+        runs[strategy].push_back(run_once(cfg, strategy, threads));
+      }
+    }
+    const std::size_t first = points.size();
+    for (const auto& strategy : cfg.strategies) points.push_back(aggregate(strategy, threads, runs[strategy]));
+    // Ratios against busylock at the same thread count, when busylock was measured.
+    const auto base = std::find_if(points.begin() + static_cast<std::ptrdiff_t>(first), points.end(),
+                                   [](const BenchPoint& p) { return p.strategy == "busylock"; });
+    if (base != points.end()) {
+      for (std::size_t i = first; i < points.size(); ++i) {
+        BenchPoint& p = points[i];
+        p.vs_busylock_mpps = base->mpps > 0 ? p.mpps / base->mpps : 0;
+        p.vs_busylock_cpu = base->cpu_ns_per_pkt > 0 ? p.cpu_ns_per_pkt / base->cpu_ns_per_pkt : 0;
+      }
     }
   }
   return points;

@@ -195,6 +195,7 @@ TxQueueStats QueueBase::stats() const {
   s.deferred_runs = deferred_runs_.load(std::memory_order_relaxed);  // relaxed: a statistic
   s.batches = batches_.get();
   s.device = device_.stats();
+  lock_stats(s.lock_waits, s.lock_wait_ns);
   return s;
 }
 

@@ -56,7 +56,7 @@ class QueueBase : public TxQueue {
   TxQueueStats stats() const override;
   std::string_view strategy() const noexcept override { return strategy_; }
   std::string_view lock_kind() const noexcept override { return lock_kind_; }
-  const Qdisc& qdisc() const noexcept override { return *qdisc_; }
+  const Qdisc* qdisc() const noexcept override { return qdisc_.get(); }
   Device& device() noexcept override { return device_; }
 
   // Starts the service thread; called by the factory once the most-derived object exists.
@@ -73,6 +73,8 @@ class QueueBase : public TxQueue {
   virtual void deferred_run() noexcept = 0;
   // Packets the strategy holds outside the qdisc (hand-off lists); 0 for lock-based strategies.
   virtual uint64_t strategy_queued() const noexcept { return 0; }
+  // Adds the strategy's lock contention (acquisitions that waited, ns waited).
+  virtual void lock_stats(uint64_t& /*waits*/, uint64_t& /*wait_ns*/) const noexcept {}
   // Frees packets held in the strategy's own lists at shutdown; returns how many.
   virtual uint64_t purge_strategy(PacketList& /*to_free*/) noexcept { return 0; }
   // True when nothing is queued anywhere in the strategy or qdisc and nobody owns the driver

@@ -45,7 +45,13 @@ class BusylockQueue : public LockedQueue<Lock> {
   }
 
  private:
-  Lock busylock_;  // q->busylock, on its own cache line
+  void lock_stats(uint64_t& waits, uint64_t& wait_ns) const noexcept override {
+    LockedQueue<Lock>::lock_stats(waits, wait_ns);
+    waits += busylock_.waits();
+    wait_ns += busylock_.wait_ns();
+  }
+
+  CountingLock<Lock> busylock_;  // q->busylock, on its own cache line
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "core/queue_base.hpp"
+#include "sync/counting_lock.hpp"
 
 namespace txpath {
 
@@ -68,7 +69,13 @@ class LockedQueue : public QueueBase {
     return idle;
   }
 
-  Lock root_;  // qdisc_lock(q): the root lock (each lock kind sits on its own cache line)
+  void lock_stats(uint64_t& waits, uint64_t& wait_ns) const noexcept override {
+    waits += root_.waits();
+    wait_ns += root_.wait_ns();
+  }
+
+  // qdisc_lock(q): the root lock (each lock kind sits on its own cache line), counting waits.
+  CountingLock<Lock> root_;
 };
 
 // Factories, one per strategy file; `lock` is the lock kind name already validated.

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "strategy/locked_queue.hpp"
+#include "strategy/peer_queue.hpp"
 #include "sync/locks.hpp"
 #include "txpath/error.hpp"
 
@@ -22,6 +23,17 @@ constexpr std::array kStrategies{
     Entry{"rootlock", &make_rootlock_queue},
 };
 
+using PeerFactory = std::unique_ptr<PeerQueue> (*)(Device&, const TxQueueConfig&);
+struct PeerEntry {
+  std::string_view name;
+  PeerFactory make;
+};
+// Baselines without a qdisc (see peer_queue.hpp); they ignore `qdisc` and `lock`.
+constexpr std::array kPeers{
+    PeerEntry{"peer:ck_ring", &make_peer_ck_ring},
+    PeerEntry{"peer:mutex_deque", &make_peer_mutex_deque},
+};
+
 std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -33,6 +45,7 @@ std::string join(const std::vector<std::string>& names) {
 std::vector<std::string> strategy_names() {
   std::vector<std::string> names;
   for (const auto& e : kStrategies) names.emplace_back(e.name);
+  for (const auto& e : kPeers) names.emplace_back(e.name);
   return names;
 }
 
@@ -52,6 +65,12 @@ std::unique_ptr<TxQueue> TxQueue::create(Device& device, const TxQueueConfig& co
     env.mtu = device.mtu();
     std::unique_ptr<QueueBase> queue = e.make(device, make_qdisc(config.qdisc, env), config);
     queue->start_service();
+    return queue;
+  }
+  for (const auto& e : kPeers) {
+    if (e.name != config.strategy) continue;
+    std::unique_ptr<PeerQueue> queue = e.make(device, config);
+    queue->start_drainer();
     return queue;
   }
   throw ConfigError("unknown strategy \"" + config.strategy + "\" (known: " +

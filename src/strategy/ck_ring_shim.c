@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT
+ * A C shim around Concurrency Kit's ck_ring: ck_ring.h is C (it returns `false` from a function
+ * returning void*, which C++ rejects), so the peer baseline reaches it through these functions.
+ */
+#include "strategy/ck_ring_shim.h"
+
+#include <ck_ring.h>
+#include <stdlib.h>
+
+struct txpath_ck_ring {
+  ck_ring_t ring;
+  ck_ring_buffer_t *slots;
+};
+
+struct txpath_ck_ring *txpath_ck_ring_create(unsigned size) {
+  struct txpath_ck_ring *r = calloc(1, sizeof(*r));
+  if (r == NULL) return NULL;
+  r->slots = calloc(size, sizeof(ck_ring_buffer_t));
+  if (r->slots == NULL) {
+    free(r);
+    return NULL;
+  }
+  ck_ring_init(&r->ring, size);
+  return r;
+}
+
+void txpath_ck_ring_destroy(struct txpath_ck_ring *r) {
+  if (r == NULL) return;
+  free(r->slots);
+  free(r);
+}
+
+bool txpath_ck_ring_enqueue_mpmc(struct txpath_ck_ring *r, void *p) {
+  return ck_ring_enqueue_mpmc(&r->ring, r->slots, p);
+}
+
+bool txpath_ck_ring_dequeue_mpmc(struct txpath_ck_ring *r, void **p) {
+  return ck_ring_dequeue_mpmc(&r->ring, r->slots, p);
+}
+
+unsigned txpath_ck_ring_size(const struct txpath_ck_ring *r) { return ck_ring_size(&r->ring); }

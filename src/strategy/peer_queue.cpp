@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+#include "strategy/peer_queue.hpp"
+
+#include <mutex>
+
+#include "core/clock.hpp"
+#include "sync/cpu_relax.hpp"
+#include "txpath/error.hpp"
+#include "txpath/pool.hpp"
+
+namespace txpath {
+
+PeerQueue::PeerQueue(Device& device, std::string_view name) : device_(device), name_(name) {
+  if (device_.has_wake_handler())
+    throw ConfigError("device " + device_.describe() + " already has a TX queue attached");
+  // The drainer polls the device itself; the wake only needs to exist to claim the device.
+  device_.set_wake_handler([] {});
+}
+
+PeerQueue::~PeerQueue() { shutdown(); }
+
+void PeerQueue::start_drainer() {
+  drainer_ = std::thread([this] { drainer_main(); });
+}
+
+void PeerQueue::shutdown() noexcept {
+  if (shut_down_) return;  // ~PeerQueue calls it again, when push/pop are gone
+  shut_down_ = true;
+  if (drainer_.joinable()) {
+    stop_.store(true, std::memory_order_release);  // release: pairs with the drainer's acquire
+    drainer_.join();
+  }
+  {
+    std::lock_guard tx(device_.tx_lock());
+    device_.set_wake_handler({});
+  }
+  PacketList to_free;
+  to_free.splice_back(pending_);
+  Packet* burst[kBurst];
+  for (std::size_t n; (n = pop_burst(burst, kBurst)) > 0;)
+    for (std::size_t i = 0; i < n; ++i) to_free.push_back(burst[i]);
+  purged_.add(to_free.size());
+  pending_count_.set(0);
+  free_packets(std::move(to_free));
+}
+
+SendStatus PeerQueue::send(Packet* p) noexcept {
+  if (p->len > device_.max_frame_len()) return SendStatus::too_big;
+  submitted_.add(1);
+  p->enqueue_ns = now_ns();
+  if (push(p)) return SendStatus::queued;
+  dropped_.add(1);
+  PacketList one;
+  one.push_back(p);
+  free_packets(std::move(one));
+  return SendStatus::dropped;
+}
+
+int PeerQueue::xmit_pending() noexcept {
+  int sent = 0;
+  std::lock_guard tx(device_.tx_lock());
+  while (!pending_.empty() && !device_.stopped()) {
+    Packet* p = pending_.pop_front();
+    if (device_.xmit(p, !pending_.empty()) != XmitResult::ok) {
+      pending_.push_front(p);
+      break;
+    }
+    ++sent;
+  }
+  sent_.add(static_cast<uint64_t>(sent));
+  pending_count_.set(pending_.size());
+  return sent;
+}
+
+void PeerQueue::drainer_main() {
+  Packet* burst[kBurst];
+  unsigned idle = 0;
+  // acquire: pairs with the release store in shutdown().
+  while (!stop_.load(std::memory_order_acquire)) {
+    // acquire: pairs with drain()'s fetch_add; what senders pushed before drain() is visible.
+    const uint64_t req = drain_req_.load(std::memory_order_acquire);
+    const uint64_t poll_at = device_.next_poll_ns();
+    if (poll_at != 0 && poll_at <= now_ns()) device_.poll();
+
+    if (pending_.empty()) {
+      const std::size_t n = pop_burst(burst, kBurst);
+      for (std::size_t i = 0; i < n; ++i) pending_.push_back(burst[i]);
+      pending_count_.set(pending_.size());
+    }
+    if (!pending_.empty() && xmit_pending() > 0) {
+      idle = 0;
+      continue;
+    }
+    if (pending_.empty() && size() == 0) {
+      // release: pairs with drain()'s acquire load; our counters are final for this request.
+      drain_ack_.store(req, std::memory_order_release);
+    }
+    // Idle (or the device is stopped): spin a little, then yield, then nap — a real TX core
+    // would spin forever; on a machine with fewer cores than threads that would starve senders.
+    if (++idle < 256) {
+      cpu_relax();
+    } else if (idle < 1024) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+}
+
+bool PeerQueue::drain(std::chrono::milliseconds timeout) {
+  // acq_rel: publishes "senders have stopped" to the drainer (pairs with its acquire load).
+  const uint64_t req = drain_req_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    // acquire: pairs with the drainer's release store of the acknowledgement.
+    if (drain_ack_.load(std::memory_order_acquire) >= req && device_.in_flight() == 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+TxQueueStats PeerQueue::stats() const {
+  TxQueueStats s;
+  s.submitted = submitted_.sum();
+  s.sent = sent_.get();
+  s.dropped = dropped_.sum() + purged_.get();
+  s.queued = size() + pending_count_.get();
+  s.device = device_.stats();
+  s.batches = s.device.doorbells;
+  return s;
+}
+
+}  // namespace txpath

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// A lock adapter that counts contended acquisitions and the time spent waiting in them, for
+// `txpath bench`'s lock_waits / lock_wait_ns columns.
+//
+// Uncontended path: one try_lock() (for every kind here the same single CAS as its lock() fast
+// path). Only when it fails is the clock read, twice. The counters are written while the lock
+// is held, so the lock itself serialises their writers: they are SingleWriterCounters (relaxed
+// load + store), adding no atomic read-modify-write to any path.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/clock.hpp"
+#include "txpath/counter.hpp"
+
+namespace txpath {
+
+template <class Lock>
+class CountingLock {
+ public:
+  static constexpr std::string_view kName = Lock::kName;
+
+  void lock() noexcept {
+    if (lock_.try_lock()) return;
+    const uint64_t t0 = now_ns();
+    lock_.lock();
+    waits_.add(1);  // under the lock: see the header comment
+    wait_ns_.add(now_ns() - t0);
+  }
+  bool try_lock() noexcept { return lock_.try_lock(); }
+  void unlock() noexcept { lock_.unlock(); }
+
+  uint64_t waits() const noexcept { return waits_.get(); }
+  uint64_t wait_ns() const noexcept { return wait_ns_.get(); }
+
+ private:
+  Lock lock_;
+  SingleWriterCounter waits_, wait_ns_;
+};
+
+}  // namespace txpath
