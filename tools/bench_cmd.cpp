@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "txpath/error.hpp"
+#include "txpath/report.hpp"
 #include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -64,7 +65,8 @@ nlohmann::json to_json(const BenchConfig& cfg, const std::vector<BenchPoint>& po
                  {"duration_s", cfg.duration_s}, {"lock", cfg.lock},
                  {"device", cfg.device},         {"qdisc", cfg.qdisc},
                  {"payload", cfg.payload},       {"txqueuelen", cfg.txqueuelen},
-                 {"pin", cfg.pin}};
+                 {"repeat", cfg.repeat},         {"pin", cfg.pin},
+                 {"nodes", cfg.nodes}};
   j["topology"] = {{"cores", topo.cores},
                    {"pus", topo.pus},
                    {"numa_nodes", topo.numa_nodes},
@@ -75,12 +77,21 @@ nlohmann::json to_json(const BenchConfig& cfg, const std::vector<BenchPoint>& po
                             {"lock", p.lock},
                             {"threads", p.threads},
                             {"mpps", p.mpps},
+                            {"mpps_min", p.mpps_min},
+                            {"mpps_max", p.mpps_max},
+                            {"cpu_ns_per_pkt", p.cpu_ns_per_pkt},
                             {"submitted", p.submitted},
                             {"sent", p.sent},
                             {"dropped", p.dropped},
                             {"requeues", p.requeues},
-                            {"doorbells", p.doorbells},
-                            {"cpu_ns_per_pkt", p.cpu_ns_per_pkt},
+                            {"fairness", p.fairness},
+                            {"batch_mean", p.batch_mean},
+                            {"lock_waits", p.lock_waits},
+                            {"lock_wait_ns", p.lock_wait_ns},
+                            {"send_p50_ns", p.send_p50_ns},
+                            {"send_p99_ns", p.send_p99_ns},
+                            {"vs_busylock_mpps", p.vs_busylock_mpps},
+                            {"vs_busylock_cpu", p.vs_busylock_cpu},
                             {"conserved", p.conserved}});
   }
   return j;
@@ -105,8 +116,17 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--payload", o.payload, "UDP payload bytes")
       ->check(CLI::Range(16, 9000))
       ->capture_default_str();
+  cmd->add_option("--repeat", o.repeat, "Rounds per point (interleaved); the median is reported")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--nodes", o.nodes, "Use only the first N NUMA nodes (default: all)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--json", o.json, "Write results as JSON to FILE");
-  cmd->add_flag("--no-pin", o.no_pin, "Do not pin sender threads to cores");
+  cmd->add_option("--csv", o.csv, "Write results as CSV to FILE");
+  cmd->add_option("--plot", o.plot, "Write an SVG chart (Mpps vs threads) to FILE");
+  auto* pin = cmd->add_flag("--pin", o.pin, "Pin senders round-robin over cores, spread over NUMA nodes (default)");
+  auto* no_pin = cmd->add_flag("--no-pin", o.no_pin, "Do not pin sender threads");
+  pin->excludes(no_pin);
   cmd->add_flag("--quiet", o.quiet, "No progress lines on stderr");
 }
 
@@ -123,17 +143,22 @@ int run_bench_command(const BenchOptions& o) {
     cfg.qdisc = o.qdisc;
     cfg.payload = o.payload;
     cfg.pin = !o.no_pin;
-    if (!o.json.empty()) {
-      std::ofstream probe(o.json, std::ios::app);
-      if (!probe) throw ConfigError("--json: cannot write \"" + o.json + "\"");
+    cfg.repeat = o.repeat;
+    cfg.nodes = o.nodes;
+    for (const auto& [flag, file] : {std::pair{"--json", o.json}, std::pair{"--csv", o.csv},
+                                     std::pair{"--plot", o.plot}}) {
+      if (file.empty()) continue;
+      std::ofstream probe(file, std::ios::app);
+      if (!probe) throw ConfigError(std::string(flag) + ": cannot write \"" + file + "\"");
     }
     cfg = resolve_bench_config(cfg);
     const Topology& topo = topology();
     fmt::print("topology: {} cores, {} hardware threads, {} NUMA node(s), {}\n", topo.cores,
                topo.pus, topo.numa_nodes, topo.cpu_model);
-    fmt::print("config: device {}, qdisc {}, lock {}, payload {} B, {} s per point, {}\n\n",
-               cfg.device, cfg.qdisc, cfg.lock, cfg.payload, cfg.duration_s,
-               cfg.pin ? "pinned" : "unpinned");
+    fmt::print("config: device {}, qdisc {}, lock {}, payload {} B, {} s per point x {} round(s), {}\n\n",
+               cfg.device, cfg.qdisc, cfg.lock, cfg.payload, cfg.duration_s, cfg.repeat,
+               cfg.pin ? (cfg.nodes ? fmt::format("pinned to {} node(s)", cfg.nodes) : "pinned")
+                       : "unpinned");
     std::fflush(stdout);
     points = run_bench(cfg, [&](const std::string& line) {
       if (!o.quiet) fmt::print(stderr, "txpath bench: {}\n", line);
@@ -143,21 +168,48 @@ int run_bench_command(const BenchOptions& o) {
     return 2;
   }
 
-  fmt::print("{:<10} {:<7} {:>7} {:>8} {:>10} {:>12} {:>12} {:>10} {:>9} {:>9}  {}\n", "strategy",
-             "lock", "threads", "Mpps", "cpu_ns/pkt", "submitted", "sent", "dropped", "requeues",
-             "pkt/bell", "check");
+  fmt::print("{:<17} {:<6} {:>4} {:>7} {:>13} {:>7} {:>6} {:>5} {:>6} {:>9} {:>8} {:>7} {:>7} {:>6} {:>6}  {}\n",
+             "strategy", "lock", "thr", "Mpps", "(min..max)", "ns/pkt", "x_bl", "cpu_x", "fair",
+             "batch", "drop%", "waits/k", "p50ns", "p99us", "requ", "check");
   bool all_ok = true;
   for (const auto& p : points) {
     all_ok = all_ok && p.conserved;
-    const double per_bell =
-        p.doorbells ? static_cast<double>(p.sent) / static_cast<double>(p.doorbells) : 0.0;
-    fmt::print("{:<10} {:<7} {:>7} {:>8.3f} {:>10.1f} {:>12} {:>12} {:>10} {:>9} {:>9.1f}  {}\n",
-               p.strategy, p.lock, p.threads, p.mpps, p.cpu_ns_per_pkt, p.submitted, p.sent,
-               p.dropped, p.requeues, per_bell,
-               p.conserved ? "ok (submitted = sent + dropped)"
-                           : (p.drained ? "FAIL: submitted != sent + dropped"
+    const double drop_pct =
+        p.submitted ? 100.0 * static_cast<double>(p.dropped) / static_cast<double>(p.submitted) : 0;
+    const double waits_per_k =
+        p.sent ? 1000.0 * static_cast<double>(p.lock_waits) / static_cast<double>(p.sent) : 0;
+    fmt::print("{:<17} {:<6} {:>4} {:>7.3f} {:>13} {:>7.0f} {:>6} {:>5} {:>6.3f} {:>9.1f} {:>8.2f} {:>7.1f} {:>7.0f} {:>6.1f} {:>6}  {}\n",
+               p.strategy, p.lock, p.threads, p.mpps,
+               fmt::format("{:.2f}..{:.2f}", p.mpps_min, p.mpps_max), p.cpu_ns_per_pkt,
+               p.vs_busylock_mpps > 0 ? fmt::format("{:.2f}", p.vs_busylock_mpps) : "-",
+               p.vs_busylock_cpu > 0 ? fmt::format("{:.2f}", p.vs_busylock_cpu) : "-",
+               p.fairness, p.batch_mean, drop_pct, waits_per_k, p.send_p50_ns,
+               p.send_p99_ns / 1000.0, p.requeues,
+               p.conserved ? fmt::format("ok: {} = {} sent + {} dropped", p.submitted, p.sent, p.dropped)
+                           : (p.drained ? fmt::format("FAIL: {} != {} sent + {} dropped", p.submitted, p.sent, p.dropped)
                                         : "FAIL: packets still queued after drain"));
   }
+  fmt::print("\nx_bl, cpu_x: Mpps and CPU ns/packet relative to busylock at the same thread count; "
+             "fair: Jain index over senders; batch: packets per doorbell; waits/k: contended lock "
+             "acquisitions per 1000 packets; p50ns/p99us: sampled send() latency.\n");
+  const auto write_file = [](const std::string& flag, const std::string& file,
+                             const auto& writer) {
+    std::ofstream out(file, std::ios::trunc);
+    writer(out);
+    if (!out) {
+      fmt::print(stderr, "txpath: error: {}: cannot write \"{}\"\n", flag, file);
+      return false;
+    }
+    return true;
+  };
+  if (!o.csv.empty() &&
+      !write_file("--csv", o.csv, [&](std::ostream& out) { write_csv(out, points); }))
+    return 2;
+  if (!o.plot.empty() && !write_file("--plot", o.plot, [&](std::ostream& out) {
+        out << render_svg(points, fmt::format("txpath bench: senders into one TX queue (device {}, qdisc {}, lock {})",
+                                              cfg.device, cfg.qdisc, cfg.lock));
+      }))
+    return 2;
   if (!o.json.empty()) {
     std::ofstream out(o.json, std::ios::trunc);
     out << to_json(cfg, points).dump(2) << "\n";

@@ -18,6 +18,11 @@ struct BenchOptions {
   std::string qdisc = "pfifo_fast";
   std::size_t payload = 32;
   std::string json;
+  std::string csv;
+  std::string plot;
+  int repeat = 1;
+  int nodes = 0;
+  bool pin = false;
   bool no_pin = false;
   bool quiet = false;
 };

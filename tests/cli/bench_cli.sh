@@ -38,10 +38,18 @@ bad bench --qdisc "nosuchqdisc"
 bad bench --payload 5
 bad bench --payload 9000 --device null
 bad bench --json /nonexistent-dir/out.json
+bad bench --csv /nonexistent-dir/out.csv
+bad bench --plot /nonexistent-dir/out.svg
+bad bench --repeat 0
+bad bench --repeat x
+bad bench --nodes 0
+bad bench --nodes 4096
+bad bench --pin --no-pin
 
 # A small real run.
 if ! "$bin" bench --strategy busylock,rootlock --threads 1,3 --duration 0.05 --device null \
-     --quiet --json "$tmp/out.json" >"$tmp/stdout" 2>"$tmp/stderr"; then
+     --repeat 2 --quiet --json "$tmp/out.json" --csv "$tmp/out.csv" --plot "$tmp/out.svg" \
+     >"$tmp/stdout" 2>"$tmp/stderr"; then
   echo "FAIL: small bench run exited non-zero"; cat "$tmp/stdout" "$tmp/stderr"; fail=1
 fi
 if ! jq -e '
@@ -50,13 +58,26 @@ if ! jq -e '
   (.results | length == 4) and
   (.results | map(.strategy) | sort == ["busylock","busylock","rootlock","rootlock"]) and
   (.results | all(has("strategy") and has("lock") and has("threads") and has("mpps") and
+                  has("mpps_min") and has("mpps_max") and has("cpu_ns_per_pkt") and
                   has("submitted") and has("sent") and has("dropped") and has("requeues") and
-                  has("cpu_ns_per_pkt"))) and
+                  has("fairness") and has("batch_mean") and has("lock_waits") and
+                  has("lock_wait_ns") and has("send_p50_ns") and has("send_p99_ns") and
+                  has("vs_busylock_mpps") and has("vs_busylock_cpu"))) and
+  (.results | all(.mpps_min <= .mpps and .mpps <= .mpps_max)) and
+  (.results | map(select(.strategy == "busylock")) | all(.vs_busylock_mpps == 1)) and
+  (.config.repeat == 2) and
   (.results | all(.submitted == .sent + .dropped and .sent > 0 and .mpps > 0))
 ' "$tmp/out.json" >/dev/null; then
   echo "FAIL: JSON schema/conservation check"; cat "$tmp/out.json"; fail=1
 fi
 grep -q "topology:" "$tmp/stdout" || { echo "FAIL: topology line missing"; fail=1; }
+# CSV: the documented header and one row per point.
+expected_header="strategy,lock,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,vs_busylock_mpps,vs_busylock_cpu,conserved"
+[ "$(head -1 "$tmp/out.csv")" = "$expected_header" ] || { echo "FAIL: CSV header: $(head -1 "$tmp/out.csv")"; fail=1; }
+[ "$(wc -l < "$tmp/out.csv")" -eq 5 ] || { echo "FAIL: CSV rows"; cat "$tmp/out.csv"; fail=1; }
+# SVG: an svg document with one series per strategy (well-formedness is unit-tested).
+grep -q "<svg" "$tmp/out.svg" && grep -q "</svg>" "$tmp/out.svg" || { echo "FAIL: SVG"; fail=1; }
+grep -q "busylock" "$tmp/out.svg" && grep -q "rootlock" "$tmp/out.svg" || { echo "FAIL: SVG legend"; fail=1; }
 grep -q "^busylock" "$tmp/stdout" || { echo "FAIL: table row missing"; fail=1; }
 
 [ "$fail" -eq 0 ] && echo "bench_cli: all checks passed"
