@@ -12,7 +12,7 @@ namespace txpath::cli {
 struct BenchOptions {
   std::string strategies = "all";
   std::string threads;  // empty: library default
-  double duration = 1.0;
+  double duration = 0.5;
   std::string lock = "ticket";
   std::string device = "nic";
   std::string qdisc = "pfifo_fast";
@@ -20,7 +20,7 @@ struct BenchOptions {
   std::string json;
   std::string csv;
   std::string plot;
-  int repeat = 1;
+  int repeat = 3;
   int nodes = 0;
   bool pin = false;
   bool no_pin = false;

@@ -13,13 +13,13 @@ namespace txpath {
 struct BenchConfig {
   std::vector<std::string> strategies;   // empty: every strategy
   std::vector<int> threads;              // empty: 1, cores, 2*cores, 8*cores
-  double duration_s = 1.0;               // measured time per point (after a short warm-up)
+  double duration_s = 0.5;               // measured time per run (after a short warm-up)
   std::string lock = "ticket";
   std::string device = "nic";            // --device spec, see make_device()
   std::string qdisc = "pfifo_fast";      // tc-style spec, see make_qdisc()
   std::size_t payload = 32;              // UDP payload bytes
   uint32_t txqueuelen = 1000;
-  int repeat = 1;                        // rounds; each point reports the median (and min/max)
+  int repeat = 3;                        // rounds; each point reports the median (and min/max)
   bool pin = true;                       // pin senders round-robin over cores, spread over nodes
   int nodes = 0;                         // use only the first N NUMA nodes (0: all)
 };
