@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// Report output for `txpath bench` results: CSV for spreadsheets and scripts, and a
+// self-contained SVG line chart (Mpps versus sender threads, one line per strategy).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "txpath/bench.hpp"
+
+namespace txpath {
+
+// Writes a header line, then one row per point, in this column order:
+//   strategy,lock,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,requeues,
+//   fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,vs_busylock_mpps,
+//   vs_busylock_cpu,conserved
+// Lines end in '\n'. Text fields that contain a comma, a double quote, CR or LF are quoted as in
+// RFC 4180 (wrapped in double quotes, inner quotes doubled). Doubles are written in the shortest
+// form that reads back to the same value (locale-independent; NaN as an empty field, infinities
+// as inf / -inf); booleans as true / false.
+void write_csv(std::ostream& out, const std::vector<BenchPoint>& points);
+
+// The column names write_csv() writes, in order.
+const std::vector<std::string_view>& csv_columns();
+
+// A self-contained SVG 1.1 document (no scripts, no external fonts or CSS): Mpps (y, linear from
+// 0) versus sender threads (x, log2 when the thread counts span more than a factor of 8, else
+// linear), one polyline with point markers per series, min–max whiskers where they differ from
+// the median, a legend and `title` at the top. A series is a strategy, split by lock kind
+// ("name (lock)") when one strategy appears with several locks. Every text is XML-escaped.
+// Points whose Mpps is not finite are left out; with nothing to plot the chart says "no data".
+std::string render_svg(const std::vector<BenchPoint>& points, std::string_view title);
+
+}  // namespace txpath

@@ -1,0 +1,478 @@
+// SPDX-License-Identifier: MIT
+// CSV and SVG output for bench points. Not on any hot path: clarity over speed.
+#include "txpath/report.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <set>
+
+namespace txpath {
+
+namespace {
+
+// Appends every part to `out` (no temporaries).
+template <class... Parts>
+void put(std::string& out, const Parts&... parts) {
+  (out.append(std::string_view(parts)), ...);
+}
+
+// ---- number formatting (locale-independent) ---------------------------------------------------
+
+// Shortest text that reads back to exactly `v`.
+std::string shortest(double v) {
+  std::array<char, 64> buf{};
+  const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return std::string(buf.data(), res.ptr);
+}
+
+// `v` with at most `decimals` digits after the point, trailing zeros dropped ("12.5", "300").
+// Used for SVG coordinates, which are always finite and bounded by the layout.
+std::string fixed(double v, int decimals = 2) {
+  if (!std::isfinite(v)) v = 0;
+  v = std::clamp(v, -1e9, 1e9);
+  const double unit = std::pow(10.0, -decimals);
+  if (std::fabs(v) < unit / 2) v = 0;  // no "-0"
+  std::array<char, 64> buf{};
+  const auto res =
+      std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::fixed, decimals);
+  std::string s(buf.data(), res.ptr);
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+// An axis tick value: six significant digits hide the binary noise of i * step.
+std::string tick_text(double v) {
+  if (std::fabs(v) < 1e-300) v = 0;
+  std::array<char, 64> buf{};
+  const auto res =
+      std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, 6);
+  return std::string(buf.data(), res.ptr);
+}
+
+// ---- CSV --------------------------------------------------------------------------------------
+
+void csv_text(std::ostream& out, std::string_view s) {
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
+    out << s;
+    return;
+  }
+  out << '"';
+  for (const char c : s) {
+    if (c == '"') out << '"';
+    out << c;
+  }
+  out << '"';
+}
+
+void csv_double(std::ostream& out, double v) {
+  if (std::isnan(v)) return;  // an empty field: missing
+  out << shortest(v);
+}
+
+// ---- XML / SVG helpers ------------------------------------------------------------------------
+
+// Escapes the five XML specials; drops control characters that XML 1.0 does not allow at all.
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 && c != '\t' && c != '\n' && c != '\r') break;
+        out += c;
+      }
+    }
+  }
+  return out;
+}
+
+// Characters as a reader sees them (UTF-8 code points), for width estimates.
+std::size_t glyphs(std::string_view s) {
+  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+// Rough advance width of sans-serif text: good enough to keep labels apart.
+double text_width(std::string_view s, double font_size) {
+  return static_cast<double>(glyphs(s)) * font_size * 0.6;
+}
+
+// Tableau 10: distinct, colour-blind-friendlier than the SVG named colours.
+constexpr std::array<std::string_view, 10> kPalette = {
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+// After the palette wraps: a different dash pattern and hollow markers keep series apart.
+constexpr std::array<std::string_view, 3> kDashes = {"", "7 4", "2 3"};
+
+struct Style {
+  std::string_view colour;
+  std::string_view dash;
+  bool hollow = false;
+};
+
+Style style_for(std::size_t index) {
+  const std::size_t round = index / kPalette.size();
+  return {kPalette[index % kPalette.size()], kDashes[round % kDashes.size()], round % 2 == 1};
+}
+
+struct Series {
+  std::string key;
+  std::vector<const BenchPoint*> points;  // sorted by thread count
+};
+
+bool plottable(const BenchPoint& p) { return std::isfinite(p.mpps); }
+
+// Groups points into series in order of first appearance. The key is the strategy, plus
+// " (lock)" when that strategy appears with more than one lock kind.
+std::vector<Series> group(const std::vector<BenchPoint>& points) {
+  std::map<std::string, std::set<std::string>, std::less<>> locks_of;
+  for (const auto& p : points) locks_of[p.strategy].insert(p.lock);
+  std::vector<Series> out;
+  std::map<std::string, std::size_t, std::less<>> index_of;
+  for (const auto& p : points) {
+    if (!plottable(p)) continue;
+    std::string key = p.strategy;
+    if (locks_of[p.strategy].size() > 1) put(key, " (", p.lock, ")");
+    auto [it, inserted] = index_of.try_emplace(key, out.size());
+    if (inserted) out.push_back({key, {}});
+    out[it->second].points.push_back(&p);
+  }
+  for (auto& s : out)
+    std::stable_sort(s.points.begin(), s.points.end(),
+                     [](const BenchPoint* a, const BenchPoint* b) { return a->threads < b->threads; });
+  return out;
+}
+
+// A "nice" upper bound (1, 2, 2.5 or 5 times a power of ten per step) and its step, for [0, max].
+struct YAxis {
+  double max = 1;
+  double step = 0.2;
+};
+
+YAxis y_axis_for(double data_max) {
+  if (!(data_max > 0) || !std::isfinite(data_max)) return {};
+  const double raw = data_max / 5;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  if (!std::isnormal(raw) || !std::isnormal(mag)) return {};
+  const double norm = raw / mag;
+  const double mult = norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 2.5 ? 2.5 : norm <= 5 ? 5 : 10;
+  const double step = mult * mag;
+  double top = std::ceil(data_max / step - 1e-9) * step;
+  if (top < data_max) top += step;
+  if (!std::isfinite(top) || !(top > 0) || !std::isfinite(step)) return {data_max, data_max};
+  return {top, step};
+}
+
+// Min-max whisker bounds for a point, or nothing when they add no information: not filled in
+// (both zero), not finite, or equal to the median.
+struct Whisker {
+  bool show = false;
+  double lo = 0;
+  double hi = 0;
+};
+
+Whisker whisker_for(const BenchPoint& p) {
+  if (!std::isfinite(p.mpps_min) || !std::isfinite(p.mpps_max)) return {};
+  if (p.mpps_min == 0 && p.mpps_max == 0) return {};
+  const double lo = std::max(0.0, std::min({p.mpps_min, p.mpps_max, p.mpps}));
+  const double hi = std::max({p.mpps_min, p.mpps_max, p.mpps});
+  const double tol = 1e-9 * std::max(1.0, std::fabs(p.mpps));
+  if (std::fabs(lo - p.mpps) <= tol && std::fabs(hi - p.mpps) <= tol) return {};
+  return {true, lo, hi};
+}
+
+// Layout constants (px).
+constexpr double kTitleSize = 16;
+constexpr double kFontSize = 12;
+constexpr double kPlotLeft = 72;
+constexpr double kPlotTop = 48;
+constexpr double kPlotWidth = 560;
+constexpr double kPlotHeight = 340;
+constexpr double kXInset = 24;  // keeps the first and last markers off the axes
+constexpr double kLegendGap = 24;
+constexpr double kLegendRow = 20;
+constexpr double kLegendSample = 28;
+
+// Builds the document text; small helpers keep the markup in one place.
+class Svg {
+ public:
+  void open(double width, double height, std::string_view title) {
+    const std::string w = fixed(width);
+    const std::string h = fixed(height);
+    put(out_, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
+    put(out_, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"", w,
+        "\" height=\"", h, "\" viewBox=\"0 0 ", w, " ", h,
+        "\" font-family=\"sans-serif\" font-size=\"12\">\n");
+    put(out_, "<title>", xml_escape(title), "</title>\n");
+    put(out_, "<rect x=\"0\" y=\"0\" width=\"", w, "\" height=\"", h, "\" fill=\"#ffffff\"/>\n");
+  }
+  void close() { put(out_, "</svg>\n"); }
+
+  // `attrs` is trusted markup built here; `content` is escaped.
+  void text(double x, double y, std::string_view content, std::string_view attrs = {}) {
+    put(out_, "<text x=\"", fixed(x), "\" y=\"", fixed(y), "\"");
+    if (!attrs.empty()) put(out_, " ", attrs);
+    put(out_, ">", xml_escape(content), "</text>\n");
+  }
+  // The chart title, centred, shrunk to fit the width when it is long.
+  void title(double width, std::string_view title) {
+    const double natural = text_width(title, kTitleSize);
+    const double size =
+        natural > width - 20 ? std::max(8.0, kTitleSize * (width - 20) / natural) : kTitleSize;
+    std::string attrs;
+    put(attrs, "text-anchor=\"middle\" font-size=\"", fixed(size),
+        "\" font-weight=\"bold\" fill=\"#222222\"");
+    text(width / 2, 28, title, attrs);
+  }
+  void line(double x1, double y1, double x2, double y2, std::string_view attrs) {
+    put(out_, "<line x1=\"", fixed(x1), "\" y1=\"", fixed(y1), "\" x2=\"", fixed(x2), "\" y2=\"",
+        fixed(y2), "\" ", attrs, "/>\n");
+  }
+  void polyline(std::string_view points, std::string_view attrs) {
+    put(out_, "<polyline points=\"", points, "\" ", attrs, "/>\n");
+  }
+  void marker(double x, double y, const Style& st) {
+    put(out_, "<circle class=\"marker\" cx=\"", fixed(x), "\" cy=\"", fixed(y),
+        "\" r=\"3.5\" fill=\"", st.hollow ? "#ffffff" : st.colour, "\" stroke=\"",
+        st.hollow ? st.colour : "#ffffff", "\" stroke-width=\"", st.hollow ? "1.5" : "1", "\"/>\n");
+  }
+  void raw(std::string_view markup) { out_.append(markup); }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+std::string stroke_attrs(const Style& st, double width) {
+  std::string a;
+  put(a, "stroke=\"", st.colour, "\" stroke-width=\"", fixed(width), "\"");
+  if (!st.dash.empty()) put(a, " stroke-dasharray=\"", st.dash, "\"");
+  return a;
+}
+
+std::string no_data_svg(std::string_view title) {
+  const double width = kPlotLeft + kPlotWidth + 40;
+  const double height = kPlotTop + kPlotHeight + 60;
+  Svg svg;
+  svg.open(width, height, title);
+  svg.title(width, title);
+  svg.text(width / 2, height / 2, "no data",
+           "text-anchor=\"middle\" font-size=\"14\" fill=\"#666666\"");
+  svg.close();
+  return svg.take();
+}
+
+}  // namespace
+
+// ---- public -----------------------------------------------------------------------------------
+
+const std::vector<std::string_view>& csv_columns() {
+  static const std::vector<std::string_view> columns = {
+      "strategy",      "lock",          "threads",     "mpps",        "mpps_min",
+      "mpps_max",      "cpu_ns_per_pkt", "submitted",  "sent",        "dropped",
+      "requeues",      "fairness",      "batch_mean",  "lock_waits",  "lock_wait_ns",
+      "send_p50_ns",   "send_p99_ns",   "vs_busylock_mpps", "vs_busylock_cpu", "conserved"};
+  return columns;
+}
+
+void write_csv(std::ostream& out, const std::vector<BenchPoint>& points) {
+  const auto& columns = csv_columns();
+  for (std::size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
+  out << '\n';
+  for (const auto& p : points) {
+    csv_text(out, p.strategy);
+    out << ',';
+    csv_text(out, p.lock);
+    out << ',' << p.threads << ',';
+    csv_double(out, p.mpps);
+    out << ',';
+    csv_double(out, p.mpps_min);
+    out << ',';
+    csv_double(out, p.mpps_max);
+    out << ',';
+    csv_double(out, p.cpu_ns_per_pkt);
+    out << ',' << p.submitted << ',' << p.sent << ',' << p.dropped << ',' << p.requeues << ',';
+    csv_double(out, p.fairness);
+    out << ',';
+    csv_double(out, p.batch_mean);
+    out << ',' << p.lock_waits << ',' << p.lock_wait_ns << ',';
+    csv_double(out, p.send_p50_ns);
+    out << ',';
+    csv_double(out, p.send_p99_ns);
+    out << ',';
+    csv_double(out, p.vs_busylock_mpps);
+    out << ',';
+    csv_double(out, p.vs_busylock_cpu);
+    out << ',' << (p.conserved ? "true" : "false") << '\n';
+  }
+}
+
+std::string render_svg(const std::vector<BenchPoint>& points, std::string_view title) {
+  const std::vector<Series> series = group(points);
+  if (series.empty()) return no_data_svg(title);
+
+  // ---- scales ----
+  std::vector<int> counts;  // distinct thread counts, ascending
+  double data_max = 0;
+  bool any_whisker = false;
+  for (const auto& s : series) {
+    for (const BenchPoint* p : s.points) {
+      counts.push_back(p->threads);
+      data_max = std::max(data_max, p->mpps);
+      const Whisker w = whisker_for(*p);
+      if (w.show) {
+        any_whisker = true;
+        data_max = std::max(data_max, w.hi);
+      }
+    }
+  }
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  const int tmin = counts.front();
+  const int tmax = counts.back();
+  const bool log_x = tmin >= 1 && static_cast<double>(tmax) > 8.0 * static_cast<double>(tmin);
+  const auto xval = [&](int t) {
+    return log_x ? std::log2(static_cast<double>(t)) : static_cast<double>(t);
+  };
+  const double x_lo = xval(tmin);
+  const double x_hi = xval(tmax);
+  const auto x_of = [&](int t) {
+    if (x_hi <= x_lo) return kPlotLeft + kPlotWidth / 2;
+    return kPlotLeft + kXInset + (xval(t) - x_lo) / (x_hi - x_lo) * (kPlotWidth - 2 * kXInset);
+  };
+  const YAxis yaxis = y_axis_for(data_max);
+  const auto y_of = [&](double v) {
+    const double f = std::clamp(v / yaxis.max, 0.0, 1.0);
+    return kPlotTop + kPlotHeight - f * kPlotHeight;
+  };
+
+  // ---- size: the legend sits right of the plot, never over it ----
+  std::vector<std::string> legend_labels;
+  for (const auto& s : series) legend_labels.push_back(s.key);
+  const std::string whisker_note = "bars: min-max over repeats";
+  double legend_text = 0;
+  for (const auto& l : legend_labels) legend_text = std::max(legend_text, text_width(l, kFontSize));
+  if (any_whisker) legend_text = std::max(legend_text, text_width(whisker_note, 11) - kLegendSample - 8);
+  const double legend_x = kPlotLeft + kPlotWidth + kLegendGap;
+  const double width = legend_x + kLegendSample + 8 + legend_text + 16;
+  const double legend_rows = static_cast<double>(series.size()) + (any_whisker ? 1.5 : 0);
+  const double height =
+      std::max(kPlotTop + kPlotHeight + 64, kPlotTop + 8 + legend_rows * kLegendRow + 16);
+
+  Svg svg;
+  svg.open(width, height, title);
+  svg.title(width, title);
+
+  // ---- y grid, ticks and labels ----
+  const double plot_bottom = kPlotTop + kPlotHeight;
+  const double plot_right = kPlotLeft + kPlotWidth;
+  const int y_ticks = std::clamp(static_cast<int>(std::lround(yaxis.max / yaxis.step)), 1, 20);
+  svg.raw("<g class=\"axis\">\n");
+  for (int i = 0; i <= y_ticks; ++i) {
+    const double v = yaxis.max * i / y_ticks;
+    const double y = y_of(v);
+    if (i > 0) svg.line(kPlotLeft, y, plot_right, y, "stroke=\"#e4e4e4\" stroke-width=\"1\"");
+    svg.line(kPlotLeft - 5, y, kPlotLeft, y, "stroke=\"#444444\" stroke-width=\"1\"");
+    svg.text(kPlotLeft - 8, y + 4, tick_text(v), "text-anchor=\"end\" fill=\"#333333\"");
+  }
+
+  // ---- x ticks: marks at every thread count, labels where they fit ----
+  std::vector<std::size_t> labelled;
+  const auto label_half = [&](std::size_t i) {
+    return text_width(std::to_string(counts[i]), kFontSize) / 2;
+  };
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (labelled.empty() ||
+        x_of(counts[i]) - x_of(counts[labelled.back()]) >= label_half(i) + label_half(labelled.back()) + 6)
+      labelled.push_back(i);
+  }
+  // Prefer the largest count over its nearest labelled neighbour.
+  if (labelled.back() != counts.size() - 1) {
+    const std::size_t last = counts.size() - 1;
+    if (labelled.size() > 1) labelled.pop_back();
+    if (x_of(counts[last]) - x_of(counts[labelled.back()]) >= label_half(last) + label_half(labelled.back()) + 6)
+      labelled.push_back(last);
+  }
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const double x = x_of(counts[i]);
+    svg.line(x, plot_bottom, x, plot_bottom + 5, "stroke=\"#444444\" stroke-width=\"1\"");
+    if (std::find(labelled.begin(), labelled.end(), i) != labelled.end())
+      svg.text(x, plot_bottom + 19, std::to_string(counts[i]),
+               "text-anchor=\"middle\" fill=\"#333333\"");
+  }
+  // Axes on top of the grid.
+  svg.line(kPlotLeft, kPlotTop, kPlotLeft, plot_bottom, "stroke=\"#444444\" stroke-width=\"1\"");
+  svg.line(kPlotLeft, plot_bottom, plot_right, plot_bottom, "stroke=\"#444444\" stroke-width=\"1\"");
+  svg.text(kPlotLeft + kPlotWidth / 2, plot_bottom + 42,
+           "sender threads",
+           "text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\"");
+  if (log_x)
+    svg.text(plot_right, plot_bottom + 42, "(log2 scale)",
+             "text-anchor=\"end\" font-size=\"11\" fill=\"#777777\"");
+  const double ytitle_x = 20;
+  const double ytitle_y = kPlotTop + kPlotHeight / 2;
+  std::string ytitle_attrs;
+  put(ytitle_attrs, "text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\" transform=\"rotate(-90 ",
+      fixed(ytitle_x), " ", fixed(ytitle_y), ")\"");
+  svg.text(ytitle_x, ytitle_y, "Mpps", ytitle_attrs);
+  svg.raw("</g>\n");
+
+  // ---- series: whiskers, line, markers ----
+  for (std::size_t si = 0; si < series.size(); ++si) {
+    const Style st = style_for(si);
+    svg.raw("<g class=\"series\">\n");
+    for (const BenchPoint* p : series[si].points) {
+      const Whisker w = whisker_for(*p);
+      if (!w.show) continue;
+      const double x = x_of(p->threads);
+      std::string a;
+      put(a, "class=\"whisker\" stroke=\"", st.colour, "\" stroke-width=\"1.2\" stroke-opacity=\"0.8\"");
+      svg.line(x, y_of(w.lo), x, y_of(w.hi), a);
+      svg.line(x - 4, y_of(w.lo), x + 4, y_of(w.lo), a);
+      svg.line(x - 4, y_of(w.hi), x + 4, y_of(w.hi), a);
+    }
+    std::string pts;
+    for (const BenchPoint* p : series[si].points) {
+      if (!pts.empty()) pts += ' ';
+      put(pts, fixed(x_of(p->threads)), ",", fixed(y_of(p->mpps)));
+    }
+    std::string line_attrs;
+    put(line_attrs, "fill=\"none\" ", stroke_attrs(st, 2), " stroke-linejoin=\"round\"");
+    svg.polyline(pts, line_attrs);
+    for (const BenchPoint* p : series[si].points) svg.marker(x_of(p->threads), y_of(p->mpps), st);
+    svg.raw("</g>\n");
+  }
+
+  // ---- legend ----
+  svg.raw("<g class=\"legend\">\n");
+  for (std::size_t si = 0; si < series.size(); ++si) {
+    const Style st = style_for(si);
+    const double y = kPlotTop + 8 + static_cast<double>(si) * kLegendRow;
+    svg.line(legend_x, y, legend_x + kLegendSample, y, stroke_attrs(st, 2));
+    svg.marker(legend_x + kLegendSample / 2, y, st);
+    svg.text(legend_x + kLegendSample + 8, y + 4, legend_labels[si], "fill=\"#222222\"");
+  }
+  if (any_whisker) {
+    const double y = kPlotTop + 8 + (static_cast<double>(series.size()) + 0.5) * kLegendRow;
+    svg.text(legend_x, y + 4, whisker_note, "font-size=\"11\" fill=\"#777777\"");
+  }
+  svg.raw("</g>\n");
+  svg.close();
+  return svg.take();
+}
+
+}  // namespace txpath
