@@ -35,6 +35,7 @@ struct TscClock {
   uint64_t base_tsc = 0;
   uint64_t base_ns = 0;
   double ns_per_tick = 0;
+  uint64_t read_cost_ns = 0;  // cost of one now_ns() call, for busy_wait_ns()
 };
 
 inline TscClock calibrate() noexcept {
@@ -68,6 +69,10 @@ inline TscClock calibrate() noexcept {
   c.ns_per_tick = static_cast<double>(ns1 - ns0) / static_cast<double>(t1 - t0);
   c.base_tsc = t1;
   c.base_ns = ns1;
+  constexpr int kReads = 1000;  // what one TSC-based now_ns() costs (rdtsc + scale)
+  const uint64_t r0 = __rdtsc();
+  for (int i = 0; i < kReads; ++i) asm volatile("" ::"r"(__rdtsc()));
+  c.read_cost_ns = static_cast<uint64_t>(static_cast<double>(__rdtsc() - r0) * c.ns_per_tick / kReads);
   c.usable = true;
 #endif
   return c;
@@ -96,11 +101,15 @@ inline uint64_t now_ns() noexcept {
 }
 
 // Spends `ns` nanoseconds of CPU time spinning: how the modelled NIC charges the CPU for
-// descriptor writes and doorbells.
+// descriptor writes and doorbells. A tight loop on the clock, without PAUSE (which can take
+// ~40 ns on recent cores and would overshoot short waits by that much): it models work.
+// The wait is shortened by one clock read: the loop's last read overshoots `end` by about that.
 inline void busy_wait_ns(uint64_t ns) noexcept {
   if (ns == 0) return;
-  const uint64_t end = now_ns() + ns;
-  while (now_ns() < end) cpu_relax();
+  const uint64_t read_cost = clock_detail::tsc().read_cost_ns;
+  const uint64_t end = now_ns() + (ns > read_cost ? ns - read_cost : 0);
+  while (now_ns() < end) {
+  }
 }
 
 }  // namespace txpath
