@@ -84,10 +84,11 @@ TEST(Bench, TinyRunConservesEveryPoint) {
   c.duration_s = 0.05;
   c.device = "null";
   c.pin = false;
+  c.repeat = 2;
   std::vector<std::string> progress;
   const auto points = run_bench(c, [&](const std::string& line) { progress.push_back(line); });
   ASSERT_EQ(points.size(), 4u);
-  EXPECT_EQ(progress.size(), 4u);
+  EXPECT_EQ(progress.size(), 8u) << "one line per run: 4 points x 2 rounds";
   // Interleaved: same thread count side by side.
   EXPECT_EQ(points[0].threads, 1);
   EXPECT_EQ(points[1].threads, 1);
@@ -100,6 +101,14 @@ TEST(Bench, TinyRunConservesEveryPoint) {
     EXPECT_GT(p.mpps, 0.0);
     EXPECT_GT(p.cpu_ns_per_pkt, 0.0);
     EXPECT_EQ(p.lock, "ticket");
+    EXPECT_LE(p.mpps_min, p.mpps);
+    EXPECT_LE(p.mpps, p.mpps_max);
+    EXPECT_GE(p.fairness, 0.0);
+    EXPECT_LE(p.fairness, 1.0 + 1e-9);
+    EXPECT_GT(p.batch_mean, 0.0);
+    EXPECT_LE(p.send_p50_ns, p.send_p99_ns);
+    if (p.strategy == "busylock") EXPECT_DOUBLE_EQ(p.vs_busylock_mpps, 1.0);
+    else EXPECT_GT(p.vs_busylock_mpps, 0.0);
   }
 }
 
