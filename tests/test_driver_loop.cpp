@@ -197,7 +197,9 @@ TEST_P(DriverLoop, TeardownCountsLeftoversAsDropped) {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, DriverLoop,
                          ::testing::Values(Param{"busylock", "ticket"}, Param{"busylock", "mcs"},
-                                           Param{"rootlock", "ttas"}, Param{"rootlock", "mutex"}),
+                                           Param{"rootlock", "ttas"}, Param{"rootlock", "mutex"},
+                                           Param{"llist", "ticket"}, Param{"llist", "mcs"},
+                                           Param{"mutex", "mutex"}),
                          [](const auto& info) {
                            return std::string(info.param.strategy) + "_" + info.param.lock;
                          });

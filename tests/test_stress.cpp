@@ -122,15 +122,16 @@ TEST_P(Stress, InvariantsHoldUnderFaults) {
 
 std::vector<StressParam> params() {
   std::vector<StressParam> out;
-  for (const char* strategy : {"busylock", "rootlock"})
+  for (const char* strategy : {"busylock", "rootlock", "llist"})
     for (const char* lock : {"ticket", "ttas", "mcs", "mutex"})
       for (int threads : {1, 2, 8, 64})
         out.push_back({strategy, lock, "pfifo_fast", threads});
+  for (int threads : {1, 8, 64}) out.push_back({"mutex", "mutex", "pfifo_fast", threads});
   // The peer baselines (no qdisc; FIFO per sender overall).
   for (const char* peer : {"peer:ck_ring", "peer:mutex_deque"})
     for (int threads : {1, 8, 64}) out.push_back({peer, "ticket", "pfifo_fast", threads});
   // Other qdiscs, with the default lock, at an oversubscribed thread count.
-  for (const char* strategy : {"busylock", "rootlock"})
+  for (const char* strategy : {"busylock", "rootlock", "llist", "mutex"})
     for (const char* qdisc : {"pfifo", "bfifo", "pfifo_head_drop"})
       out.push_back({strategy, "ticket", qdisc, 16});
   return out;

@@ -29,6 +29,7 @@ struct TxQueueConfig {
   std::string qdisc = "pfifo_fast";   // tc-style spec, see make_qdisc()
   uint32_t txqueuelen = 1000;         // dev->tx_queue_len: default limit of fifo qdiscs
   int quota = 64;                     // dev_tx_weight: packets per driver-loop run
+  uint32_t max_burst = 1000;          // qdisc_max_burst: cap of the `llist` defer list
   // How often the per-queue service thread (our net_tx_action) looks for deferred work while
   // senders are active; when idle it sleeps until kicked.
   std::chrono::microseconds service_tick{50};

@@ -83,5 +83,9 @@ std::unique_ptr<QueueBase> make_busylock_queue(Device& device, std::unique_ptr<Q
                                                const TxQueueConfig& config);
 std::unique_ptr<QueueBase> make_rootlock_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
                                                const TxQueueConfig& config);
+std::unique_ptr<QueueBase> make_llist_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                            const TxQueueConfig& config);
+std::unique_ptr<QueueBase> make_mutex_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                            const TxQueueConfig& config);
 
 }  // namespace txpath

@@ -21,6 +21,8 @@ struct Entry {
 constexpr std::array kStrategies{
     Entry{"busylock", &make_busylock_queue},
     Entry{"rootlock", &make_rootlock_queue},
+    Entry{"llist", &make_llist_queue},
+    Entry{"mutex", &make_mutex_queue},
 };
 
 using PeerFactory = std::unique_ptr<PeerQueue> (*)(Device&, const TxQueueConfig&);

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+// Strategy `llist`: Linux 6.19 "net: dev_queue_xmit() llist adoption" (commit 100dfa74cad9,
+// Eric Dumazet, 2025), which replaced busylock, with the qdisc_max_burst cap (ffe4ccd359d0).
+//
+// A sender pushes its packet onto a lock-free LIFO defer list with one CAS. If the list was not
+// empty, some earlier sender is the leader and will handle it: return at once. The sender that
+// pushed onto an EMPTY list is the leader: it takes the root lock, detaches the whole list with
+// one exchange, restores arrival order, enqueues the batch and runs the qdisc (or, for a single
+// packet into an empty qdisc, uses the bypass). Among senders only leaders touch the root lock.
+//
+// Burst cap: a sender that finds the list non-empty counts itself in defer_count (one RMW, only
+// then — as the kernel, which avoids the atomic on the uncontended path); beyond `burst_limit`
+// (qdisc_max_burst, default 1000) the packet is dropped and counted. The leader resets the count
+// after detaching the list (not atomically with it: the list can briefly exceed the cap).
+//
+// Invariants: a packet is on the defer list, in the leader's hands, or in the qdisc/requeue
+// list — never two; the list is empty at every quiescent point (its first pusher always drains
+// it). Followers always get `queued` (no drop feedback from the qdisc), as in the kernel.
+//
+// Shared cache lines per packet: the list head (CAS), defer_count (only when contended); the
+// root lock and qdisc are touched once per batch by the leader.
+#include <atomic>
+
+#include "core/clock.hpp"
+#include "strategy/locked_queue.hpp"
+#include "sync/locks.hpp"
+
+namespace txpath {
+
+namespace {
+
+template <class Lock>
+class LlistQueue : public LockedQueue<Lock> {
+ public:
+  LlistQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
+      : LockedQueue<Lock>(device, std::move(qdisc), config, "llist", Lock::kName),
+        burst_limit_(config.max_burst) {}
+
+  SendStatus send(Packet* p) noexcept override {
+    if (!this->admit(p)) return SendStatus::too_big;
+    p->enqueue_ns = now_ns();
+
+    // relaxed: only the first guess for the CAS, which re-reads on failure.
+    Packet* first = head_.load(std::memory_order_relaxed);
+    bool counted = false;
+    do {
+      if (first && !counted) {
+        counted = true;
+        // relaxed: a bound, not a synchronisation; the leader's reset may race with it (as in
+        // the kernel), which only lets a burst briefly exceed the cap.
+        if (defer_count_.fetch_add(1, std::memory_order_relaxed) + 1 > burst_limit_) {
+          this->count_strategy_drop();
+          PacketList one;
+          one.push_back(p);
+          free_packets(std::move(one));
+          return SendStatus::dropped;
+        }
+      }
+      p->next = first;
+      // release: publishes p (its frame and p->next) to the leader's acquire exchange.
+    } while (!head_.compare_exchange_weak(first, p, std::memory_order_release,
+                                          std::memory_order_relaxed));
+    if (first) return SendStatus::queued;  // the leader of this list will enqueue it
+
+    // We pushed onto an empty list: we lead.
+    PacketList to_free;
+    this->root_.lock();
+    // acquire: pairs with every pusher's release CAS, so their packets are visible.
+    Packet* list = head_.exchange(nullptr, std::memory_order_acquire);
+    defer_count_.store(0, std::memory_order_relaxed);  // relaxed: see the fetch_add above
+    // Restore arrival order (the list is LIFO).
+    PacketList batch;
+    for (Packet* q = list; q;) {
+      Packet* next = q->next;
+      batch.push_front(q);
+      q = next;
+    }
+    Verdict v = Verdict::success;
+    if (batch.size() == 1) {
+      // A single packet keeps its own verdict and may use the empty-qdisc bypass.
+      v = this->enqueue_and_run(batch.pop_front(), to_free, [] {});
+    } else {
+      while (!batch.empty()) this->q().enqueue(batch.pop_front(), to_free);
+      if (this->run_begin()) {
+        this->run(this->root_);
+        this->run_end();
+      }
+    }
+    this->root_.unlock();
+    free_packets(std::move(to_free));
+    return to_send_status(v);
+  }
+
+ protected:
+  bool quiescent() noexcept override {
+    // The list drains itself (its first pusher leads), so with senders stopped it is empty once
+    // the last leader has finished; check it under the root lock with the rest.
+    this->root_.lock();
+    const bool idle = !this->is_running() && this->backlog_packets() == 0 &&
+                      head_.load(std::memory_order_acquire) == nullptr;  // acquire: see send()
+    this->root_.unlock();
+    return idle;
+  }
+
+  uint64_t strategy_queued() const noexcept override {
+    // relaxed: a racy estimate while running; 0 at quiescence (see quiescent()).
+    if (head_.load(std::memory_order_relaxed) == nullptr) return 0;
+    return defer_count_.load(std::memory_order_relaxed) + 1;
+  }
+
+ private:
+  const uint64_t burst_limit_;
+  alignas(64) std::atomic<Packet*> head_{nullptr};     // q->defer_list
+  alignas(64) std::atomic<uint64_t> defer_count_{0};  // q->defer_count
+};
+
+}  // namespace
+
+std::unique_ptr<QueueBase> make_llist_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                            const TxQueueConfig& config) {
+  const auto kind = parse_lock_kind(config.lock);
+  return with_lock_kind(*kind, [&]<class Lock>() -> std::unique_ptr<QueueBase> {
+    return std::make_unique<Finalized<LlistQueue<Lock>>>(device, std::move(qdisc), config);
+  });
+}
+
+}  // namespace txpath
