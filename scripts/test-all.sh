@@ -12,7 +12,8 @@ for c in "${configs[@]}"; do
     release) dir=build-release; flags=(-DCMAKE_BUILD_TYPE=Release) ;;
     # TSan: clang, whose runtime is the one Debian ships hardened for it.
     tsan)    dir=build-tsan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTXPATH_SANITIZE=thread
-                                    -DCMAKE_CXX_COMPILER=clang++ -DTXPATH_BUILD_BENCH=OFF) ;;
+                                    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+                                    -DTXPATH_BUILD_BENCH=OFF) ;;
     asan)    dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTXPATH_SANITIZE=address
                                     -DTXPATH_BUILD_BENCH=OFF) ;;
     *) echo "scripts/test-all.sh: unknown configuration '$c' (release, tsan, asan)" >&2; exit 2 ;;

@@ -7,6 +7,19 @@
 #include <ck_ring.h>
 #include <stdlib.h>
 
+/* ThreadSanitizer cannot see ck's fences (inline assembly), so under TSan this file is built
+ * uninstrumented (CMakeLists.txt) and states the ring's synchronisation itself: every enqueue
+ * releases, every dequeue acquires, on the ring object — the happens-before ck provides. */
+#ifdef TXPATH_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define TSAN_RELEASE(a) __tsan_release(a)
+#define TSAN_ACQUIRE(a) __tsan_acquire(a)
+#else
+#define TSAN_RELEASE(a) ((void)(a))
+#define TSAN_ACQUIRE(a) ((void)(a))
+#endif
+
 struct txpath_ck_ring {
   ck_ring_t ring;
   ck_ring_buffer_t *slots;
@@ -31,11 +44,14 @@ void txpath_ck_ring_destroy(struct txpath_ck_ring *r) {
 }
 
 bool txpath_ck_ring_enqueue_mpmc(struct txpath_ck_ring *r, void *p) {
+  TSAN_RELEASE(r);
   return ck_ring_enqueue_mpmc(&r->ring, r->slots, p);
 }
 
 bool txpath_ck_ring_dequeue_mpmc(struct txpath_ck_ring *r, void **p) {
-  return ck_ring_dequeue_mpmc(&r->ring, r->slots, p);
+  const bool ok = ck_ring_dequeue_mpmc(&r->ring, r->slots, p);
+  if (ok) TSAN_ACQUIRE(r);
+  return ok;
 }
 
 unsigned txpath_ck_ring_size(const struct txpath_ck_ring *r) { return ck_ring_size(&r->ring); }
