@@ -4,6 +4,12 @@
 // (ck_ring_dequeue_mpmc) and transmits. Capacity: txqueuelen rounded up to a power of two
 // (ck keeps one slot empty). Memory ordering is CK's: enqueue publishes the slot before the
 // producer index (release), dequeue reads the index before the slot (acquire).
+//
+// Known hazard (CK's, like DPDK rte_ring's "non-preemptive" MP mode): producers publish in
+// reservation order, each spinning until the previous reservation is published, so a producer
+// descheduled between reserving and publishing stalls every later producer. With more sender
+// threads than cores this baseline can collapse (it spins; it does not yield) — which is part of
+// what the comparison shows.
 #include <bit>
 #include <memory>
 
