@@ -6,6 +6,8 @@
 // ~1.2 s per 1500-byte frame) that none can be due during the test.
 #include <gtest/gtest.h>
 
+#include "support/scripted_device.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -30,22 +32,18 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A pool plus a frame template: hands out packets carrying real frames.
+// A pool plus a frame factory: hands out packets carrying real frames.
 struct Frames {
   explicit Frames(std::size_t packets = 256, std::size_t payload = 64)
       : pool(PoolConfig{.packets = packets, .buffer_size = 2048, .cache_size = 8}),
-        tmpl(FrameSpec{.payload = payload}) {}
+        factory(pool, payload) {}
 
   Packet* make(uint32_t sender, uint64_t seq, uint32_t priority = 0) {
-    Packet* p = pool.get();
-    if (!p) return nullptr;
-    p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), sender, seq));
-    p->priority = priority;
-    return p;
+    return factory.make(sender, seq, priority);
   }
 
   Pool pool;
-  FrameTemplate tmpl;
+  test::FrameFactory factory;
 };
 
 // Polls until `done()` or ~10 s; returns whether `done()` became true.
