@@ -78,9 +78,15 @@ class Device {
   uint32_t max_frame_len() const noexcept { return mtu_ + 14; }
 
   std::mutex& tx_lock() noexcept { return tx_lock_; }
-  // Set once, before the device is used (TxQueue::create does it: one TX queue per device).
+  // Set once, before the device is used; for tests and custom drivers. TX queues use
+  // attach_queue()/detach_queue().
   void set_wake_handler(std::function<void()> handler) { wake_handler_ = std::move(handler); }
-  bool has_wake_handler() const noexcept { return static_cast<bool>(wake_handler_); }
+
+  // One TX queue per device: a second queue would steal the wake signal from the first.
+  // Throws ConfigError if a queue is already attached.
+  void attach_queue(std::function<void()> wake_handler);
+  // Unhooks the wake handler under tx_lock (where it is called), so it is never called again.
+  void detach_queue() noexcept;
 
   DeviceStats stats() const noexcept;
 

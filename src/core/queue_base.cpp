@@ -4,7 +4,6 @@
 #include <sys/prctl.h>
 
 #include "core/clock.hpp"
-#include "txpath/error.hpp"
 
 namespace txpath {
 
@@ -27,10 +26,7 @@ QueueBase::QueueBase(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueue
                                                     : std::chrono::microseconds(50)),
       service_thread_(config.service_thread) {
   // The device's only upstream signal: a woken queue schedules a run (netif_tx_wake_queue).
-  // One TX queue per device: a second queue would steal the wake signal from the first.
-  if (device_.has_wake_handler())
-    throw ConfigError("device " + device_.describe() + " already has a TX queue attached");
-  device_.set_wake_handler([this] { schedule(); });
+  device_.attach_queue([this] { schedule(); });
 }
 
 QueueBase::~QueueBase() { shutdown(); }
@@ -60,11 +56,7 @@ void QueueBase::shutdown() noexcept {
     service_cv_.notify_all();
     service_.join();
   }
-  {
-    // The wake handler is called under the tx lock; unhook it under the same lock.
-    std::lock_guard tx(device_.tx_lock());
-    device_.set_wake_handler({});
-  }
+  device_.detach_queue();
   // Teardown: whatever is still queued is freed and counted as dropped (qdisc_reset + purge).
   PacketList to_free;
   qdisc_->reset(to_free);

@@ -15,6 +15,8 @@
 
 #include "txpath/device.hpp"
 
+#include "txpath/error.hpp"
+
 namespace txpath {
 
 DeviceStats Device::stats() const noexcept {
@@ -27,6 +29,17 @@ DeviceStats Device::stats() const noexcept {
   s.stops = stops_.get();
   s.wakes = wakes_.get();
   return s;
+}
+
+void Device::attach_queue(std::function<void()> wake_handler) {
+  std::lock_guard tx(tx_lock_);
+  if (wake_handler_) throw ConfigError("device " + describe() + " already has a TX queue attached");
+  wake_handler_ = std::move(wake_handler);
+}
+
+void Device::detach_queue() noexcept {
+  std::lock_guard tx(tx_lock_);
+  wake_handler_ = {};
 }
 
 void Device::stop_queue() noexcept {

@@ -58,10 +58,7 @@ class BusylockQueue : public LockedQueue<Lock> {
 
 std::unique_ptr<QueueBase> make_busylock_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
                                                const TxQueueConfig& config) {
-  const auto kind = parse_lock_kind(config.lock);
-  return with_lock_kind(*kind, [&]<class Lock>() -> std::unique_ptr<QueueBase> {
-    return std::make_unique<Finalized<BusylockQueue<Lock>>>(device, std::move(qdisc), config);
-  });
+  return make_with_lock_kind<BusylockQueue>(device, std::move(qdisc), config);
 }
 
 }  // namespace txpath

@@ -50,9 +50,7 @@ class LlistQueue : public LockedQueue<Lock> {
         // the kernel), which only lets a burst briefly exceed the cap.
         if (defer_count_.fetch_add(1, std::memory_order_relaxed) + 1 > burst_limit_) {
           this->count_strategy_drop();
-          PacketList one;
-          one.push_back(p);
-          free_packets(std::move(one));
+          p->pool->put(p);  // no lock is held here
           return SendStatus::dropped;
         }
       }
@@ -118,10 +116,7 @@ class LlistQueue : public LockedQueue<Lock> {
 
 std::unique_ptr<QueueBase> make_llist_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
                                             const TxQueueConfig& config) {
-  const auto kind = parse_lock_kind(config.lock);
-  return with_lock_kind(*kind, [&]<class Lock>() -> std::unique_ptr<QueueBase> {
-    return std::make_unique<Finalized<LlistQueue<Lock>>>(device, std::move(qdisc), config);
-  });
+  return make_with_lock_kind<LlistQueue>(device, std::move(qdisc), config);
 }
 
 }  // namespace txpath

@@ -14,6 +14,7 @@
 
 #include "core/queue_base.hpp"
 #include "sync/counting_lock.hpp"
+#include "sync/locks.hpp"
 
 namespace txpath {
 
@@ -77,6 +78,16 @@ class LockedQueue : public QueueBase {
   // qdisc_lock(q): the root lock (each lock kind sits on its own cache line), counting waits.
   CountingLock<Lock> root_;
 };
+
+// Instantiates Strategy<Lock> for the lock kind named in config.lock (already validated by
+// TxQueue::create), wrapped so its service thread stops before it is destroyed.
+template <template <class> class Strategy>
+std::unique_ptr<QueueBase> make_with_lock_kind(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                               const TxQueueConfig& config) {
+  return with_lock_kind(*parse_lock_kind(config.lock), [&]<class Lock>() -> std::unique_ptr<QueueBase> {
+    return std::make_unique<Finalized<Strategy<Lock>>>(device, std::move(qdisc), config);
+  });
+}
 
 // Factories, one per strategy file; `lock` is the lock kind name already validated.
 std::unique_ptr<QueueBase> make_busylock_queue(Device& device, std::unique_ptr<Qdisc> qdisc,

@@ -11,10 +11,8 @@
 namespace txpath {
 
 PeerQueue::PeerQueue(Device& device, std::string_view name) : device_(device), name_(name) {
-  if (device_.has_wake_handler())
-    throw ConfigError("device " + device_.describe() + " already has a TX queue attached");
-  // The drainer polls the device itself; the wake only needs to exist to claim the device.
-  device_.set_wake_handler([] {});
+  // The drainer polls the device itself; the (empty) wake handler only claims the device.
+  device_.attach_queue([] {});
 }
 
 PeerQueue::~PeerQueue() { shutdown(); }
@@ -30,10 +28,7 @@ void PeerQueue::shutdown() noexcept {
     stop_.store(true, std::memory_order_release);  // release: pairs with the drainer's acquire
     drainer_.join();
   }
-  {
-    std::lock_guard tx(device_.tx_lock());
-    device_.set_wake_handler({});
-  }
+  device_.detach_queue();
   PacketList to_free;
   to_free.splice_back(pending_);
   Packet* burst[kBurst];
@@ -50,9 +45,7 @@ SendStatus PeerQueue::send(Packet* p) noexcept {
   p->enqueue_ns = now_ns();
   if (push(p)) return SendStatus::queued;
   dropped_.add(1);
-  PacketList one;
-  one.push_back(p);
-  free_packets(std::move(one));
+  p->pool->put(p);
   return SendStatus::dropped;
 }
 

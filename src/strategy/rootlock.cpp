@@ -34,10 +34,7 @@ class RootlockQueue : public LockedQueue<Lock> {
 
 std::unique_ptr<QueueBase> make_rootlock_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
                                                const TxQueueConfig& config) {
-  const auto kind = parse_lock_kind(config.lock);
-  return with_lock_kind(*kind, [&]<class Lock>() -> std::unique_ptr<QueueBase> {
-    return std::make_unique<Finalized<RootlockQueue<Lock>>>(device, std::move(qdisc), config);
-  });
+  return make_with_lock_kind<RootlockQueue>(device, std::move(qdisc), config);
 }
 
 }  // namespace txpath
