@@ -87,8 +87,7 @@ TEST_P(LostWakeup, BacklogDrainsAfterEveryBurstWithoutFurtherSends) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllStrategies, LostWakeup,
-                         ::testing::Values("busylock", "rootlock", "llist", "mutex",
-                                           "peer:ck_ring", "peer:mutex_deque"),
+                         ::testing::ValuesIn(strategy_names()),  // every registered one
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name)

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// Spin-then-park: the one waiting primitive for every waiter that has a notifier.
+//
+// spin_then_park(word, done) returns once done(word) holds. It first spins (cpu_relax, about
+// the cost of a context switch), then, depending on the process-wide policy (spin_park()):
+//   park on  (default): sleeps in the kernel (futex, through std::atomic::wait) until the word
+//                       changes, re-checking after every wake-up;
+//   park off:           sched_yield()s on every further round (the old behaviour).
+// Why: with more threads than cores, a spinner whose lock holder (or whose turn's predecessor)
+// is preempted burns its whole time slice; a parked waiter gives the CPU back until it is
+// actually its turn (locks-and-delegation.md §4).
+//
+// The contract that makes parking safe: EVERY store that can make done() true is followed by
+// word.notify_all() (or notify_one() when exactly one waiter can be on that word). A waiter
+// whose writer never notifies must use SpinWait (cpu_relax.hpp), which only yields.
+// libstdc++'s notify checks a waiter count first, so a notify nobody waits for costs one load.
+//
+// Memory ordering: every load of `word` here is acquire; it pairs with the writer's release
+// store (or RMW) that made done() true.
+#pragma once
+
+#include <sched.h>
+
+#include <atomic>
+
+#include "sync/cpu_relax.hpp"
+#include "txpath/spin.hpp"  // set_spin_park()/spin_park(): the process-wide policy
+
+namespace txpath {
+
+inline constexpr unsigned kSpinBeforePark = 128;
+
+template <class T, class Done>
+T spin_then_park(const std::atomic<T>& word, Done&& done) noexcept {
+  for (unsigned round = 0;; ++round) {
+    // acquire: pairs with the release store/RMW that makes done() true (see header comment).
+    const T seen = word.load(std::memory_order_acquire);
+    if (done(seen)) return seen;
+    if (round < kSpinBeforePark) {
+      cpu_relax();
+    } else if (spin_park()) {
+      // Sleeps until word != seen (spurious wake-ups possible; the loop re-checks).
+      // acquire: as above.
+      word.wait(seen, std::memory_order_acquire);
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+}  // namespace txpath
