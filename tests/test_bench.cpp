@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The bench engine: its conservation check, its defaults, its up-front validation, and a real
-// (tiny) run whose every point must conserve packets.
+// The bench engine: its conservation check, its defaults, its up-front validation, and real
+// (tiny) runs whose every point must conserve packets, with one and with both park policies.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "txpath/bench.hpp"
 #include "txpath/error.hpp"
+#include "txpath/spin.hpp"
 #include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -44,6 +45,12 @@ TEST(Bench, ResolveFillsDefaultsAndRejectsBadConfigs) {
   const BenchConfig resolved = resolve_bench_config({});
   EXPECT_EQ(resolved.strategies, strategy_names());
   EXPECT_EQ(resolved.threads, default_thread_counts());
+  EXPECT_EQ(resolved.park, std::vector<bool>{true});
+  {
+    BenchConfig no_park;
+    no_park.park.clear();
+    EXPECT_EQ(resolve_bench_config(no_park).park, std::vector<bool>{true}) << "empty: park on";
+  }
 
   auto expect_error = [](BenchConfig c, const std::string& needle) {
     try {
@@ -75,6 +82,14 @@ TEST(Bench, ResolveFillsDefaultsAndRejectsBadConfigs) {
   c = {};
   c.payload = 1500;  // 1542-byte frame > 1514
   expect_error(c, "payload");
+  c = {};
+  c.park = {true, false, true};
+  expect_error(c, "park");
+}
+
+TEST(Bench, ParkNames) {
+  EXPECT_STREQ(park_name(true), "on");
+  EXPECT_STREQ(park_name(false), "off");
 }
 
 TEST(Bench, TinyRunConservesEveryPoint) {
@@ -101,6 +116,7 @@ TEST(Bench, TinyRunConservesEveryPoint) {
     EXPECT_GT(p.mpps, 0.0);
     EXPECT_GT(p.cpu_ns_per_pkt, 0.0);
     EXPECT_EQ(p.lock, "ticket");
+    EXPECT_TRUE(p.park) << "the default policy is park on";
     EXPECT_LE(p.mpps_min, p.mpps);
     EXPECT_LE(p.mpps, p.mpps_max);
     EXPECT_GE(p.fairness, 0.0);
@@ -109,6 +125,48 @@ TEST(Bench, TinyRunConservesEveryPoint) {
     EXPECT_LE(p.send_p50_ns, p.send_p99_ns);
     if (p.strategy == "busylock") EXPECT_DOUBLE_EQ(p.vs_busylock_mpps, 1.0);
     else EXPECT_GT(p.vs_busylock_mpps, 0.0);
+  }
+}
+
+// Park as a dimension: each (strategy, park) pair is its own point, grouped by thread count then
+// park (in the order given), the busylock ratio is taken within the same park policy, and the
+// process-wide policy is left as it was.
+TEST(Bench, ParkDimensionInterleavesAndKeepsRatiosWithinAPolicy) {
+  BenchConfig c;
+  c.strategies = {"busylock", "rootlock"};
+  c.threads = {1, 3};
+  c.duration_s = 0.05;
+  c.device = "null";
+  c.lock = "mcs";
+  c.pin = false;
+  c.repeat = 2;
+  c.park = {false, true};
+  set_spin_park(false);  // a non-default policy that run_bench must restore
+  std::vector<std::string> progress;
+  const auto points = run_bench(c, [&](const std::string& line) { progress.push_back(line); });
+  EXPECT_FALSE(spin_park()) << "run_bench must restore the caller's policy";
+  set_spin_park(true);
+  ASSERT_EQ(points.size(), 8u) << "2 thread counts x 2 policies x 2 strategies";
+  EXPECT_EQ(progress.size(), 16u) << "one line per run: 8 points x 2 rounds";
+  EXPECT_NE(progress[0].find("park=off"), std::string::npos) << progress[0];
+  EXPECT_NE(progress[2].find("park=on"), std::string::npos) << progress[2];
+  const bool expect_park[] = {false, false, true, true, false, false, true, true};
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const BenchPoint& p = points[i];
+    EXPECT_EQ(p.threads, i < 4 ? 1 : 3) << i;
+    EXPECT_EQ(p.park, expect_park[i]) << i;
+    EXPECT_EQ(p.strategy, i % 2 == 0 ? "busylock" : "rootlock") << i;
+    EXPECT_TRUE(p.conserved) << p.strategy << "/" << p.threads << "/" << park_name(p.park);
+    EXPECT_EQ(p.submitted, p.sent + p.dropped);
+    EXPECT_GT(p.sent, 0u);
+    EXPECT_EQ(p.lock, "mcs");
+    // The ratio is against busylock with the same thread count AND park policy.
+    const BenchPoint& base = points[i - i % 2];
+    ASSERT_EQ(base.strategy, "busylock");
+    ASSERT_EQ(base.park, p.park);
+    ASSERT_GT(base.mpps, 0.0);
+    EXPECT_DOUBLE_EQ(p.vs_busylock_mpps, p.mpps / base.mpps);
+    EXPECT_DOUBLE_EQ(p.vs_busylock_cpu, p.cpu_ns_per_pkt / base.cpu_ns_per_pkt);
   }
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Lock kinds: mutual exclusion, try_lock semantics, nesting (busylock + root lock), MCS
-// lock/try_lock stress, and the LockKind plumbing.
+// lock/try_lock stress, CNA's NUMA hand-off policy with fake NUMA nodes, every kind with
+// spin-then-park off (spin-then-yield), and the LockKind plumbing.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "sync/locks.hpp"
+#include "txpath/spin.hpp"
 
 namespace txpath {
 namespace {
@@ -110,7 +112,7 @@ struct LockNames {
   }
 };
 
-using LockTypes = ::testing::Types<TicketLock, TtasLock, McsLock, MutexLock>;
+using LockTypes = ::testing::Types<TicketLock, TtasLock, McsLock, MutexLock, CnaLock>;
 TYPED_TEST_SUITE(LockTest, LockTypes, LockNames);
 
 TYPED_TEST(LockTest, LayoutOneCacheLine) {
@@ -292,6 +294,52 @@ void mixed_lock_trylock(unsigned threads, uint64_t total) {
 TYPED_TEST(LockTest, MixedLockTryLock3Threads) { mixed_lock_trylock<TypeParam>(3, 500'000); }
 TYPED_TEST(LockTest, MixedLockTryLock12Threads) { mixed_lock_trylock<TypeParam>(12, 500'000); }
 
+// Restores the process-wide spin-then-park policy at scope exit.
+class SpinParkPolicy {
+ public:
+  explicit SpinParkPolicy(bool park) : saved_(spin_park()) { set_spin_park(park); }
+  ~SpinParkPolicy() { set_spin_park(saved_); }
+  SpinParkPolicy(const SpinParkPolicy&) = delete;
+  SpinParkPolicy& operator=(const SpinParkPolicy&) = delete;
+
+ private:
+  bool saved_;
+};
+
+// The same oversubscribed runs with parking off: every wait spins, then yields (the old
+// behaviour), and nothing may depend on a notify being acted upon.
+TYPED_TEST(LockTest, SpinThenYieldWhenParkingIsOff) {
+  SpinParkPolicy off(false);
+  EXPECT_FALSE(spin_park());
+  mutual_exclusion<TypeParam>(kManyThreads, 500'000);
+  nested_busylock_root<TypeParam>(kNestedThreads, 200'000);
+}
+
+// A waiter parks (parking on) when the holder keeps the lock well past the spin phase, and the
+// unlock must wake it: a missing notify hangs here.
+TYPED_TEST(LockTest, ParkedWaitersAreWoken) {
+  SpinParkPolicy on(true);
+  TypeParam lock;
+  std::atomic<unsigned> done{0};
+  for (int round = 0; round < 20; ++round) {
+    lock.lock();
+    std::vector<std::thread> waiters;
+    for (int i = 0; i < 3; ++i) {
+      waiters.emplace_back([&] {
+        lock.lock();
+        lock.unlock();
+        // relaxed: a tally read after join.
+        done.fetch_add(1, std::memory_order_relaxed);
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // long enough for them to park
+    lock.unlock();
+    for (auto& w : waiters) w.join();
+  }
+  EXPECT_EQ(done.load(), 60u);
+  EXPECT_TRUE(try_lock_from_other_thread(lock));
+}
+
 // --- McsLock specifically ------------------------------------------------------------------
 
 void mcs_stress(unsigned threads) {
@@ -363,6 +411,139 @@ TEST(McsLockTest, PendingAndQueueDrain) {
   lock.unlock();
 }
 
+// --- CnaLock: the NUMA policy, with fake nodes ---------------------------------------------
+
+// A NUMA-node source the test controls: each thread says which node it is on.
+struct FakeNuma {
+  static inline thread_local uint32_t node = 0;
+  static uint32_t current() noexcept { return node; }
+};
+
+// The holder (this thread) takes `lock`; then one thread per entry of `nodes` queues up, in that
+// order, each on the given fake node (the next starts only once the previous has queued and
+// linked in); then the holder releases. Returns the order in which the waiters got the lock.
+template <class L>
+std::vector<int> handoff_order(const std::vector<uint32_t>& nodes) {
+  L lock;
+  std::vector<int> order;  // protected by `lock`
+  FakeNuma::node = 0;
+  lock.lock();
+  std::vector<std::thread> waiters;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const uintptr_t before = lock.tail_for_testing();
+    waiters.emplace_back([&, i] {
+      FakeNuma::node = nodes[i];
+      lock.lock();
+      order.push_back(static_cast<int>(i));
+      lock.unlock();
+    });
+    while (lock.tail_for_testing() == before) std::this_thread::yield();  // queued
+    if (before != 0) {
+      while (!L::linked_for_testing(before)) std::this_thread::yield();  // linked in
+    }
+  }
+  lock.unlock();
+  for (auto& w : waiters) w.join();
+  EXPECT_TRUE(try_lock_from_other_thread(lock));
+  return order;
+}
+
+TEST(CnaLockTest, OneNodeIsFifo) {
+  const std::vector<int> fifo = {0, 1, 2, 3, 4, 5};
+  EXPECT_EQ(handoff_order<BasicCnaLock<FakeNuma>>({0, 0, 0, 0, 0, 0}), fifo);
+  EXPECT_EQ(handoff_order<BasicCnaLock<FakeNuma>>({1, 1, 1, 1, 1, 1}), fifo);
+}
+
+// Waiter 0 (node 0) heads the queue and gets the lock first. It passes over 1 and 2 (node 1),
+// which go to the secondary queue, to 3 (node 0); 3 passes over 4 to 5; 5 is the last main node
+// with no local successor, so the secondary queue (1, 2, 4) becomes the main queue, in order.
+TEST(CnaLockTest, HandOffPrefersSameNodeWaiters) {
+  EXPECT_EQ(handoff_order<BasicCnaLock<FakeNuma>>({0, 1, 1, 0, 1, 0}),
+            (std::vector<int>{0, 3, 5, 1, 2, 4}));
+  // Node 1 first: the node-1 waiters run together, then node 0's.
+  EXPECT_EQ(handoff_order<BasicCnaLock<FakeNuma>>({1, 0, 1, 0, 1}),
+            (std::vector<int>{0, 2, 4, 1, 3}));
+}
+
+// No local waiter left in the main queue but remote ones behind: the secondary queue goes in
+// FRONT of the remaining main queue (its waiters are older).
+TEST(CnaLockTest, NoLocalWaiterServesTheSecondaryQueueFirst) {
+  // 0 passes over 1 (node 1) to 2 (node 0): secondary = {1}. 2's successors 3, 4 are node 2:
+  // no local waiter, so 1 goes first, then 3 and 4 (1 finds no node-1 waiter either).
+  EXPECT_EQ(handoff_order<BasicCnaLock<FakeNuma>>({0, 1, 0, 2, 2}),
+            (std::vector<int>{0, 2, 1, 3, 4}));
+}
+
+// The fairness threshold: after kThreshold local hand-offs with a non-empty secondary queue, the
+// passed-over waiters are served even though local waiters are still queued.
+TEST(CnaLockTest, ThresholdServesPassedOverWaiters) {
+  const std::vector<uint32_t> nodes = {0, 1, 0, 0, 0};
+  // Default threshold (64K): every node-0 waiter first, the node-1 waiter last.
+  EXPECT_EQ(handoff_order<BasicCnaLock<FakeNuma>>(nodes), (std::vector<int>{0, 2, 3, 4, 1}));
+  // Threshold 2: 0 -> 2 (1 passed over, 1 local hand-off), 2 -> 3 (2), then 1 is due.
+  EXPECT_EQ((handoff_order<BasicCnaLock<FakeNuma, 2>>(nodes)), (std::vector<int>{0, 2, 3, 1, 4}));
+  // Threshold 1: 1 is served right after the first local hand-off.
+  EXPECT_EQ((handoff_order<BasicCnaLock<FakeNuma, 1>>(nodes)), (std::vector<int>{0, 2, 1, 3, 4}));
+}
+
+// Many threads on three fake nodes, more threads than cores, a small threshold so that the
+// secondary queue is built, flushed and spliced all the time: exclusion holds and every thread
+// completes all its iterations (a waiter lost in the secondary queue would hang the join).
+// Iteration counts are modest: once the waiters park, a FIFO hand-off to a parked thread costs
+// about one context switch (a lock convoy), so on 2 cores this can take ~10 us per iteration.
+template <class L>
+void fake_node_stress(unsigned threads, uint64_t per_thread_iters, bool with_try_lock) {
+  L lock;
+  uint64_t counter = 0;  // protected by `lock`
+  std::atomic<uint64_t> entries{0};
+  Occupancy occ;
+  std::atomic<bool> go{false};
+  std::vector<std::thread> ts;
+  for (unsigned t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      FakeNuma::node = t % 3;
+      // acquire: pairs with the release store below (a start line).
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      for (uint64_t i = 0; i < per_thread_iters; ++i) {
+        if (with_try_lock && (i + t) % 3 == 0) {
+          if (!lock.try_lock()) continue;
+        } else {
+          lock.lock();
+        }
+        occ.enter();
+        ++counter;
+        occ.leave();
+        lock.unlock();
+        // relaxed: a tally read after join.
+        entries.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  // release: pairs with the acquire spin above.
+  go.store(true, std::memory_order_release);
+  for (auto& th : ts) th.join();
+  EXPECT_EQ(counter, entries.load());
+  if (!with_try_lock) {
+    EXPECT_EQ(counter, threads * per_thread_iters);
+  }
+  EXPECT_EQ(occ.violations.load(), 0u);
+  EXPECT_TRUE(try_lock_from_other_thread(lock));
+}
+
+TEST(CnaLockTest, FakeNodesStressManyThreads) {
+  fake_node_stress<BasicCnaLock<FakeNuma, 4>>(kNestedThreads, 5'000 / kScale, false);
+}
+TEST(CnaLockTest, FakeNodesStressWithTryLock) {
+  fake_node_stress<BasicCnaLock<FakeNuma, 4>>(kNestedThreads, 5'000 / kScale, true);
+}
+TEST(CnaLockTest, FakeNodesStressDefaultThreshold) {
+  fake_node_stress<BasicCnaLock<FakeNuma>>(8, 5'000 / kScale, false);
+}
+TEST(CnaLockTest, FakeNodesStressParkingOff) {
+  SpinParkPolicy off(false);
+  fake_node_stress<BasicCnaLock<FakeNuma, 4>>(8, 5'000 / kScale, false);
+}
+
 // --- LockKind plumbing ---------------------------------------------------------------------
 
 TEST(LockKindTest, NamesRoundTrip) {
@@ -375,6 +556,7 @@ TEST(LockKindTest, NamesRoundTrip) {
   EXPECT_EQ(lock_kind_name(LockKind::ttas), "ttas");
   EXPECT_EQ(lock_kind_name(LockKind::mcs), "mcs");
   EXPECT_EQ(lock_kind_name(LockKind::mutex), "mutex");
+  EXPECT_EQ(lock_kind_name(LockKind::cna), "cna");
   EXPECT_FALSE(parse_lock_kind("").has_value());
   EXPECT_FALSE(parse_lock_kind("MCS").has_value());
   EXPECT_FALSE(parse_lock_kind("spin").has_value());
@@ -399,7 +581,7 @@ TEST(LockKindTest, WithLockKindDispatches) {
   int& r = with_lock_kind(LockKind::mcs, counting);
   EXPECT_EQ(&r, &hits);
   for (const LockKind k : kAllLockKinds) with_lock_kind(k, counting);
-  EXPECT_EQ(hits, 5);
+  EXPECT_EQ(hits, 1 + static_cast<int>(kAllLockKinds.size()));
 }
 
 }  // namespace

@@ -20,9 +20,9 @@ namespace txpath {
 namespace {
 
 constexpr std::string_view kHeader =
-    "strategy,lock,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,requeues,"
-    "fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,vs_busylock_mpps,"
-    "vs_busylock_cpu,conserved";
+    "strategy,lock,park,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,"
+    "requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,"
+    "vs_busylock_mpps,vs_busylock_cpu,conserved";
 
 BenchPoint point(std::string strategy, std::string lock, int threads, double mpps) {
   BenchPoint p;
@@ -433,38 +433,41 @@ TEST(ReportCsv, OneRowPerPointWithEveryColumn) {
   const auto lines = lines_of(csv(points));
   ASSERT_EQ(lines.size(), points.size() + 1);
   const std::size_t columns = split_csv(kHeader).size();
-  EXPECT_EQ(columns, 20u);
+  EXPECT_EQ(columns, 21u);
   for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(split_csv(lines[i]).size(), columns);
 }
 
 TEST(ReportCsv, ValuesRoundTrip) {
   BenchPoint p = point("rootlock", "mcs", 48, 7.123456789012345);
   p.conserved = false;
+  p.park = false;
   const auto lines = lines_of(csv({p}));
   ASSERT_EQ(lines.size(), 2u);
   const auto f = split_csv(lines[1]);
-  ASSERT_EQ(f.size(), 20u);
+  ASSERT_EQ(f.size(), 21u);
   EXPECT_EQ(f[0], "rootlock");
   EXPECT_EQ(f[1], "mcs");
-  EXPECT_EQ(f[2], "48");
-  EXPECT_EQ(to_double(f[3]), p.mpps) << "doubles are written exactly";
-  EXPECT_EQ(to_double(f[4]), p.mpps_min);
-  EXPECT_EQ(to_double(f[5]), p.mpps_max);
-  EXPECT_EQ(to_double(f[6]), p.cpu_ns_per_pkt);
-  EXPECT_EQ(to_u64(f[7]), p.submitted);
-  EXPECT_EQ(to_u64(f[8]), p.sent);
-  EXPECT_EQ(to_u64(f[9]), p.dropped);
-  EXPECT_EQ(to_u64(f[10]), p.requeues);
-  EXPECT_EQ(to_double(f[11]), p.fairness);
-  EXPECT_EQ(to_double(f[12]), p.batch_mean);
-  EXPECT_EQ(to_u64(f[13]), p.lock_waits);
-  EXPECT_EQ(to_u64(f[14]), p.lock_wait_ns);
-  EXPECT_EQ(to_double(f[15]), p.send_p50_ns);
-  EXPECT_EQ(to_double(f[16]), p.send_p99_ns);
-  EXPECT_EQ(to_double(f[17]), p.vs_busylock_mpps);
-  EXPECT_EQ(to_double(f[18]), p.vs_busylock_cpu);
-  EXPECT_EQ(f[19], "false");
+  EXPECT_EQ(f[2], "off");
+  EXPECT_EQ(f[3], "48");
+  EXPECT_EQ(to_double(f[4]), p.mpps) << "doubles are written exactly";
+  EXPECT_EQ(to_double(f[5]), p.mpps_min);
+  EXPECT_EQ(to_double(f[6]), p.mpps_max);
+  EXPECT_EQ(to_double(f[7]), p.cpu_ns_per_pkt);
+  EXPECT_EQ(to_u64(f[8]), p.submitted);
+  EXPECT_EQ(to_u64(f[9]), p.sent);
+  EXPECT_EQ(to_u64(f[10]), p.dropped);
+  EXPECT_EQ(to_u64(f[11]), p.requeues);
+  EXPECT_EQ(to_double(f[12]), p.fairness);
+  EXPECT_EQ(to_double(f[13]), p.batch_mean);
+  EXPECT_EQ(to_u64(f[14]), p.lock_waits);
+  EXPECT_EQ(to_u64(f[15]), p.lock_wait_ns);
+  EXPECT_EQ(to_double(f[16]), p.send_p50_ns);
+  EXPECT_EQ(to_double(f[17]), p.send_p99_ns);
+  EXPECT_EQ(to_double(f[18]), p.vs_busylock_mpps);
+  EXPECT_EQ(to_double(f[19]), p.vs_busylock_cpu);
+  EXPECT_EQ(f[20], "false");
   EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1]).back(), "true");
+  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[2], "on") << "the default";
 }
 
 TEST(ReportCsv, LargeCountsAndNonFiniteValues) {
@@ -473,27 +476,27 @@ TEST(ReportCsv, LargeCountsAndNonFiniteValues) {
   p.mpps = std::nan("");
   p.fairness = INFINITY;
   const auto f = split_csv(lines_of(csv({p}))[1]);
-  ASSERT_EQ(f.size(), 20u);
-  EXPECT_EQ(to_u64(f[8]), UINT64_MAX);
-  EXPECT_EQ(f[3], "") << "NaN is a missing value";
-  EXPECT_EQ(f[11], "inf");
+  ASSERT_EQ(f.size(), 21u);
+  EXPECT_EQ(to_u64(f[9]), UINT64_MAX);
+  EXPECT_EQ(f[4], "") << "NaN is a missing value";
+  EXPECT_EQ(f[12], "inf");
 }
 
 TEST(ReportCsv, QuotesTextThatNeedsIt) {
   const auto plain = lines_of(csv({point("peer:ck_ring", "-", 2, 1)}));
-  EXPECT_EQ(plain[1].rfind("peer:ck_ring,-,2,", 0), 0u) << "no quotes where none are needed";
+  EXPECT_EQ(plain[1].rfind("peer:ck_ring,-,on,2,", 0), 0u) << "no quotes where none are needed";
 
   const std::string name = "odd, \"quoted\" name";
   const auto out = csv({point(name, "ti,ck\net", 4, 2.5)});
-  EXPECT_NE(out.find("\"odd, \"\"quoted\"\" name\",\"ti,ck\net\",4,"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"odd, \"\"quoted\"\" name\",\"ti,ck\net\",on,4,"), std::string::npos) << out;
   // The record spans two physical lines because of the embedded newline.
   const std::string record = out.substr(out.find('\n') + 1);
   const auto f = split_csv(record.substr(0, record.size() - 1));
-  ASSERT_EQ(f.size(), 20u);
+  ASSERT_EQ(f.size(), 21u);
   EXPECT_EQ(f[0], name);
   EXPECT_EQ(f[1], "ti,ck\net");
-  EXPECT_EQ(f[2], "4");
-  EXPECT_EQ(to_double(f[3]), 2.5);
+  EXPECT_EQ(f[3], "4");
+  EXPECT_EQ(to_double(f[4]), 2.5);
 }
 
 // ---- SVG ----------------------------------------------------------------------------------------
@@ -609,6 +612,39 @@ TEST(ReportSvg, LockJoinsTheKeyOnlyWhenItVaries) {
   EXPECT_NE(svg.find(">busylock (mcs)</text>"), std::string::npos);
   EXPECT_NE(svg.find(">rootlock</text>"), std::string::npos);
   EXPECT_EQ(count(svg, "<polyline"), 3u);
+}
+
+TEST(ReportSvg, ParkJoinsTheKeyOnlyWhenItVaries) {
+  std::vector<BenchPoint> v = typical();  // all park on
+  for (const int t : {1, 8, 16, 64}) {
+    BenchPoint p = point("busylock", "ticket", t, 2.0 + 0.01 * t);
+    p.park = false;
+    v.push_back(p);
+  }
+  {
+    const std::string svg = render_svg(v, "park");
+    expect_well_formed_svg(svg);
+    EXPECT_NE(svg.find(">busylock (park on)</text>"), std::string::npos);
+    EXPECT_NE(svg.find(">busylock (park off)</text>"), std::string::npos);
+    EXPECT_NE(svg.find(">rootlock</text>"), std::string::npos) << "rootlock ran with one policy";
+    EXPECT_EQ(count(svg, "<polyline"), 3u);
+  }
+  {  // lock and park both vary for busylock
+    v.push_back(point("busylock", "mcs", 8, 3.0));
+    const std::string svg = render_svg(v, "lock and park");
+    expect_well_formed_svg(svg);
+    EXPECT_NE(svg.find(">busylock (ticket, park on)</text>"), std::string::npos);
+    EXPECT_NE(svg.find(">busylock (ticket, park off)</text>"), std::string::npos);
+    EXPECT_NE(svg.find(">busylock (mcs, park on)</text>"), std::string::npos);
+    EXPECT_EQ(count(svg, "<polyline"), 4u);
+  }
+  {  // only park off: no qualifier
+    std::vector<BenchPoint> off = typical();
+    for (auto& p : off) p.park = false;
+    const std::string svg = render_svg(off, "off");
+    EXPECT_NE(svg.find(">busylock</text>"), std::string::npos);
+    EXPECT_EQ(svg.find("park off"), std::string::npos);
+  }
 }
 
 TEST(ReportSvg, XScaleIsLog2WhenCountsSpanMoreThanEightTimes) {

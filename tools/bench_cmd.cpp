@@ -43,6 +43,19 @@ std::vector<int> parse_threads(const std::string& s) {
   return out;
 }
 
+std::vector<bool> parse_park(const std::string& s) {
+  std::vector<bool> out;
+  for (const auto& item : split(s)) {
+    if (item != "on" && item != "off")
+      throw ConfigError("--park: \"" + item + "\" is not on or off (e.g. --park on,off)");
+    const bool park = item == "on";
+    if (std::find(out.begin(), out.end(), park) != out.end())
+      throw ConfigError("--park: \"" + item + "\" given twice");
+    out.push_back(park);
+  }
+  return out;
+}
+
 std::vector<std::string> parse_strategies(const std::string& s) {
   if (s == "all") return strategy_names();
   const auto known = strategy_names();
@@ -60,13 +73,15 @@ std::vector<std::string> parse_strategies(const std::string& s) {
 
 nlohmann::json to_json(const BenchConfig& cfg, const std::vector<BenchPoint>& points) {
   const Topology& topo = topology();
+  std::vector<std::string> park;
+  for (const bool p : cfg.park) park.emplace_back(park_name(p));
   nlohmann::json j;
   j["config"] = {{"strategies", cfg.strategies}, {"threads", cfg.threads},
                  {"duration_s", cfg.duration_s}, {"lock", cfg.lock},
                  {"device", cfg.device},         {"qdisc", cfg.qdisc},
                  {"payload", cfg.payload},       {"txqueuelen", cfg.txqueuelen},
                  {"repeat", cfg.repeat},         {"pin", cfg.pin},
-                 {"nodes", cfg.nodes}};
+                 {"nodes", cfg.nodes},           {"park", park}};
   j["topology"] = {{"cores", topo.cores},
                    {"pus", topo.pus},
                    {"numa_nodes", topo.numa_nodes},
@@ -75,6 +90,7 @@ nlohmann::json to_json(const BenchConfig& cfg, const std::vector<BenchPoint>& po
   for (const auto& p : points) {
     j["results"].push_back({{"strategy", p.strategy},
                             {"lock", p.lock},
+                            {"park", park_name(p.park)},
                             {"threads", p.threads},
                             {"mpps", p.mpps},
                             {"mpps_min", p.mpps_min},
@@ -108,7 +124,11 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--duration", o.duration, "Measured seconds per point")
       ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
-  cmd->add_option("--lock", o.lock, "Spinlock kind: ticket, ttas, mcs, mutex")->capture_default_str();
+  cmd->add_option("--lock", o.lock, "Spinlock kind: ticket, ttas, mcs, mutex, cna")->capture_default_str();
+  cmd->add_option("--park", o.park,
+                  "Spin-then-park policy of lock waits: on (park in the kernel), off (yield), "
+                  "or on,off (both, interleaved)")
+      ->capture_default_str();
   cmd->add_option("--device", o.device, "null | nic | nic:pkt=NS,doorbell=NS,ring=N")
       ->capture_default_str();
   cmd->add_option("--qdisc", o.qdisc, "Root qdisc, tc syntax (e.g. 'pfifo limit 1000')")
@@ -133,12 +153,14 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
 int run_bench_command(const BenchOptions& o) {
   BenchConfig cfg;
   std::vector<BenchPoint> points;
+  std::string park_list;  // "on", "off" or "on,off", as resolved
   try {
     cfg.strategies = parse_strategies(o.strategies);
     if (!o.threads.empty()) cfg.threads = parse_threads(o.threads);
     else cfg.threads = default_thread_counts();
     cfg.duration_s = o.duration;
     cfg.lock = o.lock;
+    cfg.park = parse_park(o.park);
     cfg.device = o.device;
     cfg.qdisc = o.qdisc;
     cfg.payload = o.payload;
@@ -155,8 +177,9 @@ int run_bench_command(const BenchOptions& o) {
     const Topology& topo = topology();
     fmt::print("topology: {} cores, {} hardware threads, {} NUMA node(s), {}\n", topo.cores,
                topo.pus, topo.numa_nodes, topo.cpu_model);
-    fmt::print("config: device {}, qdisc {}, lock {}, payload {} B, {} s per point x {} round(s), {}\n\n",
-               cfg.device, cfg.qdisc, cfg.lock, cfg.payload, cfg.duration_s, cfg.repeat,
+    for (const bool p : cfg.park) park_list += (park_list.empty() ? "" : ",") + std::string(park_name(p));
+    fmt::print("config: device {}, qdisc {}, lock {}, park {}, payload {} B, {} s per point x {} round(s), {}\n\n",
+               cfg.device, cfg.qdisc, cfg.lock, park_list, cfg.payload, cfg.duration_s, cfg.repeat,
                cfg.pin ? (cfg.nodes ? fmt::format("pinned to {} node(s)", cfg.nodes) : "pinned")
                        : "unpinned");
     std::fflush(stdout);
@@ -168,8 +191,8 @@ int run_bench_command(const BenchOptions& o) {
     return 2;
   }
 
-  fmt::print("{:<17} {:<6} {:>4} {:>7} {:>13} {:>7} {:>6} {:>5} {:>6} {:>9} {:>8} {:>7} {:>7} {:>6} {:>6}  {}\n",
-             "strategy", "lock", "thr", "Mpps", "(min..max)", "ns/pkt", "x_bl", "cpu_x", "fair",
+  fmt::print("{:<17} {:<6} {:<4} {:>4} {:>7} {:>13} {:>7} {:>6} {:>5} {:>6} {:>9} {:>8} {:>7} {:>7} {:>6} {:>6}  {}\n",
+             "strategy", "lock", "park", "thr", "Mpps", "(min..max)", "ns/pkt", "x_bl", "cpu_x", "fair",
              "batch", "drop%", "waits/k", "p50ns", "p99us", "requ", "check");
   bool all_ok = true;
   for (const auto& p : points) {
@@ -178,8 +201,8 @@ int run_bench_command(const BenchOptions& o) {
         p.submitted ? 100.0 * static_cast<double>(p.dropped) / static_cast<double>(p.submitted) : 0;
     const double waits_per_k =
         p.sent ? 1000.0 * static_cast<double>(p.lock_waits) / static_cast<double>(p.sent) : 0;
-    fmt::print("{:<17} {:<6} {:>4} {:>7.3f} {:>13} {:>7.0f} {:>6} {:>5} {:>6.3f} {:>9.1f} {:>8.2f} {:>7.1f} {:>7.0f} {:>6.1f} {:>6}  {}\n",
-               p.strategy, p.lock, p.threads, p.mpps,
+    fmt::print("{:<17} {:<6} {:<4} {:>4} {:>7.3f} {:>13} {:>7.0f} {:>6} {:>5} {:>6.3f} {:>9.1f} {:>8.2f} {:>7.1f} {:>7.0f} {:>6.1f} {:>6}  {}\n",
+               p.strategy, p.lock, park_name(p.park), p.threads, p.mpps,
                fmt::format("{:.2f}..{:.2f}", p.mpps_min, p.mpps_max), p.cpu_ns_per_pkt,
                p.vs_busylock_mpps > 0 ? fmt::format("{:.2f}", p.vs_busylock_mpps) : "-",
                p.vs_busylock_cpu > 0 ? fmt::format("{:.2f}", p.vs_busylock_cpu) : "-",
@@ -189,7 +212,8 @@ int run_bench_command(const BenchOptions& o) {
                            : (p.drained ? fmt::format("FAIL: {} != {} sent + {} dropped", p.submitted, p.sent, p.dropped)
                                         : "FAIL: packets still queued after drain"));
   }
-  fmt::print("\nx_bl, cpu_x: Mpps and CPU ns/packet relative to busylock at the same thread count; "
+  fmt::print("\npark: lock waits park in the kernel (on) or yield (off) after spinning; "
+             "x_bl, cpu_x: Mpps and CPU ns/packet relative to busylock at the same thread count and park; "
              "fair: Jain index over senders; batch: packets per doorbell; waits/k: contended lock "
              "acquisitions per 1000 packets; p50ns/p99us: sampled send() latency.\n");
   const auto write_file = [](const std::string& flag, const std::string& file,
@@ -206,8 +230,8 @@ int run_bench_command(const BenchOptions& o) {
       !write_file("--csv", o.csv, [&](std::ostream& out) { write_csv(out, points); }))
     return 2;
   if (!o.plot.empty() && !write_file("--plot", o.plot, [&](std::ostream& out) {
-        out << render_svg(points, fmt::format("txpath bench: senders into one TX queue (device {}, qdisc {}, lock {})",
-                                              cfg.device, cfg.qdisc, cfg.lock));
+        out << render_svg(points, fmt::format("txpath bench: senders into one TX queue (device {}, qdisc {}, lock {}, park {})",
+                                              cfg.device, cfg.qdisc, cfg.lock, park_list));
       }))
     return 2;
   if (!o.json.empty()) {

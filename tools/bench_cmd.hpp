@@ -14,6 +14,7 @@ struct BenchOptions {
   std::string threads;  // empty: library default
   double duration = 0.5;
   std::string lock = "ticket";
+  std::string park = "on";  // on | off | on,off
   std::string device = "nic";
   std::string qdisc = "pfifo_fast";
   std::size_t payload = 32;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The seed experiment as a library call: N sender threads push real Ethernet/IPv4/UDP frames
-// through one TX queue for a fixed time, per (strategy, thread count) point.
+// through one TX queue for a fixed time, per (strategy, thread count, spin-park policy) point.
 #pragma once
 
 #include <cstdint>
@@ -22,12 +22,16 @@ struct BenchConfig {
   int repeat = 3;                        // rounds; each point reports the median (and min/max)
   bool pin = true;                       // pin senders round-robin over cores, spread over nodes
   int nodes = 0;                         // use only the first N NUMA nodes (0: all)
+  // Spin-then-park policies to measure (set_spin_park() before each run): true = waits park in
+  // the kernel after their spin, false = they yield. Empty: {true} (the library default).
+  std::vector<bool> park = {true};
 };
 
 struct BenchPoint {
   std::string strategy;       // a strategy name, or "peer:ck_ring" / "peer:mutex_deque"
   std::string lock;           // lock kind ("-" for strategies and peers that take no lock)
   int threads = 0;
+  bool park = true;           // the set_spin_park() policy during the point's runs
   double mpps = 0;            // median over the repeats of sent packets per second (millions)
   double mpps_min = 0;
   double mpps_max = 0;
@@ -43,8 +47,9 @@ struct BenchPoint {
   uint64_t lock_wait_ns = 0;  // time spent waiting for them
   double send_p50_ns = 0;     // sampled send() latency
   double send_p99_ns = 0;
-  double vs_busylock_mpps = 0;  // mpps / busylock's mpps at the same thread count (0 if none)
-  double vs_busylock_cpu = 0;   // cpu_ns_per_pkt / busylock's at the same thread count
+  double vs_busylock_mpps = 0;  // mpps / busylock's mpps at the same thread count and park
+                                // policy (0 if none)
+  double vs_busylock_cpu = 0;   // cpu_ns_per_pkt / busylock's at the same threads and park
   bool drained = false;       // every accepted packet left the queue after senders stopped
   bool conserved = false;     // submitted == sent + dropped, nothing left queued, every repeat
 };
@@ -55,12 +60,18 @@ bool conservation_holds(uint64_t submitted, uint64_t sent, uint64_t dropped, uin
 // Thread counts used when BenchConfig::threads is empty.
 std::vector<int> default_thread_counts();
 
-// Fills in defaults (every strategy, default thread counts) and checks the whole configuration
-// (strategies, lock, device, qdisc, payload vs the device's MTU) without running anything.
+// "on" / "off": how park values are written (table, CSV, JSON) and read (--park).
+const char* park_name(bool park) noexcept;
+
+// Fills in defaults (every strategy, default thread counts, park {true}) and checks the whole
+// configuration (strategies, lock, device, qdisc, payload vs the device's MTU, no park value
+// twice) without running anything.
 // Throws ConfigError with one line on the first problem.
 BenchConfig resolve_bench_config(const BenchConfig& config);
 
-// Runs every point (after resolve_bench_config()); `progress` (may be empty) is told before each point starts.
+// Runs every point (after resolve_bench_config()); `progress` (may be empty) is told before each
+// run starts. Points come grouped by thread count, then park policy (in config order), then
+// strategy. The process-wide spin-park policy is restored afterwards.
 // Throws ConfigError for a bad strategy, lock, device or qdisc, before anything runs.
 std::vector<BenchPoint> run_bench(const BenchConfig& config,
                                   const std::function<void(const std::string&)>& progress = {});

@@ -13,13 +13,13 @@
 namespace txpath {
 
 // Writes a header line, then one row per point, in this column order:
-//   strategy,lock,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,requeues,
-//   fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,vs_busylock_mpps,
-//   vs_busylock_cpu,conserved
+//   strategy,lock,park,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,
+//   requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,
+//   vs_busylock_mpps,vs_busylock_cpu,conserved
 // Lines end in '\n'. Text fields that contain a comma, a double quote, CR or LF are quoted as in
 // RFC 4180 (wrapped in double quotes, inner quotes doubled). Doubles are written in the shortest
 // form that reads back to the same value (locale-independent; NaN as an empty field, infinities
-// as inf / -inf); booleans as true / false.
+// as inf / -inf); booleans as true / false, except park, which is on / off (as --park takes it).
 void write_csv(std::ostream& out, const std::vector<BenchPoint>& points);
 
 // The column names write_csv() writes, in order.
@@ -29,7 +29,9 @@ const std::vector<std::string_view>& csv_columns();
 // 0) versus sender threads (x, log2 when the thread counts span more than a factor of 8, else
 // linear), one polyline with point markers per series, min–max whiskers where they differ from
 // the median, a legend and `title` at the top. A series is a strategy, split by lock kind
-// ("name (lock)") when one strategy appears with several locks. Every text is XML-escaped.
+// ("name (lock)") when one strategy appears with several locks and by park policy
+// ("name (park off)", "name (lock, park off)") when it appears with both. Every text is
+// XML-escaped.
 // Points whose Mpps is not finite are left out; with nothing to plot the chart says "no data".
 std::string render_svg(const std::vector<BenchPoint>& points, std::string_view title);
 

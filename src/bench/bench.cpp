@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The bench engine. One "run" = one strategy at one thread count for one duration; a "point"
-// aggregates the --repeat runs of a (strategy, threads) pair. Runs of different strategies at
-// the same thread count are interleaved (A B A B ...) so that ratios hold on a drifting machine.
+// The bench engine. One "run" = one strategy at one thread count under one spin-park policy for
+// one duration; a "point" aggregates the --repeat runs of a (strategy, threads, park) triple.
+// Runs of different strategies and park policies at the same thread count are interleaved
+// (A/on B/on A/off B/off A/on ...) so that ratios hold on a drifting machine.
 #include "txpath/bench.hpp"
 
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <utility>
 #include <memory>
 #include <thread>
 
@@ -21,6 +23,7 @@
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/pool.hpp"
+#include "txpath/spin.hpp"
 #include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -207,10 +210,12 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads) {
   return r;
 }
 
-BenchPoint aggregate(const std::string& strategy, int threads, const std::vector<Run>& runs) {
+BenchPoint aggregate(const std::string& strategy, int threads, bool park,
+                     const std::vector<Run>& runs) {
   BenchPoint p;
   p.strategy = strategy;
   p.threads = threads;
+  p.park = park;
   p.lock = runs.front().lock;
   std::vector<double> mpps, cpu, fair, p50, p99;
   uint64_t window_sent = 0, window_doorbells = 0;
@@ -246,7 +251,21 @@ BenchPoint aggregate(const std::string& strategy, int threads, const std::vector
   return p;
 }
 
+// Restores the process-wide spin-park policy when the bench ends (or throws).
+class SpinParkRestore {
+ public:
+  SpinParkRestore() noexcept : saved_(spin_park()) {}
+  ~SpinParkRestore() { set_spin_park(saved_); }
+  SpinParkRestore(const SpinParkRestore&) = delete;
+  SpinParkRestore& operator=(const SpinParkRestore&) = delete;
+
+ private:
+  bool saved_;
+};
+
 }  // namespace
+
+const char* park_name(bool park) noexcept { return park ? "on" : "off"; }
 
 bool conservation_holds(uint64_t submitted, uint64_t sent, uint64_t dropped, uint64_t queued) {
   return queued == 0 && submitted == sent + dropped;
@@ -264,6 +283,10 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
   BenchConfig cfg = config;
   if (cfg.strategies.empty()) cfg.strategies = strategy_names();
   if (cfg.threads.empty()) cfg.threads = default_thread_counts();
+  if (cfg.park.empty()) cfg.park = {true};
+  if (std::count(cfg.park.begin(), cfg.park.end(), true) > 1 ||
+      std::count(cfg.park.begin(), cfg.park.end(), false) > 1)
+    throw ConfigError("park: each of on and off may be given once");
   if (!(cfg.duration_s > 0)) throw ConfigError("duration must be positive");
   if (cfg.repeat < 1 || cfg.repeat > 1000) throw ConfigError("repeat must be in 1..1000");
   if (cfg.nodes < 0 || cfg.nodes > topology().numa_nodes)
@@ -297,32 +320,42 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
 std::vector<BenchPoint> run_bench(const BenchConfig& config,
                                   const std::function<void(const std::string&)>& progress) {
   const BenchConfig cfg = resolve_bench_config(config);
+  const SpinParkRestore restore_policy;
   std::vector<BenchPoint> points;
-  const std::size_t total = cfg.threads.size() * cfg.strategies.size() *
+  const std::size_t total = cfg.threads.size() * cfg.park.size() * cfg.strategies.size() *
                             static_cast<std::size_t>(cfg.repeat);
   std::size_t done = 0;
   for (int threads : cfg.threads) {
-    std::map<std::string, std::vector<Run>> runs;
-    // Interleaved: round 1 runs every strategy once, then round 2, ... (A B A B ...).
+    std::map<std::pair<bool, std::string>, std::vector<Run>> runs;
+    // Interleaved: round 1 runs every (park, strategy) once, then round 2, ... (A B A B ...).
     for (int round = 0; round < cfg.repeat; ++round) {
-      for (const auto& strategy : cfg.strategies) {
-        if (progress)
-          progress("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + strategy +
-                   " threads=" + std::to_string(threads) +
-                   (cfg.repeat > 1 ? " round " + std::to_string(round + 1) : ""));
-        runs[strategy].push_back(run_once(cfg, strategy, threads));
+      for (const bool park : cfg.park) {
+        for (const auto& strategy : cfg.strategies) {
+          if (progress)
+            progress("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " +
+                     strategy + " threads=" + std::to_string(threads) +
+                     " park=" + park_name(park) +
+                     (cfg.repeat > 1 ? " round " + std::to_string(round + 1) : ""));
+          set_spin_park(park);  // no waiter of an earlier run is left: its queue is gone
+          runs[{park, strategy}].push_back(run_once(cfg, strategy, threads));
+        }
       }
     }
-    const std::size_t first = points.size();
-    for (const auto& strategy : cfg.strategies) points.push_back(aggregate(strategy, threads, runs[strategy]));
-    // Ratios against busylock at the same thread count, when busylock was measured.
-    const auto base = std::find_if(points.begin() + static_cast<std::ptrdiff_t>(first), points.end(),
-                                   [](const BenchPoint& p) { return p.strategy == "busylock"; });
-    if (base != points.end()) {
-      for (std::size_t i = first; i < points.size(); ++i) {
-        BenchPoint& p = points[i];
-        p.vs_busylock_mpps = base->mpps > 0 ? p.mpps / base->mpps : 0;
-        p.vs_busylock_cpu = base->cpu_ns_per_pkt > 0 ? p.cpu_ns_per_pkt / base->cpu_ns_per_pkt : 0;
+    for (const bool park : cfg.park) {
+      const std::size_t first = points.size();
+      for (const auto& strategy : cfg.strategies)
+        points.push_back(aggregate(strategy, threads, park, runs[{park, strategy}]));
+      // Ratios against busylock at the same thread count and park policy, when it was measured.
+      const auto base = std::find_if(points.begin() + static_cast<std::ptrdiff_t>(first),
+                                     points.end(),
+                                     [](const BenchPoint& p) { return p.strategy == "busylock"; });
+      if (base != points.end()) {
+        for (std::size_t i = first; i < points.size(); ++i) {
+          BenchPoint& p = points[i];
+          p.vs_busylock_mpps = base->mpps > 0 ? p.mpps / base->mpps : 0;
+          p.vs_busylock_cpu =
+              base->cpu_ns_per_pkt > 0 ? p.cpu_ns_per_pkt / base->cpu_ns_per_pkt : 0;
+        }
       }
     }
   }

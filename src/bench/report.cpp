@@ -136,17 +136,30 @@ struct Series {
 
 bool plottable(const BenchPoint& p) { return std::isfinite(p.mpps); }
 
-// Groups points into series in order of first appearance. The key is the strategy, plus
-// " (lock)" when that strategy appears with more than one lock kind.
+// Groups points into series in order of first appearance. The key is the strategy, plus a
+// parenthesised qualifier naming what varies for that strategy: its lock kind when it appears
+// with several, "park on" / "park off" when it appears with both policies
+// ("busylock (mcs, park off)").
 std::vector<Series> group(const std::vector<BenchPoint>& points) {
   std::map<std::string, std::set<std::string>, std::less<>> locks_of;
-  for (const auto& p : points) locks_of[p.strategy].insert(p.lock);
+  std::map<std::string, std::set<bool>, std::less<>> parks_of;
+  for (const auto& p : points) {
+    locks_of[p.strategy].insert(p.lock);
+    parks_of[p.strategy].insert(p.park);
+  }
   std::vector<Series> out;
   std::map<std::string, std::size_t, std::less<>> index_of;
   for (const auto& p : points) {
     if (!plottable(p)) continue;
     std::string key = p.strategy;
-    if (locks_of[p.strategy].size() > 1) put(key, " (", p.lock, ")");
+    const bool by_lock = locks_of[p.strategy].size() > 1;
+    const bool by_park = parks_of[p.strategy].size() > 1;
+    if (by_lock || by_park) {
+      put(key, " (");
+      if (by_lock) put(key, p.lock, by_park ? ", " : "");
+      if (by_park) put(key, "park ", park_name(p.park));
+      put(key, ")");
+    }
     auto [it, inserted] = index_of.try_emplace(key, out.size());
     if (inserted) out.push_back({key, {}});
     out[it->second].points.push_back(&p);
@@ -282,7 +295,7 @@ std::string no_data_svg(std::string_view title) {
 
 const std::vector<std::string_view>& csv_columns() {
   static const std::vector<std::string_view> columns = {
-      "strategy",      "lock",          "threads",     "mpps",        "mpps_min",
+      "strategy",      "lock",          "park",        "threads",     "mpps",        "mpps_min",
       "mpps_max",      "cpu_ns_per_pkt", "submitted",  "sent",        "dropped",
       "requeues",      "fairness",      "batch_mean",  "lock_waits",  "lock_wait_ns",
       "send_p50_ns",   "send_p99_ns",   "vs_busylock_mpps", "vs_busylock_cpu", "conserved"};
@@ -297,7 +310,7 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points) {
     csv_text(out, p.strategy);
     out << ',';
     csv_text(out, p.lock);
-    out << ',' << p.threads << ',';
+    out << ',' << park_name(p.park) << ',' << p.threads << ',';
     csv_double(out, p.mpps);
     out << ',';
     csv_double(out, p.mpps_min);

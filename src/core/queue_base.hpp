@@ -38,6 +38,7 @@
 
 #include "core/clock.hpp"
 #include "core/per_thread_counter.hpp"
+#include "sync/park.hpp"
 #include "txpath/counter.hpp"
 #include "txpath/device.hpp"
 #include "txpath/pool.hpp"
@@ -109,6 +110,9 @@ class QueueBase : public TxQueue {
 
   // Packets in the qdisc plus the requeue list. Root lock held (or quiescent).
   uint64_t backlog_packets() const noexcept { return qdisc_->qlen() + requeue_qlen_.get(); }
+  // Packets in the requeue list alone: exact for the loop owner, a hint for anyone else (nolock's
+  // lockless bypass test; its qdisc keeps its own per-thread qlen).
+  uint64_t requeue_qlen() const noexcept { return requeue_qlen_.get(); }
 
   // __qdisc_run(): the driver loop. Root lock held, RUNNING owned; returns the same way.
   //
@@ -151,6 +155,19 @@ class QueueBase : public TxQueue {
     return direct_xmit(root, one) > 0;
   }
 
+  // Backpressure for strategies whose senders never wait (nolock): a sender whose packet was
+  // dropped for want of room waits — spin, then park — until the driver loop has handed one more
+  // batch to the device, or `idle()` says there is nothing left to wait for. In the kernel the
+  // owner cannot be preempted mid-run; here it can, and senders that keep enqueueing into a full
+  // queue only turn CPU time into drops while the owner waits for a core. Every batch that
+  // empties the queue also bumps the counter, so a waiter that saw a backlog cannot miss the end.
+  template <class Idle>
+  void wait_for_tx_progress(Idle&& idle) noexcept {
+    // acquire: pairs with the release fetch_add in direct_xmit().
+    const uint32_t before = tx_progress_.load(std::memory_order_acquire);
+    spin_then_park(tx_progress_, [&](uint32_t now) { return now != before || idle(); });
+  }
+
   Qdisc& q() noexcept { return *qdisc_; }
   Device& dev() noexcept { return device_; }
   void count_strategy_drop(uint64_t n = 1) noexcept { strategy_drops_.add(n); }
@@ -190,6 +207,12 @@ class QueueBase : public TxQueue {
   int direct_xmit(Lock& root, PacketList& batch) noexcept {
     root.unlock();
     const int sent = xmit_list(batch);  // leaves the refused remainder in batch
+    if (sent > 0) {
+      // release: pairs with the acquire loads in wait_for_tx_progress(); a waiter only needs to
+      // see the change. notify_all costs one load when nobody is parked.
+      tx_progress_.fetch_add(1, std::memory_order_release);
+      tx_progress_.notify_all();
+    }
     root.lock();
     if (!batch.empty()) {
       requeue(batch);
@@ -219,6 +242,8 @@ class QueueBase : public TxQueue {
   SingleWriterCounter requeue_qlen_, requeue_backlog_, requeues_;
   SingleWriterCounter sent_, batches_, runs_, bypassed_;
   std::atomic<uint64_t> deferred_runs_{0};
+  // Batches handed to the device (wraps); bumped and notified per batch, see wait_for_tx_progress.
+  alignas(64) std::atomic<uint32_t> tx_progress_{0};
   SingleWriterCounter purged_;
 
   PerThreadCounter submitted_;

@@ -2,6 +2,7 @@
 #include "txpath/topology.hpp"
 
 #include <hwloc.h>
+#include <sched.h>
 
 #include <cctype>
 #include <thread>
@@ -39,6 +40,16 @@ Topology detect() {
     }
     t.cores_by_node[node].push_back(static_cast<int>(pu->os_index));
   }
+  for (int n = 0; n < nodes; ++n) {
+    hwloc_obj_t numa = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(n));
+    if (!numa) continue;
+    unsigned cpu;
+    hwloc_bitmap_foreach_begin(cpu, numa->cpuset) {
+      if (cpu >= t.node_of_cpu.size()) t.node_of_cpu.resize(cpu + 1, 0);
+      t.node_of_cpu[cpu] = n;
+    }
+    hwloc_bitmap_foreach_end();
+  }
   if (hwloc_obj_t pkg = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PACKAGE, 0)) {
     if (const char* model = hwloc_obj_get_info_by_name(pkg, "CPUModel")) t.cpu_model = model;
   }
@@ -64,6 +75,13 @@ const Topology& topology() {
     return d;
   }();
   return t;
+}
+
+int current_numa_node() noexcept {
+  const std::vector<int>& table = topology().node_of_cpu;
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || static_cast<std::size_t>(cpu) >= table.size()) return 0;
+  return table[static_cast<std::size_t>(cpu)];
 }
 
 }  // namespace txpath

@@ -55,3 +55,18 @@ bool txpath_ck_ring_dequeue_mpmc(struct txpath_ck_ring *r, void **p) {
 }
 
 unsigned txpath_ck_ring_size(const struct txpath_ck_ring *r) { return ck_ring_size(&r->ring); }
+
+/* SPSC (the drainer's per-sender rings). The same annotation as above: the producer releases on
+ * the ring before publishing, the consumer acquires after taking at least one entry, so TSan sees
+ * the happens-before that ck's p_tail store/load (with its store and load fences) provides. */
+bool txpath_ck_ring_enqueue_spsc(struct txpath_ck_ring *r, void *p) {
+  TSAN_RELEASE(r);
+  return ck_ring_enqueue_spsc(&r->ring, r->slots, p);
+}
+
+unsigned txpath_ck_ring_dequeue_burst_spsc(struct txpath_ck_ring *r, void **out, unsigned n) {
+  unsigned got = 0;
+  while (got < n && ck_ring_dequeue_spsc(&r->ring, r->slots, &out[got])) ++got;
+  if (got > 0) TSAN_ACQUIRE(r);
+  return got;
+}

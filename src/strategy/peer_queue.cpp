@@ -90,6 +90,10 @@ void PeerQueue::drainer_main() {
     }
     // Idle (or the device is stopped): spin a little, then yield, then nap — a real TX core
     // would spin forever; on a machine with fewer cores than threads that would starve senders.
+    // Not spin_then_park (park.hpp): this wait has no notifier. It ends on any of a sender's
+    // push into the subclass's queue, a device poll deadline or restart, a drain() request or
+    // shutdown; parking would need one word that all of them bump and notify, i.e. an RMW and a
+    // notify on every send() (the hot path the peers exist to measure without extra cost).
     if (++idle < 256) {
       cpu_relax();
     } else if (idle < 1024) {

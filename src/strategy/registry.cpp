@@ -10,6 +10,20 @@
 
 namespace txpath {
 
+// strategy/combining.cpp
+std::unique_ptr<QueueBase> make_combining_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                                const TxQueueConfig& config);
+// strategy/drainer.cpp
+std::unique_ptr<QueueBase> make_drainer_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                              const TxQueueConfig& config);
+// strategy/sharded.cpp
+std::unique_ptr<QueueBase> make_sharded_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                              const TxQueueConfig& config);
+
+// strategy/nolock.cpp
+std::unique_ptr<QueueBase> make_nolock_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                             const TxQueueConfig& config);
+
 namespace {
 
 using Factory = std::unique_ptr<QueueBase> (*)(Device&, std::unique_ptr<Qdisc>,
@@ -23,6 +37,10 @@ constexpr std::array kStrategies{
     Entry{"rootlock", &make_rootlock_queue},
     Entry{"llist", &make_llist_queue},
     Entry{"mutex", &make_mutex_queue},
+    Entry{"nolock", &make_nolock_queue},
+    Entry{"combining", &make_combining_queue},
+    Entry{"drainer", &make_drainer_queue},
+    Entry{"sharded", &make_sharded_queue},
 };
 
 using PeerFactory = std::unique_ptr<PeerQueue> (*)(Device&, const TxQueueConfig&);

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "sync/cna_lock.hpp"
 #include "sync/mcs_lock.hpp"
 #include "sync/mutex_lock.hpp"
 #include "sync/ticket_lock.hpp"
@@ -33,11 +34,12 @@ static_assert(SpinLockKind<TicketLock>);
 static_assert(SpinLockKind<TtasLock>);
 static_assert(SpinLockKind<McsLock>);
 static_assert(SpinLockKind<MutexLock>);
+static_assert(SpinLockKind<CnaLock>);
 
-enum class LockKind { ticket, ttas, mcs, mutex };
+enum class LockKind { ticket, ttas, mcs, mutex, cna };
 
-inline constexpr std::array<LockKind, 4> kAllLockKinds = {LockKind::ticket, LockKind::ttas,
-                                                          LockKind::mcs, LockKind::mutex};
+inline constexpr std::array<LockKind, 5> kAllLockKinds = {
+    LockKind::ticket, LockKind::ttas, LockKind::mcs, LockKind::mutex, LockKind::cna};
 
 constexpr std::string_view lock_kind_name(LockKind k) noexcept {
   switch (k) {
@@ -45,11 +47,12 @@ constexpr std::string_view lock_kind_name(LockKind k) noexcept {
     case LockKind::ttas: return TtasLock::kName;
     case LockKind::mcs: return McsLock::kName;
     case LockKind::mutex: return MutexLock::kName;
+    case LockKind::cna: return CnaLock::kName;
   }
   return "?";
 }
 
-// Exact, case-sensitive names: "ticket", "ttas", "mcs", "mutex". nullopt for anything else.
+// Exact, case-sensitive names: "ticket", "ttas", "mcs", "mutex", "cna". nullopt for anything else.
 constexpr std::optional<LockKind> parse_lock_kind(std::string_view name) noexcept {
   for (const LockKind k : kAllLockKinds) {
     if (lock_kind_name(k) == name) return k;
@@ -66,6 +69,7 @@ decltype(auto) with_lock_kind(LockKind k, F&& f) {
     case LockKind::ticket: return std::forward<F>(f).template operator()<TicketLock>();
     case LockKind::ttas: return std::forward<F>(f).template operator()<TtasLock>();
     case LockKind::mcs: return std::forward<F>(f).template operator()<McsLock>();
+    case LockKind::cna: return std::forward<F>(f).template operator()<CnaLock>();
     case LockKind::mutex: break;
   }
   return std::forward<F>(f).template operator()<MutexLock>();

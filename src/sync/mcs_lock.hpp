@@ -37,6 +37,22 @@
 // by another lock() on the same thread (a signal handler); past kMaxNesting it falls back to
 // spinning with try_lock.
 //
+// Waiting (spin_then_park, park.hpp: spin, then park or yield per set_spin_park()):
+//   - a queued node waits on its own head flag; the hand-off stores 1 there and notify_one()s it
+//     (exactly one thread, the node's owner, waits on that flag);
+//   - the pending waiter and the queue head wait for bits of the 64-bit lock word. They park on
+//     `wake_`, a 32-bit wake-up counter on the lock's line, not on the word itself: libstdc++
+//     cannot futex-wait on a 64-bit atomic and falls back to a process-wide proxy (one of 16
+//     shared slots, bumped with an RMW on every notify and waking every waiter in it), which
+//     would add a global hot line to each contended unlock. unlock() bumps wake_ and
+//     notify_all()s it only when the word it released had PENDING or a TAIL, the only states in
+//     which a thread can be waiting on the word; an uncontended unlock stays one RMW;
+//   - the queue head waiting for its successor to link in (node->next) and the kMaxNesting
+//     fallback keep SpinWait (spin-then-yield): the link is a few instructions after the
+//     successor's tail CAS (only a preempted successor makes it long, and yielding lets it run),
+//     and giving it a notifier would put a notify on every queueing path for that window; the
+//     fallback polls try_lock(), which no unlock() signals.
+//
 // Memory ordering per operation (every RMW on the word is a read-modify-write, so each release
 // on it heads a release sequence that every later RMW continues):
 //   lock fast path / try_lock: CAS 0 -> LOCKED with acquire.
@@ -45,8 +61,15 @@
 //   queueing:                  tail CAS with acq_rel; release store of prev->next; acquire loads
 //                              of our node's head flag; acquire loads of the word while
 //                              LOCKED|PENDING; final CAS / fetch_or with acquire; acquire load
-//                              of node->next; release store of the successor's head flag.
-//   unlock:                    fetch_sub(LOCKED) with release.
+//                              of node->next; seq_cst exchange of the successor's head flag
+//                              (release is what pairs), then notify_one().
+//   unlock:                    fetch_sub(LOCKED) with release; if contended, fetch_add(wake_)
+//                              seq_cst, then notify_all().
+//   parked waits:              acquire loads of wake_ (then of the word); wake_'s seq_cst
+//                              fetch_add is sequenced after the word's release fetch_sub, so a
+//                              waiter that reads the new wake_ count also reads the released
+//                              word, and one that read the old count sleeps only while wake_
+//                              still holds it (the futex re-checks) or until notify_all().
 #pragma once
 
 #include <atomic>
@@ -55,6 +78,7 @@
 #include <string_view>
 
 #include "sync/cpu_relax.hpp"
+#include "sync/park.hpp"
 
 namespace txpath {
 
@@ -108,7 +132,10 @@ class alignas(64) McsLock {
     // release: pairs with the acquire CAS/loads/RMW by which the next holder takes the lock
     // (fast path, try_lock, the pending waiter's spin, the queue head's spin). An RMW, not a
     // store: PENDING and TAIL may change concurrently.
-    word_.fetch_sub(kLocked, std::memory_order_release);
+    const uint64_t prev = word_.fetch_sub(kLocked, std::memory_order_release);
+    // Only a pending waiter (PENDING) or a queue head (TAIL != 0) can be waiting for LOCKED to
+    // clear; with neither, nobody is parked on wake_ for this lock.
+    if (prev & (kPending | kTailMask)) [[unlikely]] wake_word_waiters();
   }
 
  private:
@@ -125,6 +152,30 @@ class alignas(64) McsLock {
   }
   static Node* decode(uint64_t v) noexcept {
     return reinterpret_cast<Node*>(static_cast<uintptr_t>(v & kTailMask));
+  }
+
+  // Wakes the pending waiter and/or queue head parked in wait_word().
+  [[gnu::noinline]] void wake_word_waiters() noexcept {
+    // seq_cst: the release half orders the word's fetch_sub in unlock() before it, pairing with
+    // the acquire load of wake_ in wait_word() (a waiter that sees the new count sees the
+    // released word). seq_cst and an RMW, not a release store, so that notify_all()'s seq_cst
+    // read of libstdc++'s waiter count cannot miss a waiter that registered meanwhile and read
+    // the old count (a lost wake-up).
+    wake_.fetch_add(1, std::memory_order_seq_cst);
+    wake_.notify_all();  // at most two waiters: the pending waiter and the queue head
+  }
+
+  // Spins, then parks on wake_ (or yields), until done(word) holds; returns that word.
+  template <class Done>
+  uint64_t wait_word(Done done) noexcept {
+    uint64_t w = 0;
+    spin_then_park(wake_, [&](uint32_t) {
+      // acquire: pairs with the release fetch_sub in unlock() that made done() true (and, via
+      // wake_, see wake_word_waiters()).
+      w = word_.load(std::memory_order_acquire);
+      return done(w);
+    });
+    return w;
   }
 
   // `v` is the word as the failed fast-path CAS saw it.
@@ -144,9 +195,9 @@ class alignas(64) McsLock {
       // below. The CAS (not a fetch_or) keeps us from setting PENDING over a tail.
       if (word_.compare_exchange_weak(v, kLocked | kPending, std::memory_order_relaxed,
                                       std::memory_order_relaxed)) {
-        // acquire: pairs with the release fetch_sub in unlock() that clears LOCKED.
-        SpinWait wait;
-        while (word_.load(std::memory_order_acquire) & kLocked) wait.once();
+        // acquire: pairs with the release fetch_sub in unlock() that clears LOCKED (the loads
+        // are in wait_word()).
+        wait_word([](uint64_t w) { return (w & kLocked) == 0; });
         // acquire: pairs (through the release sequence) with the same unlock(); we are the only
         // thread allowed to set LOCKED while PENDING is set, so this cannot collide.
         [[maybe_unused]] const uint64_t prev =
@@ -159,7 +210,7 @@ class alignas(64) McsLock {
     // --- queue.
     mcs_detail::NodePool& pool = mcs_detail::t_nodes;
     if (pool.depth >= mcs_detail::kMaxNesting) [[unlikely]] {
-      SpinWait wait;
+      SpinWait wait;  // no notifier: unlock() does not signal try_lock() pollers
       while (!try_lock()) wait.once();
       return;
     }
@@ -183,16 +234,16 @@ class alignas(64) McsLock {
       // release: pairs with the predecessor's acquire load of prev->next, so our node's
       // initialisation (head = 0) happens-before it writes head = 1.
       prev->next.store(node, std::memory_order_release);
-      // acquire: pairs with the predecessor's release store of node->head (headship handoff).
-      SpinWait wait;  // spin, then yield: a preempted predecessor must get to run
-      while (node->head.load(std::memory_order_acquire) == 0) wait.once();
+      // acquire (inside spin_then_park): pairs with the predecessor's seq_cst (release) exchange
+      // of node->head (headship handoff), which it follows with notify_one(). Spin, then park
+      // or yield: a preempted predecessor must get to run.
+      spin_then_park(node->head, [](uint32_t h) { return h != 0; });
     }
 
     // We are the queue head: wait for the holder and the pending waiter to go.
-    uint64_t w;
-    // acquire: pairs with the release fetch_sub in unlock() of the last holder.
-    SpinWait wait_owner;
-    while ((w = word_.load(std::memory_order_acquire)) & kLockedPending) wait_owner.once();
+    // acquire: pairs with the release fetch_sub in unlock() of the last holder (the loads are in
+    // wait_word()).
+    uint64_t w = wait_word([](uint64_t v) { return (v & kLockedPending) == 0; });
 
     if ((w & kTailMask) == me) {
       // acquire: pairs (through the release sequence) with the unlock() observed above. We are
@@ -210,14 +261,25 @@ class alignas(64) McsLock {
     Node* next;
     // acquire: pairs with the successor's release store of node->next (its link), so its
     // initialisation of its head flag happens-before our store to it.
-    SpinWait wait_link;  // the successor may be preempted between its tail CAS and its link
+    // SpinWait, not parking: no notifier (see the header comment). The successor may be
+    // preempted between its tail CAS and its link.
+    SpinWait wait_link;
     while ((next = node->next.load(std::memory_order_acquire)) == nullptr) wait_link.once();
-    // release: pairs with the successor's acquire spin on its head flag.
-    next->head.store(1, std::memory_order_release);
+    // seq_cst: the release half pairs with the successor's acquire loads of its head flag. An
+    // RMW and seq_cst rather than a release store, so that notify_one()'s seq_cst read of
+    // libstdc++'s waiter count cannot miss the successor parking meanwhile (a lost wake-up).
+    next->head.exchange(1, std::memory_order_seq_cst);
+    // Exactly one thread waits on this flag. If the successor already saw it and has moved on
+    // (even reused or freed its node), this only reaches the kernel's futex hash, which treats
+    // an address nobody waits on as a no-op.
+    next->head.notify_one();
     --pool.depth;
   }
 
   std::atomic<uint64_t> word_{0};
+  // Bumped (and notified) by a contended unlock(); waiters on the word park here. Same cache
+  // line as the word: a contended unlock already owns it.
+  std::atomic<uint32_t> wake_{0};
 };
 
 static_assert(sizeof(McsLock) == 64 && alignof(McsLock) == 64);

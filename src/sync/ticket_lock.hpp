@@ -12,20 +12,35 @@
 // (Both counters wrap modulo 2^32; FIFO order needs fewer than 2^32 simultaneous waiters.)
 //
 // Memory ordering per operation:
-//   lock():     fetch_add(next) relaxed; acquire loads of owner until it equals our ticket.
+//   lock():     fetch_add(next) relaxed; acquire loads of owner until it equals our ticket
+//               (spin_then_park: spin, then park on owner or yield, per set_spin_park()).
 //   try_lock(): acquire load of owner; CAS on next (acquire on success).
-//   unlock():   relaxed load of owner (single writer) + release store of owner + 1.
+//   unlock():   fetch_add(owner, 1) seq_cst (owner has a single writer, so this is owner + 1;
+//               an RMW, not a store, so the notify_all() after it cannot lose a parked waiter),
+//               then owner.notify_all().
 //
 // Cost: every unlock writes the line all waiters spin on, so each handoff invalidates N
 // spinners; and, being FIFO, it degrades badly when threads outnumber cores (a preempted waiter
 // stalls everyone queued behind it). That is what the benchmark is meant to show.
+//
+// Parking and the thundering herd: every waiter parks on the same word (owner), so an unlock
+// wakes ALL parked waiters and all but one go back to sleep: O(N) futex wake-ups and context
+// switches per hand-off once N waiters have parked. Accepted, not mitigated, because (a) waiters
+// park only after kSpinBeforePark spins, i.e. when the hand-off is already slow (oversubscribed,
+// or a long critical section); (b) the alternative it replaces, spin-then-yield, already cycles
+// every waiter through the scheduler on each time slice, preempted or not; (c) a woken waiter
+// that is not next re-parks after one load (spin_then_park does not restart its spin phase);
+// (d) this lock is the FIFO baseline whose collapse the benchmark exists to show. Waking only
+// the next ticket needs one wait word per waiter (an Anderson array lock, or a ticket lock with a
+// waiting array as in Dice & Kogan's TWA), which is a different lock. When nobody is parked,
+// notify_all() costs one load of libstdc++'s waiter count.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <string_view>
 
-#include "sync/cpu_relax.hpp"
+#include "sync/park.hpp"
 
 namespace txpath {
 
@@ -41,14 +56,14 @@ class alignas(64) TicketLock {
     // relaxed: taking a ticket publishes and acquires nothing; the acquire is the owner_ load
     // below that sees our turn. (The RMW alone makes tickets unique.)
     const uint32_t me = next_.fetch_add(1, std::memory_order_relaxed);
-    // acquire: pairs with the release store of owner_ in unlock() by the previous holder, so
-    // its critical section happens-before ours.
-    SpinWait wait;  // spin, then yield: a preempted earlier ticket must get to run
-    while (owner_.load(std::memory_order_acquire) != me) wait.once();
+    // acquire (inside spin_then_park): pairs with the seq_cst (release) fetch_add of owner_ in
+    // unlock() by the previous holder, so its critical section happens-before ours. Spin, then
+    // park or yield: a preempted earlier ticket must get to run.
+    spin_then_park(owner_, [me](uint32_t serving) { return serving == me; });
   }
 
   bool try_lock() noexcept {
-    // acquire: pairs with the release store of owner_ in unlock(); if the CAS below succeeds,
+    // acquire: pairs with the fetch_add of owner_ in unlock(); if the CAS below succeeds,
     // this is the unlock that freed the lock, so the previous critical section happens-before
     // ours.
     uint32_t serving = owner_.load(std::memory_order_acquire);
@@ -60,10 +75,14 @@ class alignas(64) TicketLock {
   }
 
   void unlock() noexcept {
-    // relaxed: owner_ is written only by the holder, i.e. by us; we read our own last value.
-    const uint32_t cur = owner_.load(std::memory_order_relaxed);
-    // release: pairs with the acquire load of owner_ in lock()/try_lock() of the next holder.
-    owner_.store(cur + 1, std::memory_order_release);
+    // seq_cst: the release half pairs with the acquire load of owner_ in lock()/try_lock() of
+    // the next holder. An RMW (owner_ has one writer, us, so it is just owner + 1) and seq_cst
+    // rather than a release store: notify_all() first reads libstdc++'s waiter count with a
+    // seq_cst load, and a plain store still in the store buffer could let that load miss a
+    // waiter that registered and read the old owner meanwhile (a lost wake-up).
+    owner_.fetch_add(1, std::memory_order_seq_cst);
+    // Wakes every waiter parked on owner_ (see "thundering herd" above).
+    owner_.notify_all();
   }
 
  private:

@@ -9,9 +9,19 @@
 // but there is no convoy behind a preempted waiter, which makes it degrade far less than FIFO
 // locks when threads outnumber cores.
 //
+// Once backoff has reached kMaxBackoff the locker waits for the word to read free with
+// spin_then_park (park on the word, or spin-then-yield with set_spin_park(false), where the old
+// schedule of 16 more rounds at kMaxBackoff comes first, as before), then tries again. unlock()
+// wakes one parked waiter (notify_one): all waiters wait for the same thing, any one of them
+// can take the lock, and one that loses the exchange to a barging locker parks again behind a
+// holder whose unlock() will wake the next one, so one wake-up per unlock keeps every parked
+// waiter live without a thundering herd.
+//
 // Memory ordering per operation:
-//   lock()/try_lock(): relaxed load (a hint only), then exchange(1) with acquire.
-//   unlock():          store(0) with release.
+//   lock()/try_lock(): relaxed load (a hint only), then exchange(1) with acquire; the parked
+//                      wait's loads are acquire (spin_then_park) but only decide when to retry.
+//   unlock():          exchange(0) with seq_cst (release is what pairs; see unlock()), then
+//                      notify_one().
 #pragma once
 
 #include <atomic>
@@ -19,6 +29,7 @@
 #include <string_view>
 
 #include "sync/cpu_relax.hpp"
+#include "sync/park.hpp"
 
 namespace txpath {
 
@@ -44,10 +55,14 @@ class alignas(64) TtasLock {
       if (backoff < kMaxBackoff) {
         for (uint32_t i = 0; i < backoff; ++i) cpu_relax();
         backoff *= 2;
-      } else if (++rounds < 16) {
+      } else if (!spin_park() && ++rounds < 16) {  // spin-then-yield: the old schedule
         for (uint32_t i = 0; i < backoff; ++i) cpu_relax();
       } else {
-        sched_yield();  // the holder is likely preempted (more threads than cores): let it run
+        // The holder is likely preempted (more threads than cores) or the critical section is
+        // long: park until unlock() notifies (or, park off, yield until the word reads free).
+        // acquire loads inside; they pair with unlock()'s exchange but only decide when to
+        // retry: the exchange above is what acquires.
+        spin_then_park(locked_, [](uint32_t v) { return v == 0; });
       }
     }
   }
@@ -60,8 +75,12 @@ class alignas(64) TtasLock {
   }
 
   void unlock() noexcept {
-    // release: pairs with the acquire exchange in lock()/try_lock() of the next holder.
-    locked_.store(0, std::memory_order_release);
+    // seq_cst: the release half pairs with the acquire exchange in lock()/try_lock() of the next
+    // holder. An RMW and seq_cst rather than a release store: notify_one() first reads
+    // libstdc++'s waiter count with a seq_cst load, and a plain store still in the store buffer
+    // could let that load miss a waiter that registered and read 1 meanwhile (a lost wake-up).
+    locked_.exchange(0, std::memory_order_seq_cst);
+    locked_.notify_one();  // see the header comment: one wake-up per unlock suffices
   }
 
  private:

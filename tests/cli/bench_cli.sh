@@ -45,6 +45,10 @@ bad bench --repeat x
 bad bench --nodes 0
 bad bench --nodes 4096
 bad bench --pin --no-pin
+bad bench --park maybe
+bad bench --park on,on
+bad bench --park on,
+bad bench --park ""
 
 # A small real run.
 if ! "$bin" bench --strategy busylock,rootlock --threads 1,3 --duration 0.05 --device null \
@@ -54,10 +58,12 @@ if ! "$bin" bench --strategy busylock,rootlock --threads 1,3 --duration 0.05 --d
 fi
 if ! jq -e '
   (.config | has("strategies") and has("threads") and has("device") and has("lock")) and
+  (.config.park == ["on"]) and
   (.topology | (.cores >= 1) and (.numa_nodes >= 1) and (.cpu_model | type == "string")) and
   (.results | length == 4) and
   (.results | map(.strategy) | sort == ["busylock","busylock","rootlock","rootlock"]) and
-  (.results | all(has("strategy") and has("lock") and has("threads") and has("mpps") and
+  (.results | all(.park == "on")) and
+  (.results | all(has("strategy") and has("lock") and has("park") and has("threads") and has("mpps") and
                   has("mpps_min") and has("mpps_max") and has("cpu_ns_per_pkt") and
                   has("submitted") and has("sent") and has("dropped") and has("requeues") and
                   has("fairness") and has("batch_mean") and has("lock_waits") and
@@ -72,13 +78,34 @@ if ! jq -e '
 fi
 grep -q "topology:" "$tmp/stdout" || { echo "FAIL: topology line missing"; fail=1; }
 # CSV: the documented header and one row per point.
-expected_header="strategy,lock,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,vs_busylock_mpps,vs_busylock_cpu,conserved"
+expected_header="strategy,lock,park,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,vs_busylock_mpps,vs_busylock_cpu,conserved"
 [ "$(head -1 "$tmp/out.csv")" = "$expected_header" ] || { echo "FAIL: CSV header: $(head -1 "$tmp/out.csv")"; fail=1; }
 [ "$(wc -l < "$tmp/out.csv")" -eq 5 ] || { echo "FAIL: CSV rows"; cat "$tmp/out.csv"; fail=1; }
 # SVG: an svg document with one series per strategy (well-formedness is unit-tested).
 grep -q "<svg" "$tmp/out.svg" && grep -q "</svg>" "$tmp/out.svg" || { echo "FAIL: SVG"; fail=1; }
 grep -q "busylock" "$tmp/out.svg" && grep -q "rootlock" "$tmp/out.svg" || { echo "FAIL: SVG legend"; fail=1; }
 grep -q "^busylock" "$tmp/stdout" || { echo "FAIL: table row missing"; fail=1; }
+
+# --park on,off: both policies, interleaved, each strategy measured under each; busylock's ratio
+# is 1 within each policy.
+if ! "$bin" bench --strategy busylock,rootlock --threads 2 --duration 0.05 --device null \
+     --repeat 1 --park on,off --lock mcs --quiet --json "$tmp/park.json" --csv "$tmp/park.csv" \
+     >"$tmp/park.stdout" 2>"$tmp/park.stderr"; then
+  echo "FAIL: --park on,off run exited non-zero"; cat "$tmp/park.stdout" "$tmp/park.stderr"; fail=1
+fi
+if ! jq -e '
+  (.config.park == ["on","off"]) and
+  (.results | length == 4) and
+  (.results | map([.strategy, .park]) ==
+     [["busylock","on"],["rootlock","on"],["busylock","off"],["rootlock","off"]]) and
+  (.results | map(select(.strategy == "busylock")) | all(.vs_busylock_mpps == 1)) and
+  (.results | all(.submitted == .sent + .dropped and .sent > 0))
+' "$tmp/park.json" >/dev/null; then
+  echo "FAIL: --park on,off JSON"; cat "$tmp/park.json"; fail=1
+fi
+[ "$(cut -d, -f3 "$tmp/park.csv" | tr '\n' ' ')" = "park on on off off " ] ||
+  { echo "FAIL: --park CSV column"; cat "$tmp/park.csv"; fail=1; }
+grep -Eq "^rootlock +mcs +off " "$tmp/park.stdout" || { echo "FAIL: park column in table"; cat "$tmp/park.stdout"; fail=1; }
 
 [ "$fail" -eq 0 ] && echo "bench_cli: all checks passed"
 exit "$fail"

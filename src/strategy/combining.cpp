@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// Strategy `combining`: CC-Synch combining (Fatourou & Kallimanis, "Revisiting the combining
+// synchronization technique", PPoPP 2012), and H-Synch (one CC-Synch list per NUMA node plus a
+// lock among the node combiners) on machines with several NUMA nodes. The primitive is
+// sync/ccsynch.hpp; locks-and-delegation.md §2 and §6 (S5).
+//
+// The combining section replaces the root lock. A sender's request is "enqueue this packet" — or,
+// when the qdisc allows it, qdisc and requeue list are empty and RUNNING is won, the empty-qdisc
+// bypass (as locked_queue.hpp) — and it returns the qdisc's verdict (queued / congested /
+// dropped): unlike llist, every sender gets real feedback. The combiner serves up to h requests
+// (CcSynchConfig::h, default 64) in arrival order and then, still holding the combiner role so
+// nobody else can touch the qdisc, runs the shared driver loop (QueueBase::run between
+// run_begin/run_end) with a no-op lock before handing the role on.
+//
+// The device call happens inside the combining section: the combiner role is the only thing that
+// excludes others from the qdisc, the requeue list and RUNNING, and it cannot be "released and
+// re-taken" around the device call the way sch_direct_xmit drops the root lock — giving it up
+// means handing it to the next waiter, which would then need a second ownership protocol for the
+// running loop (RUNNING owned outside any exclusion, with a MISSED-style re-check). Meanwhile the
+// senders that arrive are not blocked on a shared word: each waits (spin, then park) on its own
+// node, and their requests form the next combiner's batch, which then enqueues them all at once.
+//
+// Requests, all through the same primitive (so they are serialised with the senders):
+//  * send():          enqueue or bypass; the bypass is taken only by a request that ends its batch
+//                     (`more == false`): if more requests follow in the same batch, the packet is
+//                     enqueued and the epilogue sends the whole batch with xmit_more, instead of
+//                     one doorbell per packet;
+//  * deferred_run():  a no-op request; its batch's epilogue runs the loop (net_tx_action);
+//  * quiescent():     !running && backlog == 0, evaluated inside the section.
+// Epilogue (once per batch, by the combiner): if anything is queued, run_begin + run + run_end.
+//
+// Invariants:
+//  * the qdisc, the requeue list, RUNNING and the driver loop are touched only inside the
+//    combining section (a request or an epilogue), so by one thread at a time;
+//  * RUNNING is never held outside the section: run_begin/run_end pair inside one request or one
+//    epilogue (so is_running() reads false outside it);
+//  * nothing is stranded: every enqueue is served in some batch, and that batch's combiner runs
+//    the loop afterwards; the loop ends only with an empty backlog, a stopped device (its wake
+//    schedules a deferred run), or a scheduled run (quota spent, requeue) — the deferred run is a
+//    request like any other, so it cannot be lost between a combiner's last check and hand-off;
+//  * the bypass happens only with qdisc and requeue list empty, so it never overtakes a packet;
+//  * drop victims go on the requesting sender's own to_free list (on its stack, written by the
+//    combiner, published by the release that ends the sender's wait) and the sender frees them
+//    after execute() returns — outside the combining section; the combiner therefore frees no
+//    packets of other senders and holds no per-batch list.
+//
+// Memory ordering: no atomics in this file beyond those of QueueBase (RUNNING, relaxed, written
+// only inside the section) and of the primitive (see ccsynch.hpp: the Tail exchange acq_rel,
+// next/state release/acquire, which hand over the qdisc together with the combiner role).
+//
+// Shared cache lines per packet: the list Tail (one exchange), the predecessor's node (request,
+// link; written by us, read by the combiner), our own node (released by the combiner); the qdisc
+// and the device are touched by the combiner only. H-Synch adds the global lock once per batch.
+//
+// Stats: lock_waits / lock_wait_ns = requests whose sender had to wait for its node's release
+// (served by another combiner, or waited for the role), plus H-Synch global-lock waits. `runs`
+// counts driver-loop runs (at most one per batch). `--lock` picks the H-Synch global lock (unused
+// on one NUMA node).
+#include "core/clock.hpp"
+#include "strategy/locked_queue.hpp"
+#include "sync/ccsynch.hpp"
+#include "sync/locks.hpp"
+
+namespace txpath {
+
+namespace {
+
+template <class Lock>
+class CombiningQueue : public QueueBase {
+ public:
+  CombiningQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
+      : QueueBase(device, std::move(qdisc), config, "combining", Lock::kName), section_() {}
+
+  SendStatus send(Packet* p) noexcept override {
+    if (!admit(p)) return SendStatus::too_big;
+    p->enqueue_ns = now_ns();
+    PacketList to_free;
+    Verdict v = Verdict::success;
+    section_.execute(
+        [&](bool more) noexcept {
+          if (!more && q().can_bypass() && backlog_packets() == 0 && run_begin()) {
+            bypass_xmit(held_, p);  // a refusal is requeued and a run scheduled
+            run_end();
+            return;
+          }
+          v = q().enqueue(p, to_free);
+        },
+        [this]() noexcept { epilogue(); });
+    free_packets(std::move(to_free));  // outside the section
+    return to_send_status(v);
+  }
+
+ protected:
+  void deferred_run() noexcept override {
+    section_.execute([](bool) noexcept {}, [this]() noexcept { epilogue(); });
+  }
+
+  bool quiescent() noexcept override {
+    bool idle = false;
+    section_.execute(
+        [&](bool) noexcept { idle = !is_running() && backlog_packets() == 0; },
+        [this]() noexcept { epilogue(); });
+    return idle;
+  }
+
+  void lock_stats(uint64_t& waits, uint64_t& wait_ns) const noexcept override {
+    const CcSynchStats s = section_.stats();
+    waits += s.waits + s.global_waits;
+    wait_ns += s.wait_ns + s.global_wait_ns;
+  }
+
+ private:
+  // What the driver loop "releases and re-takes" around a device call: nothing — the combiner
+  // role is kept for the whole run (see the header).
+  struct RoleHeld {
+    void lock() noexcept {}
+    void unlock() noexcept {}
+  };
+
+  // The combiner's batch end: run the loop if anything is queued (qdisc_run).
+  void epilogue() noexcept {
+    if (backlog_packets() == 0) return;
+    if (run_begin()) {  // always wins: RUNNING is never held outside the section
+      run(held_);
+      run_end();
+    }
+  }
+
+  CcSynch<Lock> section_;
+  RoleHeld held_;
+};
+
+}  // namespace
+
+std::unique_ptr<QueueBase> make_combining_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                                const TxQueueConfig& config) {
+  return make_with_lock_kind<CombiningQueue>(device, std::move(qdisc), config);
+}
+
+}  // namespace txpath

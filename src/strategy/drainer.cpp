@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: MIT
+// Strategy `drainer`: a dedicated TX thread polling one SPSC ring per sender — the delegation
+// design of RCL (Lozi et al., USENIX ATC'12) and ffwd (Roghanchi et al., SOSP'17), in the
+// fire-and-forget form DPDK applications use for a TX core (locks-and-delegation.md §2, §3 and
+// §6 S8). Senders never touch the root lock or the qdisc: a send() is one push onto the caller's
+// own ring (Concurrency Kit's ck_ring SPSC, through strategy/ck_ring_shim.h), one full fence and
+// one read of `sleeping_`. The drainer thread sweeps the rings round-robin, enqueues what it took
+// into the qdisc under the root lock and runs the shared driver loop (run_begin/run/run_end, as
+// locked_queue.hpp). Deferred runs (quota spent, requeue, device wake) still go to the service
+// thread, which takes the root lock like every LockedQueue.
+//
+// Why Concurrency Kit's ring and not our own: the project rule is packaged libraries first, and
+// ck_ring_*_spsc is exactly the needed ring (one producer and one consumer index on separate
+// cache lines, a store fence before publishing p_tail, a load fence after reading it). The shim
+// is built uninstrumented under TSan and annotates each push as a release and each non-empty pop
+// as an acquire on the ring (ck_ring_shim.c), which is the happens-before ck provides.
+//
+// Per-sender rings. A thread registers on its first send to a queue instance (off the hot path,
+// under reg_mutex_): it adopts a ring whose previous owner thread has exited, or creates one, up
+// to kMaxSenders (1024). Further concurrent threads share one fallback ring whose producer side
+// is serialised by a mutex (kFallbackSlots entries) — slower, still FIFO per sender. A thread
+// that landed on the fallback stays there for this queue. The calling thread finds its ring
+// through a thread_local cache keyed by a queue-instance id (unique for the process lifetime, so
+// a new queue at a recycled address never matches a stale entry): a one-entry "last hit"
+// (trivially destructible: no TLS guard on the hot path) and a vector of entries holding
+// shared_ptr<SenderRing>, so a ring outlives whichever of its queue and its thread goes last.
+// Entries of destroyed queues are pruned at the thread's next registration. When a thread exits,
+// its cache marks its rings unowned (release) so a later thread can adopt them (acquire CAS);
+// packets the dead thread left are drained first (FIFO). Do not send from a thread_local
+// destructor that runs after the cache's.
+//
+// Ring capacity: txqueuelen rounded up to a power of two, at least 64 and at most 4096 slots
+// (ck keeps one slot empty): room for a qdisc-full burst per sender, 8 KiB per 1024 slots.
+// A full ring is backpressure, not a drop: the sender waits (spin, then park) until the drainer
+// has finished one more sweep that moved packets, and retries — as a DPDK app retries a full TX
+// ring. Drops are the qdisc's business (its limit), as for every other strategy. (Dropping at
+// the ring instead, as a first version did, lost 60-90% of the packets whenever the drainer was
+// descheduled on an oversubscribed machine: the senders turned their CPU time into drops.) A
+// full ring is non-empty, so the drainer cannot be parked for good while a sender waits (see
+// park()); only a sender that could not get a ring at all drops.
+//
+// Invariants:
+//  * each per-sender ring has one producer at a time (its owner thread; ownership moves only
+//    through owned_ release/acquire) and one consumer (the drainer, or shutdown after the join);
+//  * the qdisc, the requeue list and RUNNING are touched only under root_ (drainer, service
+//    thread, shutdown), as in every LockedQueue;
+//  * a packet is in a ring, in the drainer's hands (busy_ set, counted in in_hand_), in the
+//    qdisc/requeue list, or with the RUNNING owner on its way to the device — never two;
+//  * per-sender FIFO: a ring is FIFO, the drainer enqueues each ring's packets in ring order and
+//    the qdisc keeps order within a band; the bypass is taken only with qdisc and requeue list
+//    empty and RUNNING won (locked_queue.hpp).
+//
+// Why no packet is stranded:
+//  * ring -> qdisc (the drainer's sleep, a Dekker pair): before parking the drainer stores
+//    sleeping_ = 1, issues a full fence and re-reads every ring; a sender stores its packet into
+//    the ring, issues a full fence and reads sleeping_. Either the drainer's re-read sees the
+//    packet (it does not park), or the sender reads 1 (or a newer value) and wakes it: it
+//    exchanges sleeping_ to 0 and notifies (the exchange elects one notifier; a sender that read a
+//    0 written by another waker relies on that waker, and the drainer re-checks everything before
+//    every later park). spin_then_park() returns once sleeping_ == 0, so a wake between the
+//    re-check and the futex wait is not lost. ck's p_tail store/load are volatile accesses plus
+//    ck fences, outside the C++ model: the argument is the store-buffer litmus with a full fence
+//    (mfence on x86, dmb ish on arm64) on each side, which forbids both reads missing.
+//  * qdisc -> device: as every LockedQueue (queue_base.hpp): the drainer enqueues under the root
+//    lock and then tries run_begin under it, so either it owns the loop or the current owner's
+//    final check sees the packets; quota, requeue and device stops leave a scheduled run or a
+//    pending wake for the service thread.
+//  * drain()/quiescent(): under the root lock, all rings empty, then a full fence, then
+//    !busy_, !RUNNING, empty backlog. The drainer sets busy_ (and fences) BEFORE popping and
+//    clears it under the root lock only after enqueuing what it popped (or after an empty sweep),
+//    so a reader that sees a ring emptied by a pop also sees busy_ set or the packets queued.
+//
+// Shutdown: Finalized<> calls this->shutdown(), which finds DrainerQueue::shutdown() (it hides
+// QueueBase::shutdown()): the drainer is stopped and joined BEFORE QueueBase::shutdown() stops the
+// service thread, resets the qdisc and calls purge_strategy(), which frees what the rings still
+// hold (counted as purged = dropped).
+//
+// Memory order of every atomic (also at each use):
+//  * nrings_: release store after rings_[n] is written (under reg_mutex_); acquire loads by the
+//    drainer, quiescent(), strategy_queued().
+//  * SenderRing::owned: release store by the exiting owner thread; acquire CAS by the adopter.
+//  * SenderRing::queue_gone: release store in ~DrainerQueue; acquire load when pruning caches.
+//  * sleeping_: Dekker pair with the senders (seq_cst store + seq_cst fence in park(); sender's
+//    seq_cst fence + relaxed load, acq_rel exchange to elect the notifier); spin_then_park's
+//    acquire loads; stop_drainer()'s seq_cst store after stop_.
+//  * stop_: seq_cst store in stop_drainer(), acquire load at the loop top, seq_cst load in park()
+//    (so a stop is seen or the word changes, see stop_drainer()).
+//  * busy_: relaxed store + seq_cst fence before popping; release store (under root_) after
+//    enqueuing; acquire load after a seq_cst fence in quiescent().
+//  * in_hand_: relaxed (a statistic for stats().queued; 0 whenever busy_ is clear).
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "strategy/ck_ring_shim.h"
+#include "strategy/locked_queue.hpp"
+#include "sync/cpu_relax.hpp"
+#include "sync/locks.hpp"
+#include "sync/park.hpp"
+
+namespace txpath {
+
+namespace {
+
+constexpr uint32_t kMaxSenders = 1024;     // per-sender rings per queue; more share the fallback
+constexpr unsigned kFallbackSlots = 4096;  // the shared fallback ring
+constexpr unsigned kPerRing = 64;          // packets taken from one ring per sweep (fairness)
+constexpr std::size_t kFlushAt = 256;      // enqueue + run once this many are in hand
+constexpr unsigned kIdleSweeps = 64;       // empty sweeps (with cpu_relax) before trying to park
+
+struct RingDestroy {
+  void operator()(txpath_ck_ring* r) const noexcept { txpath_ck_ring_destroy(r); }
+};
+
+// One producer side. Shared by the queue (owners_) and the thread caches that use it.
+struct SenderRing {
+  SenderRing(unsigned slots, bool is_shared) : ring(txpath_ck_ring_create(slots)), shared(is_shared) {
+    if (!ring) throw std::bad_alloc();
+  }
+  std::unique_ptr<txpath_ck_ring, RingDestroy> ring;
+  const bool shared;  // the fallback ring: producers serialise on `producers`
+  std::mutex producers;
+  // A live thread produces into this ring (per-sender rings only). See the header comment.
+  std::atomic<bool> owned{true};
+  std::atomic<bool> queue_gone{false};
+};
+
+// The calling thread's ring for the queue it used last. Trivially destructible and
+// constant-initialised, so reading it needs no TLS init guard.
+struct LastHit {
+  uint64_t queue_id = 0;
+  SenderRing* ring = nullptr;
+};
+thread_local LastHit tls_last;
+
+// Every queue this thread has a ring in (slow path only).
+struct SenderCache {
+  struct Entry {
+    uint64_t queue_id;
+    std::shared_ptr<SenderRing> ring;
+  };
+  std::vector<Entry> entries;
+
+  ~SenderCache() {
+    tls_last = {};
+    for (auto& e : entries)
+      // release: our pushes happen-before the adopter's acquire CAS in register_sender().
+      if (!e.ring->shared) e.ring->owned.store(false, std::memory_order_release);
+  }
+};
+thread_local SenderCache tls_cache;
+
+uint64_t next_queue_id() noexcept {
+  static std::atomic<uint64_t> next{1};
+  // relaxed: only uniqueness matters.
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+template <class Lock>
+class DrainerQueue : public LockedQueue<Lock> {
+ public:
+  DrainerQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
+      : LockedQueue<Lock>(device, std::move(qdisc), config, "drainer", Lock::kName),
+        id_(next_queue_id()),
+        ring_slots_(std::bit_ceil(std::clamp<uint32_t>(config.txqueuelen, 63, 4095) + 1)),
+        rings_(std::make_unique<txpath_ck_ring*[]>(kMaxSenders)),
+        fallback_(std::make_shared<SenderRing>(kFallbackSlots, true)) {
+    owners_.reserve(kMaxSenders);
+  }
+
+  ~DrainerQueue() override {
+    stop_drainer();  // normally done already by shutdown()
+    for (auto& r : owners_) r->queue_gone.store(true, std::memory_order_release);  // see prune
+    fallback_->queue_gone.store(true, std::memory_order_release);                 // as above
+  }
+
+  // Called by the factory once the object is complete.
+  void start_drainer() { drainer_ = std::thread([this] { drainer_main(); }); }
+
+  // Hides QueueBase::shutdown() for Finalized<>: the drainer must be gone before the qdisc is
+  // reset and the rings are purged.
+  void shutdown() noexcept {
+    stop_drainer();
+    QueueBase::shutdown();
+  }
+
+  SendStatus send(Packet* p) noexcept override {
+    if (!this->admit(p)) return SendStatus::too_big;
+    p->enqueue_ns = now_ns();
+    SenderRing* r = tls_last.queue_id == id_ ? tls_last.ring : attach_caller();
+    if (!r) {  // no ring could be allocated: the only drop at this stage
+      this->count_strategy_drop();
+      p->pool->put(p);
+      return SendStatus::dropped;
+    }
+    while (!push(*r, p)) {
+      // Ring full: wait for the drainer to move on. Load the sweep count, then retry once: if a
+      // sweep emptied some of our ring after the failed push, the retry succeeds; if not, the
+      // next sweep that takes from it bumps swept_ after our load and wakes us.
+      // acquire: pairs with the release fetch_add in flush().
+      const uint32_t seen = swept_.load(std::memory_order_acquire);
+      if (push(*r, p)) break;
+      wake_drainer();
+      spin_then_park(swept_, [seen](uint32_t now) { return now != seen; });
+    }
+    wake_drainer();
+    return SendStatus::queued;
+  }
+
+ private:
+  bool push(SenderRing& r, Packet* p) noexcept {
+    if (!r.shared) return txpath_ck_ring_enqueue_spsc(r.ring.get(), p);
+    std::lock_guard lock(r.producers);
+    return txpath_ck_ring_enqueue_spsc(r.ring.get(), p);
+  }
+
+  void wake_drainer() noexcept {
+    // seq_cst fence: Dekker pair with park() (its seq_cst store of sleeping_ + fence, then the
+    // ring re-check): either the drainer sees our packet or we see it sleeping.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // relaxed: ordered by the fence above. acq_rel exchange: exactly one sender wakes it.
+    if (sleeping_.load(std::memory_order_relaxed) != 0 &&
+        sleeping_.exchange(0, std::memory_order_acq_rel) != 0)
+      sleeping_.notify_one();
+  }
+
+ protected:
+  bool quiescent() noexcept override {
+    this->root_.lock();
+    bool idle = rings_empty();
+    // seq_cst: orders the ring reads before the busy_ read (pairs with begin_take()'s fence).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // acquire: pairs with the release clear in flush() / after an empty sweep.
+    idle = idle && !busy_.load(std::memory_order_acquire) && !this->is_running() &&
+           this->backlog_packets() == 0;
+    this->root_.unlock();
+    return idle;
+  }
+
+  uint64_t strategy_queued() const noexcept override {
+    // acquire: pairs with register_sender()'s release store; rings_[0..n) are written.
+    const uint32_t n = nrings_.load(std::memory_order_acquire);
+    uint64_t total = txpath_ck_ring_size(fallback_->ring.get());
+    for (uint32_t i = 0; i < n; ++i) total += txpath_ck_ring_size(rings_[i]);
+    // relaxed: a statistic; 0 at quiescence.
+    return total + in_hand_.load(std::memory_order_relaxed);
+  }
+
+  uint64_t purge_strategy(PacketList& to_free) noexcept override {
+    stop_drainer();  // already stopped by shutdown(); never pop concurrently with it
+    const std::size_t before = to_free.size();
+    void* burst[kPerRing];
+    auto purge = [&](txpath_ck_ring* r) {
+      for (unsigned got; (got = txpath_ck_ring_dequeue_burst_spsc(r, burst, kPerRing)) > 0;)
+        for (unsigned j = 0; j < got; ++j) to_free.push_back(static_cast<Packet*>(burst[j]));
+    };
+    const uint32_t n = nrings_.load(std::memory_order_acquire);  // acquire: as strategy_queued()
+    for (uint32_t i = 0; i < n; ++i) purge(rings_[i]);
+    purge(fallback_->ring.get());
+    return to_free.size() - before;
+  }
+
+ private:
+  // Slow path of send(): find or create the calling thread's ring for this queue.
+  SenderRing* attach_caller() noexcept {
+    try {
+      SenderCache& cache = tls_cache;
+      // acquire: pairs with ~DrainerQueue's release store; that queue is gone for good.
+      std::erase_if(cache.entries, [](const SenderCache::Entry& e) {
+        return e.ring->queue_gone.load(std::memory_order_acquire);
+      });
+      for (const auto& e : cache.entries) {
+        if (e.queue_id != id_) continue;
+        tls_last = {id_, e.ring.get()};
+        return e.ring.get();
+      }
+      cache.entries.reserve(cache.entries.size() + 1);  // may throw; nothing adopted yet
+      std::shared_ptr<SenderRing> r = register_sender();
+      tls_last = {id_, r.get()};
+      cache.entries.push_back({id_, std::move(r)});
+      return tls_last.ring;
+    } catch (...) {
+      return nullptr;  // the packet is dropped and counted
+    }
+  }
+
+  std::shared_ptr<SenderRing> register_sender() {
+    std::lock_guard lock(reg_mutex_);
+    const uint32_t n = nrings_.load(std::memory_order_relaxed);  // relaxed: written under lock
+    for (uint32_t i = 0; i < n; ++i) {
+      bool expected = false;
+      // acquire: pairs with the exiting owner's release store (~SenderCache): its pushes
+      // happen-before ours. relaxed on failure: nothing is read.
+      if (owners_[i]->owned.compare_exchange_strong(expected, true, std::memory_order_acquire,
+                                                    std::memory_order_relaxed))
+        return owners_[i];
+    }
+    if (n == kMaxSenders) return fallback_;
+    auto r = std::make_shared<SenderRing>(ring_slots_, false);
+    owners_.push_back(r);  // capacity reserved in the constructor
+    rings_[n] = r->ring.get();
+    // release: publishes rings_[n] to the drainer's acquire load.
+    nrings_.store(n + 1, std::memory_order_release);
+    return r;
+  }
+
+  bool rings_empty() const noexcept {
+    // acquire: pairs with register_sender()'s release store.
+    const uint32_t n = nrings_.load(std::memory_order_acquire);
+    bool empty = txpath_ck_ring_size(fallback_->ring.get()) == 0;
+    for (uint32_t i = 0; i < n && empty; ++i) empty = txpath_ck_ring_size(rings_[i]) == 0;
+    return empty;
+  }
+
+  // Announce "about to pop": quiescent() must not miss packets between a ring and the qdisc.
+  void begin_take() noexcept {
+    busy_.store(true, std::memory_order_relaxed);  // relaxed: ordered by the fence below
+    // seq_cst: pairs with quiescent()'s fence between its ring reads and its busy_ read.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+
+  // Everything taken is enqueued (root lock held): no longer in hand.
+  void end_take() noexcept {
+    in_hand_.store(0, std::memory_order_relaxed);  // relaxed: a statistic
+    // release: pairs with quiescent()'s acquire load; what we enqueued is visible with it.
+    busy_.store(false, std::memory_order_release);
+  }
+
+  // Enqueue the batch and run the driver loop (locked_queue.hpp's enqueue_and_run, for a batch).
+  void flush(PacketList& batch) noexcept {
+    PacketList to_free;
+    this->root_.lock();
+    if (batch.size() == 1 && this->q().can_bypass() && this->backlog_packets() == 0 &&
+        this->run_begin()) {
+      Packet* p = batch.pop_front();
+      end_take();  // p now travels with the RUNNING owner, which quiescent() checks
+      if (this->bypass_xmit(this->root_, p)) this->run(this->root_);
+      this->run_end();
+    } else {
+      while (!batch.empty()) this->q().enqueue(batch.pop_front(), to_free);
+      end_take();
+      if (this->run_begin()) {
+        this->run(this->root_);
+        this->run_end();
+      }
+    }
+    this->root_.unlock();
+    free_packets(std::move(to_free));  // drop victims, after the lock is released
+    // release: pairs with the acquire load in send()'s full-ring wait; notify_all wakes the
+    // senders parked there (one load when none is).
+    swept_.fetch_add(1, std::memory_order_release);
+    swept_.notify_all();
+  }
+
+  void drainer_main() noexcept {
+    void* burst[kPerRing];
+    uint32_t start = 0;
+    unsigned idle = 0;
+    // acquire: pairs with stop_drainer()'s store.
+    while (!stop_.load(std::memory_order_acquire)) {
+      // acquire: pairs with register_sender()'s release store; rings_[0..n) are written.
+      const uint32_t n = nrings_.load(std::memory_order_acquire);
+      const uint32_t total = n + 1;  // index n is the shared fallback ring
+      if (start >= total) start = 0;
+      PacketList batch;
+      bool moved = false;
+      begin_take();
+      for (uint32_t k = 0; k < total; ++k) {
+        const uint32_t i = start + k < total ? start + k : start + k - total;
+        txpath_ck_ring* r = i < n ? rings_[i] : fallback_->ring.get();
+        const unsigned got = txpath_ck_ring_dequeue_burst_spsc(r, burst, kPerRing);
+        if (got == 0) continue;
+        for (unsigned j = 0; j < got; ++j) batch.push_back(static_cast<Packet*>(burst[j]));
+        in_hand_.store(batch.size(), std::memory_order_relaxed);  // relaxed: a statistic
+        if (batch.size() >= kFlushAt) {
+          flush(batch);
+          moved = true;
+          begin_take();
+        }
+      }
+      ++start;  // the next sweep begins one ring later: no ring is always first
+      if (!batch.empty()) {
+        flush(batch);
+        moved = true;
+      } else {
+        busy_.store(false, std::memory_order_release);  // release: as end_take()
+      }
+      if (moved) {
+        idle = 0;
+      } else if (++idle < kIdleSweeps) {
+        cpu_relax();
+      } else {
+        park();
+        idle = 0;
+      }
+    }
+  }
+
+  // The drainer's sleep: see "Why no packet is stranded" in the header comment.
+  void park() noexcept {
+    // seq_cst store + fence: Dekker pair with send()'s fence and load, and with stop_drainer().
+    sleeping_.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // seq_cst: if our store of 1 follows stop_drainer()'s store of 0, we see stop_ here.
+    if (stop_.load(std::memory_order_seq_cst) || !rings_empty()) {
+      sleeping_.store(0, std::memory_order_relaxed);  // relaxed: only we wait on it
+      return;
+    }
+    spin_then_park(sleeping_, [](uint32_t v) { return v == 0; });
+  }
+
+  void stop_drainer() noexcept {
+    if (!drainer_.joinable()) return;
+    // seq_cst, both: the drainer either sees stop_ in park() or sees the word change.
+    stop_.store(true, std::memory_order_seq_cst);
+    sleeping_.store(0, std::memory_order_seq_cst);
+    sleeping_.notify_all();
+    drainer_.join();
+  }
+
+  const uint64_t id_;          // this instance, for the thread caches (never reused)
+  const unsigned ring_slots_;  // per-sender ring size (power of two)
+  std::mutex reg_mutex_;       // registration: owners_, rings_, nrings_ (writers)
+  std::vector<std::shared_ptr<SenderRing>> owners_;
+  std::unique_ptr<txpath_ck_ring*[]> rings_;  // [0, nrings_) published to the drainer
+  std::shared_ptr<SenderRing> fallback_;
+  std::atomic<uint32_t> nrings_{0};
+
+  // Written by the drainer, read by quiescent() / stats(); own line, away from sleeping_.
+  alignas(64) std::atomic<bool> busy_{false};
+  std::atomic<uint64_t> in_hand_{0};
+  std::atomic<bool> stop_{false};
+  // Read by every sender after each push: its own line, written only around parks.
+  alignas(64) std::atomic<uint32_t> sleeping_{0};
+  // Flushes done by the drainer (wraps): what a sender with a full ring waits on.
+  alignas(64) std::atomic<uint32_t> swept_{0};
+  alignas(64) std::thread drainer_;
+};
+
+}  // namespace
+
+std::unique_ptr<QueueBase> make_drainer_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                              const TxQueueConfig& config) {
+  return with_lock_kind(*parse_lock_kind(config.lock),
+                        [&]<class Lock>() -> std::unique_ptr<QueueBase> {
+                          auto queue = std::make_unique<Finalized<DrainerQueue<Lock>>>(
+                              device, std::move(qdisc), config);
+                          queue->start_drainer();
+                          return queue;
+                        });
+}
+
+}  // namespace txpath

@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: MIT
+// Strategy `sharded`: per-CPU lock-free push lists drained in batches by ONE elected drainer.
+//
+// Origin: no Linux transmit path does this. It is design S7 of
+// /work/shared/reference/locks-and-delegation.md (§3 "sharded: per-CPU SPSC rings or per-node
+// MPSC lists + one drainer", §6), after the 2025 Linux UDP receive change that replaced busylock
+// with one lockless queue per NUMA node drained by one CPU [K6]. The push and the whole-list
+// detach are those of `llist` (llist.cpp, Linux 6.19 commit 100dfa74cad9); what differs is that
+// there is one list per CPU instead of one per queue, so concurrent senders do not all CAS the
+// same cache line, and the drainer is elected by a flag instead of by "pushed onto an empty list".
+//
+// Data structures
+//  * shards_[i], one per CPU the topology reports (topology().pus), each on its own cache line:
+//    `head`, a LIFO push list of packets (CAS push, as llist), and `depth`, the number of packets
+//    pushed and not yet detached (including pushes in flight), capped at `max_burst` per shard.
+//  * draining_: the drainer flag. Whoever sets it (exchange false -> true) is THE drainer; only
+//    the drainer detaches shard lists.
+//  * the root lock, qdisc, requeue list and RUNNING of LockedQueue, used as in every root-lock
+//    strategy (the service thread may run the qdisc under the root lock while a drainer exists).
+//
+// Which shard a sender uses. A sender must always push onto the same shard: the drainer visits
+// shards one after the other, so a thread that pushed p1 onto shard 3 and then, after migrating
+// to CPU 0, p2 onto shard 0 could see p2 enqueued first (shard 0 visited after p1 was pushed,
+// shard 3 still to come... or the reverse). So the shard is not sched_getcpu() at each send: each
+// thread takes an ordinal at its first send to any `sharded` queue (a global round-robin counter)
+// and uses shard (ordinal + queue id) % shards for a queue — fixed for the thread's lifetime, and
+// round-robin over shards for the threads that send to one queue. The result is cached in a
+// thread_local keyed by the queue's unique id (ids are never reused, so a new queue at the
+// address of a destroyed one is never mistaken for it); a miss recomputes the same value, so a
+// thread alternating between queues never changes shard. (A per-queue round-robin counter with a
+// one-entry thread_local cache would re-assign — and split — a thread that alternates queues.)
+// "Per CPU" is therefore a count, not an affinity: with one sender per CPU, each shard line is
+// written by one sender only.
+//
+// send(p)
+//  1. If draining_ reads false, try to take it (exchange). The winner never pushes: as drainer
+//     it detaches every shard into the qdisc, then enqueues its own packet (empty-qdisc bypass
+//     allowed, exact verdict returned), then runs the driver loop. This is the uncontended path
+//     (no shard RMW at all); the bypass can never overtake a queued packet, since every shard
+//     was emptied into the qdisc first and enqueue_and_run() bypasses only when qdisc and requeue
+//     list are empty.
+//  2. Otherwise push onto the thread's shard: depth.fetch_add(1) — over the cap: undo, drop,
+//     count_strategy_drop() — then CAS the packet onto head (seq_cst). Then load draining_
+//     (seq_cst): set -> return `queued` at once (the drainer will take it). Clear -> try to take
+//     it; losing also returns `queued` at once. Senders never wait for the drainer.
+//
+// The drainer (drain_held), with draining_ set:
+//    a pass = take the root lock; for each shard with a non-null head: exchange head with null,
+//    depth -= number taken, reverse into arrival order, enqueue into the qdisc; run the driver
+//    loop (run_begin/run/run_end, as LockedQueue); drop the root lock; free drop victims.
+//    Passes repeat while a pass took something, at most kMaxPasses per call. Then release:
+//    draining_.store(false) (seq_cst), re-check every shard (seq_cst loads). All empty -> done.
+//    Non-empty -> if passes are left, try to take draining_ again and go on (a sender or the
+//    service thread that got it first will drain instead); if not, schedule() a deferred run.
+//
+// Why no packet is stranded (the Dekker pair). Sender: push A (seq_cst CAS on head) then R, a
+// seq_cst load/exchange of draining_. Drainer: clear Y (seq_cst store of draining_) then C, seq_cst
+// loads of every head. All four are in the single total order S of seq_cst operations, consistent
+// with program order. If R reads `true` set by drainer H, R reads a value older than H's clear Y
+// in draining_'s modification order, so R precedes Y in S; then A < R < Y < C in S, and H's
+// re-check C sees A (or an emptier head, which only a later drainer that took A can cause). H
+// then either takes draining_ again (and detaches A: its load after its own C reads A or later),
+// or loses it to a drainer H2 whose take follows Y — for which the same argument applies, H2's
+// re-check follows A in S too — or, out of passes, schedules a deferred run, whose own take of
+// draining_ is ordered after C (schedule -> service thread is a happens-before chain) and so is
+// in the same position as a sender's R. If R reads `false`, the sender tries to take draining_
+// itself: winning, it detaches its own A (program order); losing reads `true` set by some H, the
+// first case. So every pushed packet is detached by some drainer; once senders stop, the chain
+// ends with the last drainer finding every shard empty. After the detach, the root-lock argument
+// of queue_base.hpp takes over (enqueue and run_begin under the root lock).
+//
+// deferred_run() (service thread): takes draining_ if it can and drains like a sender; if a
+// drainer exists, it only runs the qdisc under the root lock (LockedQueue::deferred_run) — that
+// drainer's re-check covers the shards.
+//
+// Invariants
+//  * a packet is in exactly one place: a shard list, the drainer's hands (root lock held), the
+//    qdisc/requeue list, the device; only the draining_ holder detaches shard lists, and it
+//    enqueues what it detached before dropping the root lock (so quiescent(), which checks under
+//    the root lock, never misses a detached packet);
+//  * per-sender order: one sender -> one shard (above); a shard list is detached whole and
+//    reversed; successive drainers are ordered by draining_ (release/acquire) and by the root
+//    lock; a sender that becomes drainer empties every shard, its own included, before
+//    enqueueing its own packet;
+//  * depth >= packets on the list (incremented before the push, decremented after the detach),
+//    so a shard never holds more than max_burst packets, and sum(depth) is exact at quiescence;
+//  * quiescent (under the root lock): not RUNNING, qdisc and requeue list empty, draining_ clear,
+//    every shard head null.
+//
+// Memory orders: see each atomic below. In short: head push seq_cst (release part publishes the
+// packet to the detach's acquire; seq_cst part is the sender half of the Dekker pair); head
+// detach acquire; draining_ take seq_cst exchange (acquire part pairs with the previous drainer's
+// clear: its qdisc work happens-before ours); draining_ clear seq_cst store + seq_cst re-check
+// loads (drainer half of the pair); depth relaxed (a bound, never a synchronisation).
+//
+// Preemption (threads > cores): the drainer waits for nothing but the root lock (contended only
+// by the service thread and drain()) and the device's tx lock, so it neither spins nor parks. If
+// it is preempted, senders keep pushing until their shard hits max_burst, then drop (counted);
+// nobody waits for it. The packets already in the qdisc still move meanwhile: the service thread
+// runs the qdisc under the root lock (deferred runs, device wakes). A drainer that is a sender
+// returns after at most kMaxPasses passes, so no sender is kept draining forever.
+//
+// Shared cache lines per packet: the sender's shard line (two RMWs, written by that shard's
+// senders only when there is one sender per shard) and a read of draining_ (shared, written only
+// when the drainer changes). Per pass the drainer touches the root lock, the qdisc and every
+// shard line (a load; an exchange where non-empty) — O(shards) per pass, fine for the CPUs of
+// one machine; a large machine would want a non-empty summary bitmap or per-node shards.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "core/clock.hpp"
+#include "strategy/locked_queue.hpp"
+#include "sync/locks.hpp"
+#include "txpath/topology.hpp"
+
+namespace txpath {
+
+namespace {
+
+// Passes (shard sweep + driver-loop run) one drainer tenure may make before it hands the rest
+// to a deferred run: bounds the time a sender spends draining for others.
+constexpr int kMaxPasses = 4;
+
+// Queue ids, never reused (a thread's cached shard is keyed by them).
+std::atomic<uint64_t> g_next_queue_id{1};
+// Round-robin ordinals for sender threads, taken at a thread's first send.
+std::atomic<uint32_t> g_next_thread_ordinal{0};
+
+struct ShardCache {
+  uint64_t queue_id = 0;  // 0: nothing cached
+  std::size_t shard = 0;
+};
+thread_local uint32_t t_ordinal = 0;  // 0: not assigned yet; else ordinal + 1
+thread_local ShardCache t_shard_cache;
+
+// One per CPU: a cache line written by its senders and, once per batch, by the drainer.
+struct alignas(64) Shard {
+  std::atomic<Packet*> head{nullptr};
+  std::atomic<uint64_t> depth{0};
+};
+
+// The non-template part: shards, the drainer flag, shard choice; and what tests look at.
+class ShardedCore {
+ public:
+  explicit ShardedCore(const TxQueueConfig& config)
+      : id_(g_next_queue_id.fetch_add(1, std::memory_order_relaxed)),  // relaxed: a unique number
+        nshards_(static_cast<std::size_t>(std::max(1, topology().pus))),
+        burst_limit_(std::max<uint64_t>(1, config.max_burst)),
+        shards_(std::make_unique<Shard[]>(nshards_)) {}
+
+  std::size_t shard_count() const noexcept { return nshards_; }
+
+  // The calling thread's shard for this queue: the same for the thread's whole life.
+  std::size_t my_shard() const noexcept {
+    if (t_shard_cache.queue_id == id_) return t_shard_cache.shard;
+    if (t_ordinal == 0)
+      // relaxed: only uniqueness and round-robin matter, no data is published.
+      t_ordinal = g_next_thread_ordinal.fetch_add(1, std::memory_order_relaxed) + 1;
+    const std::size_t shard = (static_cast<uint64_t>(t_ordinal - 1) + id_) % nshards_;
+    t_shard_cache = {id_, shard};
+    return shard;
+  }
+
+  uint64_t shard_depth(std::size_t i) const noexcept {
+    return shards_[i].depth.load(std::memory_order_relaxed);  // relaxed: a statistic
+  }
+
+  void set_release_hook(std::function<void()> hook) { release_hook_ = std::move(hook); }
+
+ protected:
+  // Pushes p onto the caller's shard; false if the shard is at its cap (p untouched).
+  bool push(Packet* p) noexcept {
+    Shard& s = shards_[my_shard()];
+    // relaxed: a bound, not a synchronisation; the drainer's fetch_sub comes after its detach.
+    if (s.depth.fetch_add(1, std::memory_order_relaxed) >= burst_limit_) {
+      s.depth.fetch_sub(1, std::memory_order_relaxed);  // relaxed: as above
+      return false;
+    }
+    // relaxed: only the first guess for the CAS, which re-reads on failure.
+    Packet* first = s.head.load(std::memory_order_relaxed);
+    do {
+      p->next = first;
+      // seq_cst: the release part publishes p (frame, p->next) to the drainer's acquire detach;
+      // the total order is the sender half of the Dekker pair with release() (header comment).
+    } while (!s.head.compare_exchange_weak(first, p, std::memory_order_seq_cst,
+                                           std::memory_order_relaxed));
+    return true;
+  }
+
+  // Tries to become the drainer.
+  bool try_take() noexcept {
+    // relaxed: a hint that saves the RMW on a line every sender reads; the exchange decides.
+    if (draining_.load(std::memory_order_relaxed)) return false;
+    // seq_cst: the acquire part pairs with the previous drainer's clear in release() (its
+    // detaches and qdisc work happen-before ours); the total order places this take in the
+    // Dekker argument.
+    return !draining_.exchange(true, std::memory_order_seq_cst);
+  }
+
+  // After a push: the sender half of the Dekker pair (header comment).
+  bool take_after_push() noexcept {
+    // seq_cst: ordered after our seq_cst push in S; pairs with release()'s clear + re-check.
+    if (draining_.load(std::memory_order_seq_cst)) return false;
+    return !draining_.exchange(true, std::memory_order_seq_cst);  // seq_cst: as try_take()
+  }
+
+  // Gives up the drainer role; true if a shard is non-empty afterwards (someone must drain it).
+  bool release() noexcept {
+    if (release_hook_) [[unlikely]] release_hook_();
+    // seq_cst: the drainer half of the Dekker pair; the release part pairs with the next
+    // taker's exchange.
+    draining_.store(false, std::memory_order_seq_cst);
+    for (std::size_t i = 0; i < nshards_; ++i)
+      // seq_cst: ordered after the clear in S, so it sees every push whose sender saw us hold
+      // the flag (header comment).
+      if (shards_[i].head.load(std::memory_order_seq_cst) != nullptr) return true;
+    return false;
+  }
+
+  // Drainer only, root lock held: detaches every non-empty shard, appending its packets in
+  // arrival order to `out`. Returns true if anything was taken.
+  bool detach_all(PacketList& out) noexcept {
+    bool took = false;
+    for (std::size_t i = 0; i < nshards_; ++i) {
+      Shard& s = shards_[i];
+      // acquire: pairs with the pushers' seq_cst CAS; skips idle shards without an RMW.
+      if (s.head.load(std::memory_order_acquire) == nullptr) continue;
+      // acquire: pairs with every pusher's CAS, so their packets (and links) are visible.
+      Packet* list = s.head.exchange(nullptr, std::memory_order_acquire);
+      PacketList batch;
+      uint64_t n = 0;
+      for (Packet* q = list; q;) {  // LIFO -> arrival order
+        Packet* next = q->next;
+        batch.push_front(q);
+        q = next;
+        ++n;
+      }
+      // relaxed: see push(); after the detach, so depth never undercounts the list.
+      s.depth.fetch_sub(n, std::memory_order_relaxed);
+      took = took || n > 0;
+      out.splice_back(batch);
+    }
+    return took;
+  }
+
+  // Shard state for quiescent(): every head null and the flag clear.
+  bool shards_idle() const noexcept {
+    // acquire: pairs with the last drainer's clear (its enqueues are then visible to the caller).
+    if (draining_.load(std::memory_order_acquire)) return false;
+    for (std::size_t i = 0; i < nshards_; ++i)
+      // acquire: pairs with the pushers' CAS.
+      if (shards_[i].head.load(std::memory_order_acquire) != nullptr) return false;
+    return true;
+  }
+
+  uint64_t shards_queued() const noexcept {
+    uint64_t n = 0;
+    // relaxed: an estimate while running, exact at quiescence (see the depth invariant).
+    for (std::size_t i = 0; i < nshards_; ++i) n += shards_[i].depth.load(std::memory_order_relaxed);
+    return n;
+  }
+
+  // Teardown (no senders, no service thread): frees what the shards hold.
+  uint64_t purge_shards(PacketList& to_free) noexcept {
+    uint64_t n = 0;
+    for (std::size_t i = 0; i < nshards_; ++i) {
+      // acquire: pairs with the pushers' CAS.
+      for (Packet* q = shards_[i].head.exchange(nullptr, std::memory_order_acquire); q;) {
+        Packet* next = q->next;
+        to_free.push_back(q);
+        q = next;
+        ++n;
+      }
+      shards_[i].depth.store(0, std::memory_order_relaxed);  // relaxed: teardown, single thread
+    }
+    return n;
+  }
+
+ private:
+  const uint64_t id_;
+  const std::size_t nshards_;
+  const uint64_t burst_limit_;
+  std::unique_ptr<Shard[]> shards_;
+  // The drainer flag: read by every sender that pushed, written twice per drainer tenure.
+  alignas(64) std::atomic<bool> draining_{false};
+  // Tests only: runs in release() before the flag is cleared (set before any send).
+  std::function<void()> release_hook_;
+};
+
+template <class Lock>
+class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
+ public:
+  ShardedQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
+      : LockedQueue<Lock>(device, std::move(qdisc), config, "sharded", Lock::kName),
+        ShardedCore(config) {}
+
+  SendStatus send(Packet* p) noexcept override {
+    if (!this->admit(p)) return SendStatus::too_big;
+    p->enqueue_ns = now_ns();
+    if (try_take()) return to_send_status(drain_held(p));  // uncontended: we drain, p in hand
+    if (!push(p)) {
+      this->count_strategy_drop();
+      p->pool->put(p);  // no lock is held here
+      return SendStatus::dropped;
+    }
+    if (take_after_push()) drain_held(nullptr);
+    return SendStatus::queued;
+  }
+
+ protected:
+  void deferred_run() noexcept override {
+    if (try_take()) {
+      drain_held(nullptr);
+      return;
+    }
+    // A drainer exists: its re-check covers the shards; we keep the qdisc moving.
+    LockedQueue<Lock>::deferred_run();
+  }
+
+  bool quiescent() noexcept override {
+    this->root_.lock();
+    const bool idle = !this->is_running() && this->backlog_packets() == 0 && shards_idle();
+    this->root_.unlock();
+    return idle;
+  }
+
+  uint64_t strategy_queued() const noexcept override { return shards_queued(); }
+
+  uint64_t purge_strategy(PacketList& to_free) noexcept override { return purge_shards(to_free); }
+
+ private:
+  // Called holding draining_; returns with it released. `own` (may be null) is the caller's
+  // packet, enqueued after everything detached in the first pass; returns its verdict.
+  Verdict drain_held(Packet* own) noexcept {
+    Verdict verdict = Verdict::success;
+    for (int pass = 1;; ++pass) {
+      PacketList to_free;
+      this->root_.lock();
+      PacketList batch;
+      detach_all(batch);
+      const bool has_own = own != nullptr;
+      if (has_own) {
+        batch.push_back(own);
+        own = nullptr;
+      }
+      while (batch.size() > 1) this->q().enqueue(batch.pop_front(), to_free);
+      Packet* last = batch.pop_front();
+      // Hand the drainer role back before the driver loop (the long part, with device calls):
+      // a drainer preempted in the loop then holds up only the qdisc, not the shards. Safe
+      // because the root lock is held until `last` is enqueued (or sent by the bypass while we
+      // own RUNNING), so a next drainer's packets still queue behind everything we detached.
+      const bool more = release();
+      if (last) {
+        // A lone packet into an empty qdisc may take the bypass; anything else is enqueued and
+        // the loop run if RUNNING is free.
+        const Verdict v = this->enqueue_and_run(last, to_free, [] {});
+        if (has_own) verdict = v;
+      } else if (this->run_begin()) {
+        this->run(this->root_);
+        this->run_end();
+      }
+      this->root_.unlock();
+      free_packets(std::move(to_free));
+      if (!more) return verdict;
+      if (pass >= kMaxPasses) {
+        this->schedule();  // the deferred run takes draining_ (or a sender does first)
+        return verdict;
+      }
+      if (!take_after_push()) return verdict;  // another drainer has it, and will re-check
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<QueueBase> make_sharded_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                              const TxQueueConfig& config) {
+  return make_with_lock_kind<ShardedQueue>(device, std::move(qdisc), config);
+}
+
+// Test hooks (declared in tests/test_sharded.cpp): introspection of a `sharded` queue.
+namespace sharded_test {
+
+namespace {
+ShardedCore* core(TxQueue& q) { return dynamic_cast<ShardedCore*>(&q); }
+}  // namespace
+
+std::size_t shard_count(TxQueue& q) {
+  ShardedCore* c = core(q);
+  return c ? c->shard_count() : 0;
+}
+std::size_t shard_of_calling_thread(TxQueue& q) { return core(q)->my_shard(); }
+uint64_t shard_depth(TxQueue& q, std::size_t shard) { return core(q)->shard_depth(shard); }
+void on_drainer_release(TxQueue& q, std::function<void()> hook) {
+  core(q)->set_release_hook(std::move(hook));
+}
+
+}  // namespace sharded_test
+
+}  // namespace txpath
