@@ -208,9 +208,10 @@ class QueueBase : public TxQueue {
     root.unlock();
     const int sent = xmit_list(batch);  // leaves the refused remainder in batch
     if (sent > 0) {
-      // release: pairs with the acquire loads in wait_for_tx_progress(); a waiter only needs to
-      // see the change. notify_all costs one load when nobody is parked.
-      tx_progress_.fetch_add(1, std::memory_order_release);
+      // seq_cst: a waiter in wait_for_tx_progress() only needs to see the change (its acquire
+      // load pairs with the release half), but notify_all's read of the waiter count must not
+      // pass it (park.hpp). notify_all costs one load when nobody is parked.
+      tx_progress_.fetch_add(1, std::memory_order_seq_cst);
       tx_progress_.notify_all();
     }
     root.lock();

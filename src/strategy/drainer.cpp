@@ -225,9 +225,10 @@ class DrainerQueue : public LockedQueue<Lock> {
     // seq_cst fence: Dekker pair with park() (its seq_cst store of sleeping_ + fence, then the
     // ring re-check): either the drainer sees our packet or we see it sleeping.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    // relaxed: ordered by the fence above. acq_rel exchange: exactly one sender wakes it.
+    // relaxed: ordered by the fence above. The exchange makes exactly one sender wake it;
+    // seq_cst so that notify_one's waiter-count read cannot pass it (park.hpp).
     if (sleeping_.load(std::memory_order_relaxed) != 0 &&
-        sleeping_.exchange(0, std::memory_order_acq_rel) != 0)
+        sleeping_.exchange(0, std::memory_order_seq_cst) != 0)
       sleeping_.notify_one();
   }
 
@@ -353,9 +354,10 @@ class DrainerQueue : public LockedQueue<Lock> {
     }
     this->root_.unlock();
     free_packets(std::move(to_free));  // drop victims, after the lock is released
-    // release: pairs with the acquire load in send()'s full-ring wait; notify_all wakes the
-    // senders parked there (one load when none is).
-    swept_.fetch_add(1, std::memory_order_release);
+    // seq_cst: the release half pairs with the acquire load in send()'s full-ring wait; seq_cst
+    // so that notify_all's waiter-count read cannot pass it (park.hpp). It wakes the senders
+    // parked there (one load when none is).
+    swept_.fetch_add(1, std::memory_order_seq_cst);
     swept_.notify_all();
   }
 

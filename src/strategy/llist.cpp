@@ -86,9 +86,10 @@ class LlistQueue : public LockedQueue<Lock> {
     this->root_.lock();
     // acquire: pairs with every pusher's release CAS, so their packets are visible.
     Packet* list = head_.exchange(nullptr, std::memory_order_acquire);
-    // relaxed: see the fetch_add above. The passivated followers' wait only needs to see the
-    // value change; notify_all wakes those that parked (one load when nobody did).
-    defer_count_.store(0, std::memory_order_relaxed);
+    // seq_cst: the count itself needs no ordering (see the fetch_add above), but the notify
+    // below must not read libstdc++'s waiter count before this store is visible, or a follower
+    // parking right now would sleep through the reset (park.hpp).
+    defer_count_.store(0, std::memory_order_seq_cst);
     defer_count_.notify_all();
     // Restore arrival order (the list is LIFO).
     PacketList batch;

@@ -229,9 +229,11 @@ class CcSynch {
       n->fn(n->ctx, more);
       ++served;
       if (n != cur) {
-        // release: pairs with the owner's acquire in spin_then_park; its request's effects are
-        // visible to it. After this store only the notify touches n.
-        n->state.store(kDone, std::memory_order_release);
+        // seq_cst (its release half pairs with the owner's acquire in spin_then_park; its
+        // request's effects are visible to it): seq_cst so that notify_one()'s read of
+        // libstdc++'s waiter count cannot be ordered before it (park.hpp). After this store only
+        // the notify touches n.
+        n->state.store(kDone, std::memory_order_seq_cst);
         n->state.notify_one();
       }
       n = nx;
@@ -244,9 +246,10 @@ class CcSynch {
     if (served >= h_ && n->next.load(std::memory_order_relaxed) != nullptr)
       list.limit_handoffs.add(1);
     if (nlists_ > 1) global_.unlock();
-    // release: hands the combiner role over; pairs with the acquire of n's (future) owner, who
-    // then sees every effect of this batch and the epilogue.
-    n->state.store(kCombine, std::memory_order_release);
+    // seq_cst: hands the combiner role over; the release half pairs with the acquire of n's
+    // (future) owner, who then sees every effect of this batch and the epilogue; seq_cst for the
+    // notify below (park.hpp).
+    n->state.store(kCombine, std::memory_order_seq_cst);
     n->state.notify_one();
   }
 

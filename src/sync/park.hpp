@@ -13,6 +13,10 @@
 // The contract that makes parking safe: EVERY store that can make done() true is followed by
 // word.notify_all() (or notify_one() when exactly one waiter can be on that word). A waiter
 // whose writer never notifies must use SpinWait (cpu_relax.hpp), which only yields.
+// That store must be seq_cst (a seq_cst store or RMW): libstdc++'s notify first reads a waiter
+// count with a seq_cst load and skips the futex wake if it is 0; after a merely release store
+// that load may be satisfied before the store is visible (store->load reordering), while a
+// waiter registers, re-reads the old value and sleeps — a lost wake-up.
 // libstdc++'s notify checks a waiter count first, so a notify nobody waits for costs one load.
 //
 // Memory ordering: every load of `word` here is acquire; it pairs with the writer's release

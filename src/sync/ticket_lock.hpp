@@ -59,6 +59,19 @@ class alignas(64) TicketLock {
     // acquire (inside spin_then_park): pairs with the seq_cst (release) fetch_add of owner_ in
     // unlock() by the previous holder, so its critical section happens-before ours. Spin, then
     // park or yield: a preempted earlier ticket must get to run.
+    //
+    // Only the next-in-line waiter parks: if every waiter parked on owner_, each unlock's
+    // notify_all would wake them all and all but one would go back to sleep (measured: 0.27 vs
+    // 3.2 Mpps for busylock at 16 threads on 2 cores). Waiters further back spin, then yield,
+    // until they are next; then they park, and an unlock wakes at most that one.
+    SpinWait far;
+    for (;;) {
+      // acquire: as below (this load may be the one that sees our turn).
+      const uint32_t serving = owner_.load(std::memory_order_acquire);
+      if (serving == me) return;
+      if (me - serving == 1) break;  // next in line (modulo 2^32)
+      far.once();
+    }
     spin_then_park(owner_, [me](uint32_t serving) { return serving == me; });
   }
 
