@@ -77,7 +77,8 @@ class LlistQueue : public LockedQueue<Lock> {
       // The leader of this list will enqueue it. Passivate if the leader is falling behind
       // (see the header); the leader's reset of defer_count_ (notified) ends the wait.
       if (deferred > passivate_at_)
-        spin_then_park(defer_count_, [this](uint64_t n) { return n <= passivate_at_; });
+        spin_then_park(defer_count_, [this](uint64_t n) { return n <= passivate_at_; },
+                       kYieldsBeforePark);  // see park.hpp
       return SendStatus::queued;
     }
 

@@ -208,7 +208,9 @@ class CcSynch {
     if (st == kWait) {
       const uint64_t t0 = now_ns();
       // acquire (inside spin_then_park): as above; the releaser notifies after its store.
-      st = spin_then_park(cur->state, [](uint32_t v) { return v != kWait; });
+      // Yield a while before parking: see park.hpp (a futex wake per served request is the
+      // dominant cost otherwise).
+      st = spin_then_park(cur->state, [](uint32_t v) { return v != kWait; }, kYieldsBeforePark);
       waits_.add(1);
       wait_ns_.add(now_ns() - t0);
     }

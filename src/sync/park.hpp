@@ -33,16 +33,23 @@
 namespace txpath {
 
 inline constexpr unsigned kSpinBeforePark = 128;
+// The yield phase used by waits that are usually short under load (see spin_then_park).
+inline constexpr unsigned kYieldsBeforePark = 256;
 
+// `yields_before_park`: rounds of sched_yield() between the spin and the park. 0 (default) parks
+// as soon as the spin is spent. Waits that end within a scheduling quantum under load, and whose
+// notifier would otherwise pay a futex wake for nearly every waiter (a combiner releasing each
+// served request, an llist leader releasing its passivated followers), yield first: parking
+// there cost 10x in throughput at 16 senders on 2 cores (combining: 0.19 vs 2.4 Mpps).
 template <class T, class Done>
-T spin_then_park(const std::atomic<T>& word, Done&& done) noexcept {
+T spin_then_park(const std::atomic<T>& word, Done&& done, unsigned yields_before_park = 0) noexcept {
   for (unsigned round = 0;; ++round) {
     // acquire: pairs with the release store/RMW that makes done() true (see header comment).
     const T seen = word.load(std::memory_order_acquire);
     if (done(seen)) return seen;
     if (round < kSpinBeforePark) {
       cpu_relax();
-    } else if (spin_park()) {
+    } else if (spin_park() && round >= kSpinBeforePark + yields_before_park) {
       // Sleeps until word != seen (spurious wake-ups possible; the loop re-checks).
       // acquire: as above.
       word.wait(seen, std::memory_order_acquire);
