@@ -98,5 +98,13 @@ std::unique_ptr<QueueBase> make_llist_queue(Device& device, std::unique_ptr<Qdis
                                             const TxQueueConfig& config);
 std::unique_ptr<QueueBase> make_mutex_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
                                             const TxQueueConfig& config);
+std::unique_ptr<QueueBase> make_nolock_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                             const TxQueueConfig& config);
+std::unique_ptr<QueueBase> make_combining_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                                const TxQueueConfig& config);
+std::unique_ptr<QueueBase> make_drainer_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                              const TxQueueConfig& config);
+std::unique_ptr<QueueBase> make_sharded_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
+                                              const TxQueueConfig& config);
 
 }  // namespace txpath

@@ -10,20 +10,6 @@
 
 namespace txpath {
 
-// strategy/combining.cpp
-std::unique_ptr<QueueBase> make_combining_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                                const TxQueueConfig& config);
-// strategy/drainer.cpp
-std::unique_ptr<QueueBase> make_drainer_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                              const TxQueueConfig& config);
-// strategy/sharded.cpp
-std::unique_ptr<QueueBase> make_sharded_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                              const TxQueueConfig& config);
-
-// strategy/nolock.cpp
-std::unique_ptr<QueueBase> make_nolock_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                             const TxQueueConfig& config);
-
 namespace {
 
 using Factory = std::unique_ptr<QueueBase> (*)(Device&, std::unique_ptr<Qdisc>,
