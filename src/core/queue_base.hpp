@@ -165,7 +165,8 @@ class QueueBase : public TxQueue {
   void wait_for_tx_progress(Idle&& idle) noexcept {
     // acquire: pairs with the release fetch_add in direct_xmit().
     const uint32_t before = tx_progress_.load(std::memory_order_acquire);
-    spin_then_park(tx_progress_, [&](uint32_t now) { return now != before || idle(); });
+    spin_then_park(tx_progress_, [&](uint32_t now) { return now != before || idle(); },
+                   kYieldsBeforePark);
   }
 
   Qdisc& q() noexcept { return *qdisc_; }

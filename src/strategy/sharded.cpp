@@ -331,7 +331,8 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
       // The drainer is falling behind (likely preempted): wait until it has taken our shard
       // (its detach lowers depth and notifies) instead of filling it to the cap and dropping.
       // A drainer exists — we saw the flag held — and its release re-check sees our shard.
-      spin_then_park(shard->depth, [this](uint64_t d) { return d <= passivate_at_; });
+      spin_then_park(shard->depth, [this](uint64_t d) { return d <= passivate_at_; },
+                     kYieldsBeforePark);
     }
     return SendStatus::queued;
   }
