@@ -52,9 +52,9 @@
 //
 // Waiting: a queued node waits for its head flag with spin_then_park (park.hpp); the hand-off
 // exchanges it to 1 and notify_one()s it. The queue head waits for LOCKED to clear with
-// spin_then_park on `wake_` (a 32-bit counter: libstdc++ cannot futex-wait on a 64-bit word, see
-// mcs_lock.hpp), which unlock() bumps and notifies when the word it released had a TAIL. Waiting
-// for a successor to link in keeps SpinWait (no notifier: a few instructions after its tail CAS).
+// spin_then_park on `waiters_` (sync/word_waiters.hpp: a 32-bit counter, since libstdc++
+// cannot futex-wait on a 64-bit word; see mcs_lock.hpp), which unlock() bumps and notifies when
+// the word it released had a TAIL. Waiting for a successor to link in keeps SpinWait (no notifier: a few instructions after its tail CAS).
 //
 // Invariants: LOCKED goes 0 -> 1 only by the fast path / try_lock (word == 0, so no queue) or by
 // the one queue head (TAIL != 0, so the fast path cannot): mutual exclusion. Every waiter is in
@@ -72,8 +72,8 @@
 //   hand-off: plain writes of the secondary-queue fields into the successor's node, then a
 //     seq_cst exchange of its head flag (release pairs with its acquire wait; seq_cst and an RMW
 //     so that notify_one()'s waiter-count read cannot miss it parking), then notify_one().
-//   unlock: fetch_sub(LOCKED) release; if a TAIL was present, fetch_add(wake_) seq_cst (release
-//     orders the word before it for the acquire wait on wake_), then notify_all().
+//   unlock: fetch_sub(LOCKED) release; if a TAIL was present, fetch_add(waiters_) seq_cst (release
+//     orders the word before it for the acquire wait on it), then notify_all().
 #pragma once
 
 #include <atomic>
@@ -83,6 +83,7 @@
 
 #include "sync/cpu_relax.hpp"
 #include "sync/park.hpp"
+#include "sync/word_waiters.hpp"
 #include "txpath/topology.hpp"
 
 namespace txpath {
@@ -155,7 +156,7 @@ class alignas(64) BasicCnaLock {
     // RMW, not a store: TAIL may change concurrently.
     const uint64_t prev = word_.fetch_sub(kLocked, std::memory_order_release);
     // Only a queue head (TAIL != 0) can be waiting for LOCKED to clear.
-    if (prev & kTailMask) [[unlikely]] wake_head();
+    if (prev & kTailMask) [[unlikely]] waiters_.wake();
   }
 
   // --- test hooks (a one-node machine cannot exercise the NUMA policy otherwise) ------------
@@ -175,36 +176,6 @@ class alignas(64) BasicCnaLock {
   using Node = cna_detail::Node;
 
   static constexpr uint64_t kLocked = 1;
-  static constexpr uint64_t kTailMask = ~uint64_t{63};
-  static_assert(alignof(Node) >= 64, "the tail encoding needs the low 6 address bits clear");
-
-  static uint64_t encode(Node* n) noexcept {
-    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(n));
-  }
-  static Node* decode(uint64_t v) noexcept {
-    return reinterpret_cast<Node*>(static_cast<uintptr_t>(v & kTailMask));
-  }
-
-  [[gnu::noinline]] void wake_head() noexcept {
-    // seq_cst: the release half orders unlock()'s fetch_sub on the word before it, pairing with
-    // the acquire load of wake_ in wait_unlocked() (a head that sees the new count sees the
-    // released word). An RMW and seq_cst, not a release store, so that notify_all()'s seq_cst
-    // read of libstdc++'s waiter count cannot miss a head that registered meanwhile.
-    wake_.fetch_add(1, std::memory_order_seq_cst);
-    wake_.notify_all();  // the one queue head
-  }
-
-  // The queue head: spins, then parks on wake_ (or yields), until LOCKED is clear; returns the
-  // word it saw.
-  uint64_t wait_unlocked() noexcept {
-    uint64_t w = 0;
-    spin_then_park(wake_, [&](uint32_t) {
-      // acquire: pairs with the release fetch_sub in unlock() of the last holder.
-      w = word_.load(std::memory_order_acquire);
-      return (w & kLocked) == 0;
-    });
-    return w;
-  }
 
   // Makes `succ` the queue head, handing it the secondary queue.
   static void hand_off(Node* succ, Node* sec_head, Node* sec_tail, uint32_t handoffs) noexcept {
@@ -254,7 +225,7 @@ class alignas(64) BasicCnaLock {
     node->numa = NumaNodeOf::current();
     node->sec_head = node->sec_tail = nullptr;  // heading without a hand-off: no secondary queue
     node->sec_handoffs = 0;
-    const uint64_t me = encode(node);
+    const uint64_t me = encode_tail(node);
 
     // relaxed: only the first guess for the CAS loop, which re-reads on failure.
     uint64_t old = word_.load(std::memory_order_relaxed);
@@ -265,7 +236,7 @@ class alignas(64) BasicCnaLock {
                                         std::memory_order_relaxed)) {
     }
 
-    if (Node* const prev = decode(old)) {
+    if (Node* const prev = decode_tail<Node>(old)) {
       // release: pairs with the acquire loads of prev->next by the heads that link to or scan
       // past us: our node's fields (numa, head = 0) happen-before they read or write them.
       prev->next.store(node, std::memory_order_release);
@@ -279,14 +250,14 @@ class alignas(64) BasicCnaLock {
     Node* sec_tail = node->sec_tail;
     uint32_t handoffs = node->sec_handoffs;
 
-    uint64_t w = wait_unlocked();
+    uint64_t w = waiters_.wait(word_, [](uint64_t v) { return (v & kLocked) == 0; });
     if ((w & kTailMask) == me) {
       // We are the last main-queue node. Take the lock and, in the same step, empty the main
       // queue, or make the secondary queue the main queue (its tail's next is nullptr).
       // acq_rel: acquire pairs (through the release sequence) with the unlock() seen above;
       // release publishes sec_tail->next == nullptr to the next enqueuer, who links to it.
       // Fails only if a new node was queued behind us meanwhile.
-      const uint64_t desired = (sec_head ? encode(sec_tail) : 0) | kLocked;
+      const uint64_t desired = (sec_head ? encode_tail(sec_tail) : 0) | kLocked;
       if (word_.compare_exchange_strong(w, desired, std::memory_order_acq_rel,
                                         std::memory_order_relaxed)) {
         if (sec_head) hand_off(sec_head, nullptr, nullptr, 0);
@@ -341,9 +312,9 @@ class alignas(64) BasicCnaLock {
   }
 
   std::atomic<uint64_t> word_{0};
-  // Bumped (and notified) by an unlock() that saw a TAIL; the queue head parks here. Same
-  // cache line as the word: such an unlock already owns it.
-  std::atomic<uint32_t> wake_{0};
+  // Woken by an unlock() that saw a TAIL; the queue head parks there. Same cache line as the
+  // word: such an unlock already owns it.
+  WordWaiters waiters_;
 };
 
 using CnaLock = BasicCnaLock<>;

@@ -41,10 +41,10 @@
 //   - a queued node waits on its own head flag; the hand-off stores 1 there and notify_one()s it
 //     (exactly one thread, the node's owner, waits on that flag);
 //   - the pending waiter and the queue head wait for bits of the 64-bit lock word. They park on
-//     `wake_`, a 32-bit wake-up counter on the lock's line, not on the word itself: libstdc++
-//     cannot futex-wait on a 64-bit atomic and falls back to a process-wide proxy (one of 16
-//     shared slots, bumped with an RMW on every notify and waking every waiter in it), which
-//     would add a global hot line to each contended unlock. unlock() bumps wake_ and
+//     `waiters_` (sync/word_waiters.hpp), a 32-bit wake-up counter on the lock's line, not on
+//     the word itself: libstdc++ cannot futex-wait on a 64-bit atomic and falls back to a
+//     process-wide proxy (one of 16 shared slots, bumped with an RMW on every notify and waking
+//     every waiter in it), which would add a global hot line to each contended unlock. unlock() bumps that counter and
 //     notify_all()s it only when the word it released had PENDING or a TAIL, the only states in
 //     which a thread can be waiting on the word; an uncontended unlock stays one RMW;
 //   - the queue head waiting for its successor to link in (node->next) and the kMaxNesting
@@ -63,13 +63,13 @@
 //                              LOCKED|PENDING; final CAS / fetch_or with acquire; acquire load
 //                              of node->next; seq_cst exchange of the successor's head flag
 //                              (release is what pairs), then notify_one().
-//   unlock:                    fetch_sub(LOCKED) with release; if contended, fetch_add(wake_)
+//   unlock:                    fetch_sub(LOCKED) with release; if contended, fetch_add(waiters_)
 //                              seq_cst, then notify_all().
-//   parked waits:              acquire loads of wake_ (then of the word); wake_'s seq_cst
+//   parked waits:              acquire loads of the counter (then of the word); its seq_cst
 //                              fetch_add is sequenced after the word's release fetch_sub, so a
-//                              waiter that reads the new wake_ count also reads the released
-//                              word, and one that read the old count sleeps only while wake_
-//                              still holds it (the futex re-checks) or until notify_all().
+//                              waiter that reads the new count also reads the released
+//                              word, and one that read the old count sleeps only while the
+//                              counter still holds it (the futex re-checks) or until notify_all().
 #pragma once
 
 #include <atomic>
@@ -79,6 +79,7 @@
 
 #include "sync/cpu_relax.hpp"
 #include "sync/park.hpp"
+#include "sync/word_waiters.hpp"
 
 namespace txpath {
 
@@ -134,8 +135,8 @@ class alignas(64) McsLock {
     // store: PENDING and TAIL may change concurrently.
     const uint64_t prev = word_.fetch_sub(kLocked, std::memory_order_release);
     // Only a pending waiter (PENDING) or a queue head (TAIL != 0) can be waiting for LOCKED to
-    // clear; with neither, nobody is parked on wake_ for this lock.
-    if (prev & (kPending | kTailMask)) [[unlikely]] wake_word_waiters();
+    // clear; with neither, nobody is parked on waiters_ for this lock.
+    if (prev & (kPending | kTailMask)) [[unlikely]] waiters_.wake();
   }
 
  private:
@@ -144,39 +145,6 @@ class alignas(64) McsLock {
   static constexpr uint64_t kLocked = 1;
   static constexpr uint64_t kPending = 2;
   static constexpr uint64_t kLockedPending = kLocked | kPending;
-  static constexpr uint64_t kTailMask = ~uint64_t{63};
-  static_assert(alignof(Node) >= 64, "the tail encoding needs the low 6 address bits clear");
-
-  static uint64_t encode(Node* n) noexcept {
-    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(n));
-  }
-  static Node* decode(uint64_t v) noexcept {
-    return reinterpret_cast<Node*>(static_cast<uintptr_t>(v & kTailMask));
-  }
-
-  // Wakes the pending waiter and/or queue head parked in wait_word().
-  [[gnu::noinline]] void wake_word_waiters() noexcept {
-    // seq_cst: the release half orders the word's fetch_sub in unlock() before it, pairing with
-    // the acquire load of wake_ in wait_word() (a waiter that sees the new count sees the
-    // released word). seq_cst and an RMW, not a release store, so that notify_all()'s seq_cst
-    // read of libstdc++'s waiter count cannot miss a waiter that registered meanwhile and read
-    // the old count (a lost wake-up).
-    wake_.fetch_add(1, std::memory_order_seq_cst);
-    wake_.notify_all();  // at most two waiters: the pending waiter and the queue head
-  }
-
-  // Spins, then parks on wake_ (or yields), until done(word) holds; returns that word.
-  template <class Done>
-  uint64_t wait_word(Done done) noexcept {
-    uint64_t w = 0;
-    spin_then_park(wake_, [&](uint32_t) {
-      // acquire: pairs with the release fetch_sub in unlock() that made done() true (and, via
-      // wake_, see wake_word_waiters()).
-      w = word_.load(std::memory_order_acquire);
-      return done(w);
-    });
-    return w;
-  }
 
   // `v` is the word as the failed fast-path CAS saw it.
   [[gnu::noinline]] void lock_slow(uint64_t v) noexcept {
@@ -196,8 +164,8 @@ class alignas(64) McsLock {
       if (word_.compare_exchange_weak(v, kLocked | kPending, std::memory_order_relaxed,
                                       std::memory_order_relaxed)) {
         // acquire: pairs with the release fetch_sub in unlock() that clears LOCKED (the loads
-        // are in wait_word()).
-        wait_word([](uint64_t w) { return (w & kLocked) == 0; });
+        // are in waiters_.wait()).
+        waiters_.wait(word_, [](uint64_t w) { return (w & kLocked) == 0; });
         // acquire: pairs (through the release sequence) with the same unlock(); we are the only
         // thread allowed to set LOCKED while PENDING is set, so this cannot collide.
         [[maybe_unused]] const uint64_t prev =
@@ -219,7 +187,7 @@ class alignas(64) McsLock {
     node->next.store(nullptr, std::memory_order_relaxed);
     // relaxed: as above.
     node->head.store(0, std::memory_order_relaxed);
-    const uint64_t me = encode(node);
+    const uint64_t me = encode_tail(node);
 
     // relaxed: only the first guess for the CAS loop, which re-reads on failure.
     uint64_t old = word_.load(std::memory_order_relaxed);
@@ -230,7 +198,7 @@ class alignas(64) McsLock {
                                         std::memory_order_acq_rel, std::memory_order_relaxed)) {
     }
 
-    if (Node* const prev = decode(old)) {
+    if (Node* const prev = decode_tail<Node>(old)) {
       // release: pairs with the predecessor's acquire load of prev->next, so our node's
       // initialisation (head = 0) happens-before it writes head = 1.
       prev->next.store(node, std::memory_order_release);
@@ -242,8 +210,8 @@ class alignas(64) McsLock {
 
     // We are the queue head: wait for the holder and the pending waiter to go.
     // acquire: pairs with the release fetch_sub in unlock() of the last holder (the loads are in
-    // wait_word()).
-    uint64_t w = wait_word([](uint64_t v) { return (v & kLockedPending) == 0; });
+    // waiters_.wait()).
+    uint64_t w = waiters_.wait(word_, [](uint64_t v) { return (v & kLockedPending) == 0; });
 
     if ((w & kTailMask) == me) {
       // acquire: pairs (through the release sequence) with the unlock() observed above. We are
@@ -277,9 +245,9 @@ class alignas(64) McsLock {
   }
 
   std::atomic<uint64_t> word_{0};
-  // Bumped (and notified) by a contended unlock(); waiters on the word park here. Same cache
+  // Woken by a contended unlock(); the pending waiter and the queue head park there. Same cache
   // line as the word: a contended unlock already owns it.
-  std::atomic<uint32_t> wake_{0};
+  WordWaiters waiters_;
 };
 
 static_assert(sizeof(McsLock) == 64 && alignof(McsLock) == 64);
