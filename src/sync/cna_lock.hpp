@@ -54,7 +54,8 @@
 // exchanges it to 1 and notify_one()s it. The queue head waits for LOCKED to clear with
 // spin_then_park on `waiters_` (sync/word_waiters.hpp: a 32-bit counter, since libstdc++
 // cannot futex-wait on a 64-bit word; see mcs_lock.hpp), which unlock() bumps and notifies when
-// the word it released had a TAIL. Waiting for a successor to link in keeps SpinWait (no notifier: a few instructions after its tail CAS).
+// the word it released had a TAIL. Waiting for a successor to link in keeps SpinWait (no
+// notifier: a few instructions after its tail CAS).
 //
 // Invariants: LOCKED goes 0 -> 1 only by the fast path / try_lock (word == 0, so no queue) or by
 // the one queue head (TAIL != 0, so the fast path cannot): mutual exclusion. Every waiter is in

@@ -44,9 +44,10 @@
 //     `waiters_` (sync/word_waiters.hpp), a 32-bit wake-up counter on the lock's line, not on
 //     the word itself: libstdc++ cannot futex-wait on a 64-bit atomic and falls back to a
 //     process-wide proxy (one of 16 shared slots, bumped with an RMW on every notify and waking
-//     every waiter in it), which would add a global hot line to each contended unlock. unlock() bumps that counter and
-//     notify_all()s it only when the word it released had PENDING or a TAIL, the only states in
-//     which a thread can be waiting on the word; an uncontended unlock stays one RMW;
+//     every waiter in it), which would add a global hot line to each contended unlock.
+//     unlock() bumps that counter and notify_all()s it only when the word it released had
+//     PENDING or a TAIL, the only states in which a thread can be waiting on the word; an
+//     uncontended unlock stays one RMW;
 //   - the queue head waiting for its successor to link in (node->next) and the kMaxNesting
 //     fallback keep SpinWait (spin-then-yield): the link is a few instructions after the
 //     successor's tail CAS (only a preempted successor makes it long, and yielding lets it run),

@@ -42,7 +42,8 @@ inline constexpr unsigned kYieldsBeforePark = 256;
 // served request, an llist leader releasing its passivated followers), yield first: parking
 // there cost 10x in throughput at 16 senders on 2 cores (combining: 0.19 vs 2.4 Mpps).
 template <class T, class Done>
-T spin_then_park(const std::atomic<T>& word, Done&& done, unsigned yields_before_park = 0) noexcept {
+T spin_then_park(const std::atomic<T>& word, Done&& done,
+                 unsigned yields_before_park = 0) noexcept {
   for (unsigned round = 0;; ++round) {
     // acquire: pairs with the release store/RMW that makes done() true (see header comment).
     const T seen = word.load(std::memory_order_acquire);
