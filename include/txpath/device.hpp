@@ -23,6 +23,7 @@
 
 #include "txpath/counter.hpp"
 #include "txpath/dql.hpp"
+#include "txpath/frame.hpp"
 #include "txpath/packet.hpp"
 
 namespace txpath {
@@ -40,6 +41,8 @@ struct DeviceStats {
   uint64_t completed = 0;      // packets whose buffers went back to their pool
   uint64_t stops = 0;          // queue stops (driver or BQL)
   uint64_t wakes = 0;          // queue wakes
+  uint64_t tx_errors = 0;      // accepted packets the device (the kernel) then failed to send;
+                               // they count as sent upstream, as a NIC's tx errors do
 };
 
 class Device {
@@ -74,6 +77,11 @@ class Device {
   // Byte budget for one bulk dequeue (dql_avail), or a huge number without BQL.
   int64_t tx_budget_bytes() const noexcept { return bql_enabled_ ? dql_.avail() : INT64_MAX / 4; }
 
+  // Real devices put their link's addresses into the frames senders build for them (the
+  // interface's MAC as source, the peer's MAC and IPv4 addresses, the UDP port); models leave
+  // `spec` as it is.
+  virtual void address_frames(FrameSpec& spec) const { (void)spec; }
+
   uint32_t mtu() const noexcept { return mtu_; }
   uint32_t max_frame_len() const noexcept { return mtu_ + 14; }
 
@@ -103,7 +111,7 @@ class Device {
   void enable_bql(const Dql::Config& config = {});
 
   // Counters for subclasses (written under tx_lock).
-  SingleWriterCounter tx_packets_, tx_bytes_, doorbells_, busy_, completed_;
+  SingleWriterCounter tx_packets_, tx_bytes_, doorbells_, busy_, completed_, tx_errors_;
 
  private:
   void notify_wake() noexcept;

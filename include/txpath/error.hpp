@@ -13,4 +13,12 @@ class ConfigError : public std::runtime_error {
   explicit ConfigError(const std::string& what) : std::runtime_error(what) {}
 };
 
+// Thrown when a real device or the testbed cannot be set up: a missing interface, missing
+// permission (not root / no CAP_NET_RAW or CAP_NET_ADMIN), a kernel that refuses a socket option.
+// what() is one line naming the device and the cause; the CLI exits 2 for it, as for ConfigError.
+class DeviceError : public ConfigError {
+ public:
+  explicit DeviceError(const std::string& what) : ConfigError(what) {}
+};
+
 }  // namespace txpath

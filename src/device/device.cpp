@@ -26,6 +26,7 @@ DeviceStats Device::stats() const noexcept {
   s.doorbells = doorbells_.get();
   s.busy = busy_.get();
   s.completed = completed_.get();
+  s.tx_errors = tx_errors_.get();
   s.stops = stops_.get();
   s.wakes = wakes_.get();
   return s;

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// Devices whose packets leave the process: the configurations make_device() parses out of a
+// --device spec, and one factory per kind (each defined in that kind's own file).
+//
+//   afpacket:IFNAME[,ring=N][,bypass=0|1]   AF_PACKET, PACKET_TX_RING (TPACKET_V2), QDISC_BYPASS
+//   udp:HOST:PORT[,batch=N]                 a connected UDP socket, one sendmmsg per doorbell
+//   tun:IFNAME                              a TUN device (IP packets, no Ethernet header)
+//   pcap:FILE                               frames appended to a nanosecond pcap file
+//   afxdp:IFNAME[:QUEUE]                    an AF_XDP socket, TX only
+//
+// Every factory throws DeviceError (one line naming the spec and the cause: no such interface,
+// permission, a socket option the kernel refuses) when the device cannot be opened.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "txpath/device.hpp"
+
+namespace txpath {
+
+struct AfPacketConfig {
+  std::string ifname;
+  uint32_t ring = 1024;   // TX ring frames, a power of two in [8, 65536]
+  bool bypass = true;     // PACKET_QDISC_BYPASS: straight to the driver, past the kernel's qdisc
+};
+std::unique_ptr<Device> make_afpacket_device(const AfPacketConfig& config);
+
+struct UdpConfig {
+  std::string host;       // IPv4 dotted quad or IPv6 literal (brackets stripped)
+  uint16_t port = 0;
+  uint32_t batch = 64;    // messages per sendmmsg at most, in [1, 1024]
+};
+std::unique_ptr<Device> make_udp_device(const UdpConfig& config);
+
+struct TunConfig {
+  std::string ifname;
+};
+std::unique_ptr<Device> make_tun_device(const TunConfig& config);
+
+struct PcapConfig {
+  std::string path;
+};
+std::unique_ptr<Device> make_pcap_device(const PcapConfig& config);
+
+struct AfXdpConfig {
+  std::string ifname;
+  uint32_t queue = 0;
+};
+std::unique_ptr<Device> make_afxdp_device(const AfXdpConfig& config);
+
+}  // namespace txpath
