@@ -22,7 +22,8 @@ namespace {
 constexpr std::string_view kHeader =
     "strategy,lock,park,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,"
     "requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,"
-    "vs_busylock_mpps,vs_busylock_cpu,conserved";
+    "vs_busylock_mpps,vs_busylock_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,"
+    "sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered";
 
 BenchPoint point(std::string strategy, std::string lock, int threads, double mpps) {
   BenchPoint p;
@@ -466,7 +467,23 @@ TEST(ReportCsv, ValuesRoundTrip) {
   EXPECT_EQ(to_double(f[18]), p.vs_busylock_mpps);
   EXPECT_EQ(to_double(f[19]), p.vs_busylock_cpu);
   EXPECT_EQ(f[20], "false");
-  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1]).back(), "true");
+  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[20], "true");
+  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1]).back(), "")
+      << "no sink counted the point: its columns are empty";
+  BenchPoint sunk = point("kernel", "-", 2, 1);
+  sunk.sink_checked = true;
+  sunk.sink_received = 90;
+  sunk.sink_lost = 10;
+  sunk.sink_out_of_order = 3;
+  sunk.delivered = false;
+  sunk.vs_kernel_mpps = 1.5;
+  const auto g = split_csv(lines_of(csv({sunk}))[1]);
+  ASSERT_EQ(g.size(), 29u);
+  EXPECT_EQ(to_double(g[21]), 1.5);
+  EXPECT_EQ(to_u64(g[23]), 90u);
+  EXPECT_EQ(to_u64(g[24]), 10u);
+  EXPECT_EQ(to_u64(g[26]), 3u);
+  EXPECT_EQ(g[28], "false");
   EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[2], "on") << "the default";
 }
 

@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -58,7 +59,8 @@ std::vector<bool> parse_park(const std::string& s) {
 
 std::vector<std::string> parse_strategies(const std::string& s) {
   if (s == "all") return strategy_names();
-  const auto known = strategy_names();
+  auto known = strategy_names();
+  known.emplace_back(kKernelStrategy);  // the kernel's own path, with a real device
   std::vector<std::string> out;
   for (const auto& item : split(s)) {
     if (std::find(known.begin(), known.end(), item) == known.end()) {
@@ -81,7 +83,8 @@ nlohmann::json to_json(const BenchConfig& cfg, const std::vector<BenchPoint>& po
                  {"device", cfg.device},         {"qdisc", cfg.qdisc},
                  {"payload", cfg.payload},       {"txqueuelen", cfg.txqueuelen},
                  {"repeat", cfg.repeat},         {"pin", cfg.pin},
-                 {"nodes", cfg.nodes},           {"park", park}};
+                 {"nodes", cfg.nodes},           {"park", park},
+                 {"sink", cfg.sink},             {"kernel_row", cfg.kernel_row}};
   j["topology"] = {{"cores", topo.cores},
                    {"pus", topo.pus},
                    {"numa_nodes", topo.numa_nodes},
@@ -109,6 +112,18 @@ nlohmann::json to_json(const BenchConfig& cfg, const std::vector<BenchPoint>& po
                             {"vs_busylock_mpps", p.vs_busylock_mpps},
                             {"vs_busylock_cpu", p.vs_busylock_cpu},
                             {"conserved", p.conserved}});
+    if (p.sink_checked) {
+      j["results"].back()["sink"] = {{"received", p.sink_received},
+                                     {"lost", p.sink_lost},
+                                     {"duplicated", p.sink_duplicated},
+                                     {"out_of_order", p.sink_out_of_order},
+                                     {"socket_drops", p.sink_socket_drops},
+                                     {"delivered", p.delivered}};
+    }
+    if (p.vs_kernel_mpps > 0) {
+      j["results"].back()["vs_kernel_mpps"] = p.vs_kernel_mpps;
+      j["results"].back()["vs_kernel_cpu"] = p.vs_kernel_cpu;
+    }
   }
   return j;
 }
@@ -148,6 +163,12 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
   auto* no_pin = cmd->add_flag("--no-pin", o.no_pin, "Do not pin sender threads");
   pin->excludes(no_pin);
   cmd->add_flag("--quiet", o.quiet, "No progress lines on stderr");
+  cmd->add_option("--sink", o.sink,
+                  "Where arrivals are counted: auto (the testbed peer of the device), none, "
+                  "IFNAME or IFNAME@NETNS")
+      ->capture_default_str();
+  cmd->add_flag("--no-kernel-row", o.no_kernel_row,
+                "With afpacket/udp devices, do not add the kernel's own path (strategy kernel)");
 }
 
 int run_bench_command(const BenchOptions& o) {
@@ -167,6 +188,8 @@ int run_bench_command(const BenchOptions& o) {
     cfg.pin = !o.no_pin;
     cfg.repeat = o.repeat;
     cfg.nodes = o.nodes;
+    cfg.sink = o.sink;
+    cfg.kernel_row = !o.no_kernel_row;
     for (const auto& [flag, file] : {std::pair{"--json", o.json}, std::pair{"--csv", o.csv},
                                      std::pair{"--plot", o.plot}}) {
       if (file.empty()) continue;
@@ -191,29 +214,55 @@ int run_bench_command(const BenchOptions& o) {
     return 2;
   }
 
-  fmt::print("{:<17} {:<6} {:<4} {:>4} {:>7} {:>13} {:>7} {:>6} {:>5} {:>6} {:>9} {:>8} {:>7} {:>7} {:>6} {:>6}  {}\n",
-             "strategy", "lock", "park", "thr", "Mpps", "(min..max)", "ns/pkt", "x_bl", "cpu_x", "fair",
-             "batch", "drop%", "waits/k", "p50ns", "p99us", "requ", "check");
+  const bool kernel = std::any_of(points.begin(), points.end(),
+                                  [](const BenchPoint& p) { return p.vs_kernel_mpps > 0; });
+  const bool sink = std::any_of(points.begin(), points.end(),
+                                [](const BenchPoint& p) { return p.sink_checked; });
+  const auto ratio = [](double v) { return v > 0 ? fmt::format("{:.2f}", v) : std::string("-"); };
+  fmt::print("{:<17} {:<6} {:<4} {:>4} {:>7} {:>13} {:>7} {:>6} {:>5} ", "strategy", "lock", "park",
+             "thr", "Mpps", "(min..max)", "ns/pkt", "x_bl", "cpu_x");
+  if (kernel) fmt::print("{:>6} {:>6} ", "x_kern", "cpu_xk");
+  fmt::print("{:>6} {:>9} {:>8} {:>7} {:>7} {:>6} {:>6}  {}\n", "fair", "batch", "drop%", "waits/k",
+             "p50ns", "p99us", "requ", "check");
   bool all_ok = true;
   for (const auto& p : points) {
-    all_ok = all_ok && p.conserved;
+    all_ok = all_ok && p.conserved && p.delivered;
     const double drop_pct =
         p.submitted ? 100.0 * static_cast<double>(p.dropped) / static_cast<double>(p.submitted) : 0;
     const double waits_per_k =
         p.sent ? 1000.0 * static_cast<double>(p.lock_waits) / static_cast<double>(p.sent) : 0;
-    fmt::print("{:<17} {:<6} {:<4} {:>4} {:>7.3f} {:>13} {:>7.0f} {:>6} {:>5} {:>6.3f} {:>9.1f} {:>8.2f} {:>7.1f} {:>7.0f} {:>6.1f} {:>6}  {}\n",
-               p.strategy, p.lock, park_name(p.park), p.threads, p.mpps,
+    fmt::print("{:<17} {:<6} {:<4} {:>4} {:>7.3f} {:>13} {:>7.0f} {:>6} {:>5} ", p.strategy, p.lock,
+               park_name(p.park), p.threads, p.mpps,
                fmt::format("{:.2f}..{:.2f}", p.mpps_min, p.mpps_max), p.cpu_ns_per_pkt,
-               p.vs_busylock_mpps > 0 ? fmt::format("{:.2f}", p.vs_busylock_mpps) : "-",
-               p.vs_busylock_cpu > 0 ? fmt::format("{:.2f}", p.vs_busylock_cpu) : "-",
+               ratio(p.vs_busylock_mpps), ratio(p.vs_busylock_cpu));
+    if (kernel) fmt::print("{:>6} {:>6} ", ratio(p.vs_kernel_mpps), ratio(p.vs_kernel_cpu));
+    fmt::print("{:>6.3f} {:>9.1f} {:>8.2f} {:>7.1f} {:>7.0f} {:>6.1f} {:>6}  {}\n",
                p.fairness, p.batch_mean, drop_pct, waits_per_k, p.send_p50_ns,
                p.send_p99_ns / 1000.0, p.requeues,
                p.conserved ? fmt::format("ok: {} = {} sent + {} dropped", p.submitted, p.sent, p.dropped)
                            : (p.drained ? fmt::format("FAIL: {} != {} sent + {} dropped", p.submitted, p.sent, p.dropped)
                                         : "FAIL: packets still queued after drain"));
   }
+  if (sink) {
+    fmt::print("\nArrivals at the sink (summed over rounds):\n{:<17} {:<4} {:>4} {:>11} {:>11} {:>9} {:>7} {:>9} {:>6} {:>6}  {}\n",
+               "strategy", "park", "thr", "sent", "received", "lost", "lost%", "sock_drop", "dup",
+               "ooo", "check");
+    for (const auto& p : points) {
+      if (!p.sink_checked) continue;
+      const double lost_pct =
+          p.sent ? 100.0 * static_cast<double>(p.sink_lost) / static_cast<double>(p.sent) : 0;
+      fmt::print("{:<17} {:<4} {:>4} {:>11} {:>11} {:>9} {:>7.2f} {:>9} {:>6} {:>6}  {}\n",
+                 p.strategy, park_name(p.park), p.threads, p.sent, p.sink_received, p.sink_lost,
+                 lost_pct, p.sink_socket_drops, p.sink_duplicated, p.sink_out_of_order,
+                 p.delivered ? "ok: no duplicate, in order per sender"
+                             : "FAIL: duplicated or reordered frames");
+    }
+  }
   fmt::print("\npark: lock waits park in the kernel (on) or yield (off) after spinning; "
              "x_bl, cpu_x: Mpps and CPU ns/packet relative to busylock at the same thread count and park; "
+             "x_kern, cpu_xk: the same relative to the kernel's own path (strategy kernel: one UDP "
+             "socket per sender into the interface's own qdisc); lost: sent but not received at the sink "
+             "(sock_drop: of those, dropped at the sink's socket); "
              "fair: Jain index over senders; batch: packets per doorbell; waits/k: contended lock "
              "acquisitions per 1000 packets; p50ns/p99us: sampled send() latency.\n");
   const auto write_file = [](const std::string& flag, const std::string& file,
@@ -243,7 +292,7 @@ int run_bench_command(const BenchOptions& o) {
     }
   }
   if (!all_ok) {
-    fmt::print(stderr, "txpath: error: conservation check failed\n");
+    fmt::print(stderr, "txpath: error: conservation or delivery check failed\n");
     return 1;
   }
   return 0;

@@ -26,6 +26,8 @@ struct BenchOptions {
   bool pin = false;
   bool no_pin = false;
   bool quiet = false;
+  std::string sink = "auto";
+  bool no_kernel_row = false;
 };
 
 void add_bench_command(CLI::App& app, BenchOptions& options);

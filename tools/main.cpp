@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bench_cmd.hpp"
+#include "net_cmds.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"txpath: the Linux transmit path (qdisc + contention strategies) in userspace"};
@@ -16,6 +17,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "txpath 0.1.0");
   txpath::cli::BenchOptions bench;
   txpath::cli::add_bench_command(app, bench);
+  txpath::cli::TestbedOptions testbed;
+  txpath::cli::add_testbed_command(app, testbed);
+  txpath::cli::SinkOptions sink;
+  txpath::cli::add_sink_command(app, sink);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -32,5 +37,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (app.got_subcommand("bench")) return txpath::cli::run_bench_command(bench);
+  if (app.got_subcommand("testbed")) return txpath::cli::run_testbed_command(testbed);
+  if (app.got_subcommand("sink")) {
+    txpath::cli::prepare_sink_signals();
+    return txpath::cli::run_sink_command(sink);
+  }
   return 2;
 }

@@ -25,6 +25,14 @@ struct BenchConfig {
   // Spin-then-park policies to measure (set_spin_park() before each run): true = waits park in
   // the kernel after their spin, false = they yield. Empty: {true} (the library default).
   std::vector<bool> park = {true};
+  // Real devices (afpacket, udp): also run strategy "kernel" — every sender sends the same
+  // frames' UDP payloads through its own UDP socket into the kernel's own qdisc on the same
+  // interface — unless the strategy list names it already or this is false.
+  bool kernel_row = true;
+  // Where arrivals are counted and checked: "auto" (for afpacket:IF, the peer of the testbed on
+  // IF; for udp:HOST:PORT, the default testbed's peer when HOST is its address), "none", or
+  // "IFNAME" / "IFNAME@NETNS".
+  std::string sink = "auto";
 };
 
 struct BenchPoint {
@@ -52,7 +60,20 @@ struct BenchPoint {
   double vs_busylock_cpu = 0;   // cpu_ns_per_pkt / busylock's at the same threads and park
   bool drained = false;       // every accepted packet left the queue after senders stopped
   bool conserved = false;     // submitted == sent + dropped, nothing left queued, every repeat
+  // Sink counts, summed over repeats (sink_checked: a sink counted this point's runs).
+  bool sink_checked = false;
+  uint64_t sink_received = 0;      // distinct frames that arrived
+  uint64_t sink_lost = 0;          // sent - received: sent, but never arrived
+  uint64_t sink_duplicated = 0;    // arrived more than once
+  uint64_t sink_out_of_order = 0;  // arrived after a later frame of the same sender
+  uint64_t sink_socket_drops = 0;  // of the lost: dropped at the sink's own socket
+  bool delivered = true;           // no duplicate, no reordering (loss is reported, not failed)
+  double vs_kernel_mpps = 0;       // mpps / the kernel row's at the same threads and park
+  double vs_kernel_cpu = 0;        // cpu_ns_per_pkt / the kernel row's
 };
+
+// The strategy name of the kernel's own path in a bench with a real device.
+inline constexpr const char* kKernelStrategy = "kernel";
 
 // submitted == sent + dropped and nothing queued: the conservation check every point must pass.
 bool conservation_holds(uint64_t submitted, uint64_t sent, uint64_t dropped, uint64_t queued);

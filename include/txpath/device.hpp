@@ -109,6 +109,8 @@ class Device {
   // netdev_tx_completed_queue(): BQL credit; wakes the queue when back under the limit.
   void bql_completed(uint64_t packets, uint64_t bytes, uint64_t now_ns) noexcept;
   void enable_bql(const Dql::Config& config = {});
+  // For a real device that learns its MTU from the interface; only in the constructor.
+  void set_mtu(uint32_t mtu) noexcept { mtu_ = mtu; }
 
   // Counters for subclasses (written under tx_lock).
   SingleWriterCounter tx_packets_, tx_bytes_, doorbells_, busy_, completed_, tx_errors_;

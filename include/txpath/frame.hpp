@@ -56,4 +56,8 @@ class FrameTemplate {
 // UDP, lengths and magic). nullopt for anything else.
 std::optional<FrameInfo> parse_frame(std::span<const std::byte> frame) noexcept;
 
+// The same for an IPv4 packet without link header (what a TUN device or an L3 interface carries):
+// IPv4 header and checksum, UDP, lengths (no trailing bytes) and magic. nullopt for anything else.
+std::optional<FrameInfo> parse_ipv4_packet(std::span<const std::byte> packet) noexcept;
+
 }  // namespace txpath

@@ -18,11 +18,13 @@
 #include <memory>
 #include <thread>
 
+#include "bench/real_path.hpp"
 #include "core/clock.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/pool.hpp"
+#include "txpath/sink.hpp"
 #include "txpath/spin.hpp"
 #include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
@@ -95,7 +97,30 @@ struct Run {
   std::string lock;
   bool drained = false;
   bool conserved = false;
+  bool sink_checked = false;
+  uint64_t sink_received = 0, sink_lost = 0, sink_duplicated = 0, sink_out_of_order = 0;
+  uint64_t sink_socket_drops = 0;
 };
+
+// How long the sink may take to see the last frames of a run: until it has counted every sent
+// frame, or nothing arrived for kSinkQuiet, or kSinkTimeout passed.
+constexpr auto kSinkQuiet = std::chrono::milliseconds(300);
+constexpr auto kSinkTimeout = std::chrono::milliseconds(5000);
+
+// Fills the sink part of `r` once a run's senders are done and its queue drained.
+void check_sink(Sink* sink, uint64_t sent, Run& r) {
+  if (!sink) return;
+  sink->wait_for(sent, kSinkQuiet, kSinkTimeout);
+  const SinkReport rep = sink->report();
+  r.sink_checked = true;
+  r.sink_received = rep.received;
+  r.sink_lost = sent > rep.received ? sent - rep.received : 0;
+  r.sink_duplicated = rep.duplicated;
+  r.sink_out_of_order = rep.out_of_order;
+  r.sink_socket_drops = rep.socket_drops;
+}
+
+uint64_t sink_cpu_ns(const Sink* sink) { return sink ? sink->cpu_ns() : 0; }
 
 // Per-sender state, each on its own cache lines.
 struct alignas(64) Sender {
@@ -103,7 +128,111 @@ struct alignas(64) Sender {
   std::vector<uint32_t> latency;    // sampled send() ns, preallocated
 };
 
-Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads) {
+// The kernel row: every sender sends the same frames' UDP payloads through its own UDP socket.
+Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
+  auto device = make_device(cfg.device);
+  FrameSpec spec;
+  spec.payload = cfg.payload;
+  device->address_frames(spec);
+  const FrameTemplate tmpl(spec);
+  const auto route = bench_detail::kernel_route(*device, spec);
+  if (!route) throw ConfigError("strategy kernel needs a real device (afpacket:IF or udp:HOST:PORT)");
+  device.reset();  // its socket is not needed: the kernel row sends on its own sockets
+
+  // Sockets first, so that an error surfaces before any thread starts.
+  std::vector<std::unique_ptr<bench_detail::KernelSender>> sockets;
+  for (int t = 0; t < threads; ++t)
+    sockets.push_back(std::make_unique<bench_detail::KernelSender>(*route));
+
+  struct alignas(64) KSender {
+    std::atomic<uint64_t> sent{0};     // relaxed (both): owner-written counters, read by the
+    std::atomic<uint64_t> dropped{0};  // main thread at the window edges; the join orders the end
+    uint64_t accepted_in_window = 0;
+    std::vector<uint32_t> latency;
+  };
+  std::vector<KSender> senders(static_cast<std::size_t>(threads));
+  for (auto& s : senders) s.latency.reserve(kLatencySamplesPerThread);
+  if (sink) sink->reset();
+  std::atomic<bool> stop{false}, measuring{false};
+  std::atomic<int> ready{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      if (cfg.pin) pin_to(cpu_for_sender(t, cfg.nodes));
+      KSender& me = senders[static_cast<std::size_t>(t)];
+      bench_detail::KernelSender& sock = *sockets[static_cast<std::size_t>(t)];
+      std::vector<std::byte> frame(tmpl.size());
+      ready.fetch_add(1, std::memory_order_relaxed);  // relaxed: a start-up head count only
+      uint64_t seq = 0, sent = 0, dropped = 0;
+      // relaxed (stop, measuring): flags that only steer the loop; the join orders the results.
+      while (!stop.load(std::memory_order_relaxed)) {
+        const std::size_t len = tmpl.write(frame, static_cast<uint32_t>(t), seq);
+        const std::span<const std::byte> payload(frame.data() + kHeadersLen, len - kHeadersLen);
+        const bool window = measuring.load(std::memory_order_relaxed);
+        bench_detail::KernelSender::Result res;
+        if (window && seq % kLatencySampleEvery == 0 && me.latency.size() < me.latency.capacity()) {
+          const uint64_t t0 = now_ns();
+          res = sock.send(payload);
+          me.latency.push_back(static_cast<uint32_t>(std::min<uint64_t>(now_ns() - t0, UINT32_MAX)));
+        } else {
+          res = sock.send(payload);
+        }
+        if (res == bench_detail::KernelSender::Result::sent) {
+          me.sent.store(++sent, std::memory_order_relaxed);
+          if (window) ++me.accepted_in_window;
+        } else {
+          me.dropped.store(++dropped, std::memory_order_relaxed);
+        }
+        ++seq;
+      }
+    });
+  }
+  while (ready.load(std::memory_order_relaxed) < threads) std::this_thread::yield();
+  const auto sum_sent = [&] {
+    uint64_t n = 0;
+    for (auto& s : senders) n += s.sent.load(std::memory_order_relaxed);
+    return n;
+  };
+  std::this_thread::sleep_for(std::chrono::duration<double>(std::min(0.2, cfg.duration_s * 0.1)));
+  measuring.store(true, std::memory_order_relaxed);
+  const uint64_t sent0 = sum_sent();
+  const uint64_t cpu0 = process_cpu_ns() - sink_cpu_ns(sink);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(cfg.duration_s));
+  const uint64_t sent1 = sum_sent();
+  const uint64_t cpu1 = process_cpu_ns() - sink_cpu_ns(sink);
+  const auto t1 = std::chrono::steady_clock::now();
+  measuring.store(false, std::memory_order_relaxed);
+  stop.store(true, std::memory_order_relaxed);
+  for (auto& w : workers) w.join();
+
+  Run r;
+  r.lock = "-";
+  r.drained = true;  // nothing of ours is queued: the kernel holds what it accepted
+  const double secs = std::chrono::duration<double>(t1 - t0).count();
+  r.window_sent = sent1 - sent0;
+  r.mpps = secs > 0 ? static_cast<double>(r.window_sent) / secs / 1e6 : 0;
+  r.cpu_ns_per_pkt =
+      r.window_sent > 0 ? static_cast<double>(cpu1 - cpu0) / static_cast<double>(r.window_sent) : 0;
+  std::vector<uint64_t> per_sender;
+  std::vector<uint32_t> latency;
+  for (auto& s : senders) {
+    r.sent += s.sent.load(std::memory_order_relaxed);
+    r.dropped += s.dropped.load(std::memory_order_relaxed);
+    per_sender.push_back(s.accepted_in_window);
+    latency.insert(latency.end(), s.latency.begin(), s.latency.end());
+  }
+  r.submitted = r.sent + r.dropped;
+  r.fairness = jain_index(per_sender);
+  r.send_p50_ns = percentile(latency, 0.50);
+  r.send_p99_ns = percentile(latency, 0.99);
+  r.conserved = true;
+  check_sink(sink, r.sent, r);
+  return r;
+}
+
+Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, Sink* sink) {
+  if (strategy == kKernelStrategy) return run_kernel_once(cfg, threads, sink);
   // Enough buffers for every place a packet can wait: 3 bands, the ring, the senders' caches.
   PoolConfig pool_cfg;
   pool_cfg.cache_size = 64;
@@ -123,8 +252,10 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads) {
 
   FrameSpec spec;
   spec.payload = cfg.payload;
+  device->address_frames(spec);
   const FrameTemplate tmpl(spec);
 
+  if (sink) sink->reset();
   std::vector<Sender> senders(static_cast<std::size_t>(threads));
   for (auto& s : senders) s.latency.reserve(kLatencySamplesPerThread);
   std::atomic<bool> stop{false};
@@ -169,11 +300,11 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads) {
   std::this_thread::sleep_for(warmup);
   measuring.store(true, std::memory_order_relaxed);  // relaxed: see above
   const TxQueueStats s0 = txq->stats();
-  const uint64_t cpu0 = process_cpu_ns();
+  const uint64_t cpu0 = process_cpu_ns() - sink_cpu_ns(sink);  // the sink's CPU is not ours
   const auto t0 = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::duration<double>(cfg.duration_s));
   const TxQueueStats s1 = txq->stats();
-  const uint64_t cpu1 = process_cpu_ns();
+  const uint64_t cpu1 = process_cpu_ns() - sink_cpu_ns(sink);
   const auto t1 = std::chrono::steady_clock::now();
   measuring.store(false, std::memory_order_relaxed);  // relaxed: see above
   stop.store(true, std::memory_order_relaxed);        // relaxed: see above
@@ -207,6 +338,7 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads) {
   r.send_p50_ns = percentile(latency, 0.50);
   r.send_p99_ns = percentile(latency, 0.99);
   r.conserved = r.drained && conservation_holds(end.submitted, end.sent, end.dropped, end.queued);
+  check_sink(sink, end.sent, r);
   return r;
 }
 
@@ -237,11 +369,18 @@ BenchPoint aggregate(const std::string& strategy, int threads, bool park,
     window_doorbells += r.window_doorbells;
     p.drained = p.drained && r.drained;
     p.conserved = p.conserved && r.conserved;
+    p.sink_checked = r.sink_checked;
+    p.sink_received += r.sink_received;
+    p.sink_lost += r.sink_lost;
+    p.sink_duplicated += r.sink_duplicated;
+    p.sink_out_of_order += r.sink_out_of_order;
+    p.sink_socket_drops += r.sink_socket_drops;
   }
   p.mpps = median(mpps);
   p.mpps_min = *std::min_element(mpps.begin(), mpps.end());
   p.mpps_max = *std::max_element(mpps.begin(), mpps.end());
   p.cpu_ns_per_pkt = median(cpu);
+  p.delivered = p.sink_duplicated == 0 && p.sink_out_of_order == 0;
   p.fairness = median(fair);
   p.send_p50_ns = median(p50);
   p.send_p99_ns = median(p99);
@@ -297,7 +436,27 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
   // Validate everything up front, so a typo fails before minutes of measuring.
   {
     auto device = make_device(cfg.device);
+    FrameSpec frames;
+    frames.payload = cfg.payload;
+    device->address_frames(frames);
+    const bool named = std::find(cfg.strategies.begin(), cfg.strategies.end(),
+                                 std::string(kKernelStrategy)) != cfg.strategies.end();
+    if (named) {
+      bench_detail::kernel_route(*device, frames);  // throws when there is nowhere to send
+      if (!bench_detail::kernel_route(*device, frames))
+        throw ConfigError("strategy kernel needs a real device (afpacket:IF or udp:HOST:PORT), not " +
+                          device->describe());
+    } else if (cfg.kernel_row) {
+      // Added when the device has a destination the kernel can send to as well.
+      try {
+        if (bench_detail::kernel_route(*device, frames)) cfg.strategies.emplace_back(kKernelStrategy);
+      } catch (const ConfigError&) {
+        // afpacket on an interface without a testbed: txpath rows only
+      }
+    }
+    bench_detail::resolve_sink(cfg.sink, *device, frames);  // checks the --sink text
     for (const auto& s : cfg.strategies) {
+      if (s == kKernelStrategy) continue;
       TxQueueConfig q;
       q.strategy = s;
       q.lock = cfg.lock;
@@ -321,6 +480,17 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
                                   const std::function<void(const std::string&)>& progress) {
   const BenchConfig cfg = resolve_bench_config(config);
   const SpinParkRestore restore_policy;
+  std::unique_ptr<Sink> sink;
+  {
+    auto device = make_device(cfg.device);
+    FrameSpec frames;
+    frames.payload = cfg.payload;
+    device->address_frames(frames);
+    if (auto sink_cfg = bench_detail::resolve_sink(cfg.sink, *device, frames)) {
+      sink = std::make_unique<Sink>(*sink_cfg);
+      sink->start();
+    }
+  }
   std::vector<BenchPoint> points;
   const std::size_t total = cfg.threads.size() * cfg.park.size() * cfg.strategies.size() *
                             static_cast<std::size_t>(cfg.repeat);
@@ -337,7 +507,7 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
                      " park=" + park_name(park) +
                      (cfg.repeat > 1 ? " round " + std::to_string(round + 1) : ""));
           set_spin_park(park);  // no waiter of an earlier run is left: its queue is gone
-          runs[{park, strategy}].push_back(run_once(cfg, strategy, threads));
+          runs[{park, strategy}].push_back(run_once(cfg, strategy, threads, sink.get()));
         }
       }
     }
@@ -355,6 +525,18 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
           p.vs_busylock_mpps = base->mpps > 0 ? p.mpps / base->mpps : 0;
           p.vs_busylock_cpu =
               base->cpu_ns_per_pkt > 0 ? p.cpu_ns_per_pkt / base->cpu_ns_per_pkt : 0;
+        }
+      }
+      // And against the kernel's own path, when it was measured.
+      const auto kernel = std::find_if(
+          points.begin() + static_cast<std::ptrdiff_t>(first), points.end(),
+          [](const BenchPoint& p) { return p.strategy == kKernelStrategy; });
+      if (kernel != points.end()) {
+        for (std::size_t i = first; i < points.size(); ++i) {
+          BenchPoint& p = points[i];
+          p.vs_kernel_mpps = kernel->mpps > 0 ? p.mpps / kernel->mpps : 0;
+          p.vs_kernel_cpu =
+              kernel->cpu_ns_per_pkt > 0 ? p.cpu_ns_per_pkt / kernel->cpu_ns_per_pkt : 0;
         }
       }
     }

@@ -298,7 +298,9 @@ const std::vector<std::string_view>& csv_columns() {
       "strategy",      "lock",          "park",        "threads",     "mpps",        "mpps_min",
       "mpps_max",      "cpu_ns_per_pkt", "submitted",  "sent",        "dropped",
       "requeues",      "fairness",      "batch_mean",  "lock_waits",  "lock_wait_ns",
-      "send_p50_ns",   "send_p99_ns",   "vs_busylock_mpps", "vs_busylock_cpu", "conserved"};
+      "send_p50_ns",   "send_p99_ns",   "vs_busylock_mpps", "vs_busylock_cpu", "conserved",
+      "vs_kernel_mpps", "vs_kernel_cpu", "sink_received", "sink_lost", "sink_duplicated",
+      "sink_out_of_order", "sink_socket_drops", "delivered"};
   return columns;
 }
 
@@ -330,7 +332,18 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points) {
     csv_double(out, p.vs_busylock_mpps);
     out << ',';
     csv_double(out, p.vs_busylock_cpu);
-    out << ',' << (p.conserved ? "true" : "false") << '\n';
+    out << ',' << (p.conserved ? "true" : "false") << ',';
+    csv_double(out, p.vs_kernel_mpps);
+    out << ',';
+    csv_double(out, p.vs_kernel_cpu);
+    // Sink columns are empty when no sink counted the point.
+    if (p.sink_checked) {
+      out << ',' << p.sink_received << ',' << p.sink_lost << ',' << p.sink_duplicated << ','
+          << p.sink_out_of_order << ',' << p.sink_socket_drops << ','
+          << (p.delivered ? "true" : "false") << '\n';
+    } else {
+      out << ",,,,,,\n";
+    }
   }
 }
 

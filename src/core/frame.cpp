@@ -7,7 +7,8 @@
 //             is fine for atomic datagrams), TTL 64, protocol 17, header checksum, src, dst
 //   UDP:      ports from the spec, length, checksum 0 ("not computed", allowed over IPv4)
 // parse_frame() accepts exactly that shape (any TTL/TOS/id/DF), plus a nonzero UDP checksum if
-// it verifies, plus Ethernet padding up to the 60-byte minimum frame.
+// it verifies, plus Ethernet padding up to the 60-byte minimum frame. parse_ipv4_packet() applies
+// the same checks to an IPv4 packet without link header (a TUN device), padding not allowed.
 #include "txpath/frame.hpp"
 
 #include <cstring>
@@ -116,26 +117,23 @@ std::size_t FrameTemplate::write(std::span<std::byte> out, uint32_t sender,
   return bytes_.size();
 }
 
-std::optional<FrameInfo> parse_frame(std::span<const std::byte> frame) noexcept {
-  const std::size_t n = frame.size();
-  if (n < kHeadersLen + kMinPayload || n > kMaxFrame) return std::nullopt;
-  const std::byte* f = frame.data();
+namespace {
 
-  if (load16(f + 12) != kEtherTypeIpv4) return std::nullopt;
-
-  const std::byte* ip = f + kIpOff;
+// The IPv4 + UDP + payload checks shared by parse_frame() and parse_ipv4_packet(). `ip` points at
+// `l3_len` bytes; `padding_ok`: bytes after the IPv4 total length are tolerated (Ethernet padding).
+std::optional<FrameInfo> parse_ip(const std::byte* ip, std::size_t l3_len,
+                                  bool padding_ok) noexcept {
+  if (l3_len < kIpLen + kUdpLen + kMinPayload) return std::nullopt;
   if (u8(ip) != 0x45) return std::nullopt;  // IPv4 without options only
   const std::size_t ip_total = load16(ip + 2);
   if (ip_total < kIpLen + kUdpLen + kMinPayload) return std::nullopt;
-  const std::size_t l2_payload = n - kEthLen;
-  if (ip_total > l2_payload) return std::nullopt;  // truncated
-  // Trailing bytes are only legal as Ethernet padding up to the minimum frame size.
-  if (ip_total < l2_payload && n > kMinEthFrame) return std::nullopt;
+  if (ip_total > l3_len) return std::nullopt;  // truncated
+  if (ip_total < l3_len && !padding_ok) return std::nullopt;
   if ((load16(ip + 6) & 0x3fff) != 0) return std::nullopt;  // MF or a fragment offset
   if (u8(ip + 9) != kIpProtoUdp) return std::nullopt;
   if (ones_sum(ip, kIpLen) != 0xffff) return std::nullopt;  // header checksum
 
-  const std::byte* udp = f + kUdpOff;
+  const std::byte* udp = ip + kIpLen;
   const std::size_t udp_len = load16(udp + 4);
   if (udp_len != ip_total - kIpLen) return std::nullopt;
   if (const uint16_t csum = load16(udp + 6); csum != 0) {
@@ -146,7 +144,7 @@ std::optional<FrameInfo> parse_frame(std::span<const std::byte> frame) noexcept 
     if (ones_sum(udp, udp_len, sum) != 0xffff) return std::nullopt;
   }
 
-  const std::byte* payload = f + kPayloadOff;
+  const std::byte* payload = udp + kUdpLen;
   if (load32(payload) != kFrameMagic) return std::nullopt;
 
   FrameInfo info;
@@ -154,6 +152,23 @@ std::optional<FrameInfo> parse_frame(std::span<const std::byte> frame) noexcept 
   info.seq = load64(payload + 8);
   info.payload = udp_len - kUdpLen;
   return info;
+}
+
+}  // namespace
+
+std::optional<FrameInfo> parse_frame(std::span<const std::byte> frame) noexcept {
+  const std::size_t n = frame.size();
+  if (n < kHeadersLen + kMinPayload || n > kMaxFrame) return std::nullopt;
+  const std::byte* f = frame.data();
+  if (load16(f + 12) != kEtherTypeIpv4) return std::nullopt;
+  // Trailing bytes are only legal as Ethernet padding up to the minimum frame size.
+  return parse_ip(f + kIpOff, n - kEthLen, n <= kMinEthFrame);
+}
+
+std::optional<FrameInfo> parse_ipv4_packet(std::span<const std::byte> packet) noexcept {
+  const std::size_t n = packet.size();
+  if (n > kMaxFrame - kEthLen) return std::nullopt;
+  return parse_ip(packet.data(), n, false);
 }
 
 }  // namespace txpath

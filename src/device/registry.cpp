@@ -5,6 +5,11 @@
 //   null                    [mtu=N]
 //   nic                     [pkt=NS, doorbell=NS, ring=N, rate=GBIT, clean=N, bql=0|1, irq=NS, mtu=N]
 //   fault                   [busy=P, stop=P, stop_ns=NS, seed=N, mtu=N]
+//   pcap:FILE               frames appended to a nanosecond pcap file (FILE: the rest of
+//                           the spec after the first ':', non-empty)
+//   tun:IFNAME              a TUN interface (1..15 characters, no '/', no whitespace)
+//   afpacket:IFNAME         [ring=N (power of two, 8..65536), bypass=0|1]  AF_PACKET TX ring
+//   udp:HOST:PORT           [batch=N (1..1024)]  connected UDP socket; HOST may be [IPv6]
 // Numbers: unsigned decimal integers, except rate/busy/stop (decimal floating point). Ranges:
 // ring a power of two in [2, 2^20] (slot = index & mask, as real rings are sized); clean in
 // [1, ring]; rate in [1e-5, 1e4] Gbit/s; probabilities in [0, 1]; mtu in [68, 9000] (the IPv4
@@ -23,6 +28,7 @@
 #include "device/fault_device.hpp"
 #include "device/nic_device.hpp"
 #include "device/null_device.hpp"
+#include "device/real_devices.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 
@@ -30,7 +36,7 @@ namespace txpath {
 
 namespace {
 
-constexpr std::string_view kKnownKinds = "null, nic, fault";
+constexpr std::string_view kKnownKinds = "null, nic, fault, pcap, tun, afpacket, udp";
 
 // The spec as it appears inside an error message: control characters are replaced so that the
 // message stays one line whatever the user typed.
@@ -141,6 +147,62 @@ std::unique_ptr<Device> make_device(std::string_view spec) {
   if (kind.empty()) parser.fail("missing device kind (known: " + std::string(kKnownKinds) + ")");
 
   try {
+    if (kind == "pcap") {
+      // Everything after the first ':' is the path (it may hold ',', '=' or ':').
+      if (opts.empty()) parser.fail("missing file name (pcap:FILE)");
+      return make_pcap_device(PcapConfig{.path = std::string(opts)});  // DeviceError as is
+    }
+    if (kind == "tun") {
+      if (opts.empty()) parser.fail("missing interface name (tun:IFNAME)");
+      if (opts.size() > 15) parser.fail("interface name longer than 15 characters");
+      for (const char c : opts) {
+        if (c == '/' || c == ' ' || (c >= '\t' && c <= '\r')) {
+          parser.fail("invalid character in interface name");
+        }
+      }
+      return make_tun_device(TunConfig{.ifname = std::string(opts)});  // DeviceError as is
+    }
+    if (kind == "afpacket") {
+      // afpacket:IFNAME[,KEY=VALUE...]
+      const std::size_t comma = opts.find(',');
+      AfPacketConfig c;
+      c.ifname = std::string(opts.substr(0, comma));
+      if (c.ifname.empty()) parser.fail("missing interface name (afpacket:IFNAME)");
+      if (comma != std::string_view::npos) {
+        for (const auto& o : parser.options(opts.substr(comma + 1), kind, {"ring", "bypass"})) {
+          if (o.key == "ring") c.ring = static_cast<uint32_t>(parser.u64(o, 8, 65536));
+          else if (o.key == "bypass") c.bypass = parser.u64(o, 0, 1) != 0;
+        }
+      }
+      return make_afpacket_device(c);  // DeviceError as is
+    }
+    if (kind == "udp") {
+      // udp:HOST:PORT[,KEY=VALUE...], HOST an IPv4 address, a name, or [IPv6]
+      const std::size_t comma = opts.find(',');
+      const std::string_view addr = opts.substr(0, comma);
+      UdpConfig c;
+      std::string_view host, port;
+      if (addr.starts_with('[')) {
+        const std::size_t close = addr.find(']');
+        if (close == std::string_view::npos || close + 1 >= addr.size() || addr[close + 1] != ':')
+          parser.fail("expected udp:[IPV6]:PORT");
+        host = addr.substr(1, close - 1);
+        port = addr.substr(close + 2);
+      } else {
+        const std::size_t sep = addr.rfind(':');
+        if (sep == std::string_view::npos) parser.fail("expected udp:HOST:PORT");
+        host = addr.substr(0, sep);
+        port = addr.substr(sep + 1);
+      }
+      if (host.empty()) parser.fail("missing host (udp:HOST:PORT)");
+      c.host = std::string(host);
+      c.port = static_cast<uint16_t>(parser.u64({"port", port}, 1, 65535));
+      if (comma != std::string_view::npos) {
+        for (const auto& o : parser.options(opts.substr(comma + 1), kind, {"batch"}))
+          c.batch = static_cast<uint32_t>(parser.u64(o, 1, 1024));
+      }
+      return make_udp_device(c);  // DeviceError as is
+    }
     if (kind == "null") {
       uint32_t mtu = 1500;
       if (has_opts) {

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+#include "bench/real_path.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "device/afpacket_device.hpp"
+#include "device/udp_device.hpp"
+#include "txpath/error.hpp"
+#include "txpath/testbed.hpp"
+
+namespace txpath::bench_detail {
+
+namespace {
+
+std::string ipv4_text(uint32_t host_order) {
+  in_addr a{htonl(host_order)};
+  char buf[INET_ADDRSTRLEN];
+  return ::inet_ntop(AF_INET, &a, buf, sizeof buf) ? buf : "?";
+}
+
+}  // namespace
+
+std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& spec) {
+  KernelRoute r;
+  if (const auto* udp = dynamic_cast<const UdpDevice*>(&device)) {
+    std::memcpy(&r.addr, &udp->remote(), udp->remote_len());
+    r.len = udp->remote_len();
+    r.text = device.describe().substr(4);
+    return r;
+  }
+  if (const auto* af = dynamic_cast<const AfPacketDevice*>(&device)) {
+    const std::string& ifname = af->config().ifname;
+    if (!find_testbed(ifname))
+      throw ConfigError("strategy kernel on " + device.describe() +
+                        ": no testbed on " + ifname +
+                        " to send to (run `txpath testbed up`, or leave out the kernel row)");
+    auto* in = reinterpret_cast<sockaddr_in*>(&r.addr);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(spec.dst_port);
+    in->sin_addr.s_addr = htonl(spec.dst_ip);
+    r.len = sizeof(sockaddr_in);
+    r.bind_device = ifname;
+    r.text = ipv4_text(spec.dst_ip) + ":" + std::to_string(spec.dst_port) + " via " + ifname;
+    return r;
+  }
+  return std::nullopt;
+}
+
+KernelSender::KernelSender(const KernelRoute& route) {
+  const std::string what = "kernel row (" + route.text + ")";
+  fd_ = netif::Fd(::socket(route.addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd_) netif::fail_errno(what, "socket(UDP)", errno);
+  const int one = 1;
+  const bool v6 = route.addr.ss_family == AF_INET6;
+  if (::setsockopt(fd_.get(), v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_RECVERR : IP_RECVERR, &one,
+                   sizeof one) < 0)
+    netif::fail_errno(what, "setsockopt(IP_RECVERR)", errno);
+  if (!route.bind_device.empty() &&
+      ::setsockopt(fd_.get(), SOL_SOCKET, SO_BINDTODEVICE, route.bind_device.c_str(),
+                   static_cast<socklen_t>(route.bind_device.size())) < 0)
+    netif::fail_errno(what, "setsockopt(SO_BINDTODEVICE)", errno);
+  if (::connect(fd_.get(), reinterpret_cast<const sockaddr*>(&route.addr), route.len) < 0)
+    netif::fail_errno(what, "connect", errno);
+}
+
+KernelSender::Result KernelSender::send(std::span<const std::byte> payload) noexcept {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    if (::send(fd_.get(), payload.data(), payload.size(), 0) >= 0) return Result::sent;
+    // ECONNREFUSED: an ICMP error from an earlier datagram, reported now; this one was not
+    // sent, so try again. EINTR likewise. Anything else (ENOBUFS: the qdisc dropped it) is a
+    // drop, as the kernel's own counters would say.
+    if (errno != ECONNREFUSED && errno != EINTR) break;
+  }
+  return Result::dropped;
+}
+
+std::optional<SinkConfig> resolve_sink(const std::string& text, const Device& device,
+                                       const FrameSpec& frames) {
+  if (text == "none") return std::nullopt;
+  SinkConfig c;
+  c.absorb_port = frames.dst_port;
+  if (text != "auto") {
+    const std::size_t at = text.find('@');
+    c.ifname = text.substr(0, at);
+    if (at != std::string::npos) c.netns = text.substr(at + 1);
+    if (c.ifname.empty() || (at != std::string::npos && c.netns.empty()))
+      throw ConfigError("--sink: expected auto, none, IFNAME or IFNAME@NETNS, not \"" + text + "\"");
+    return c;
+  }
+  std::optional<TestbedInfo> tb;
+  if (const auto* af = dynamic_cast<const AfPacketDevice*>(&device)) {
+    tb = find_testbed(af->config().ifname);
+  } else if (dynamic_cast<const UdpDevice*>(&device) != nullptr) {
+    tb = find_testbed(TestbedConfig{}.host_if);
+    if (tb && tb->peer_ip != frames.dst_ip) tb.reset();
+  }
+  if (!tb) return std::nullopt;
+  c.ifname = tb->config.peer_if;
+  c.netns = tb->config.netns;
+  return c;
+}
+
+}  // namespace txpath::bench_detail

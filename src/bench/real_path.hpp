@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+// What the bench needs for real devices: the kernel row's route and senders, and the sink that
+// checks arrivals. Private to src/bench.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "device/netif.hpp"
+#include "txpath/device.hpp"
+#include "txpath/frame.hpp"
+#include "txpath/sink.hpp"
+
+namespace txpath::bench_detail {
+
+// Where the kernel row sends: the device's destination, through the device's interface.
+struct KernelRoute {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  std::string bind_device;  // SO_BINDTODEVICE, so the traffic crosses the same link
+  std::string text;         // "10.77.0.2:9000 via txp0"
+};
+
+// The route for a real device (afpacket, udp); nullopt for a model device (null, nic, ...).
+// Throws ConfigError when the device is real but has no destination (afpacket without a
+// testbed on its interface).
+std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& spec);
+
+// One kernel-row sender: its own connected, blocking UDP socket (as netperf UDP_STREAM), with
+// IP_RECVERR so that a qdisc drop is reported (ENOBUFS) and counted as dropped.
+class KernelSender {
+ public:
+  explicit KernelSender(const KernelRoute& route);  // throws DeviceError
+  enum class Result : uint8_t { sent, dropped };
+  Result send(std::span<const std::byte> payload) noexcept;
+
+ private:
+  netif::Fd fd_;
+};
+
+// The sink for `spec_text` ("auto", "none", "IF", "IF@NETNS"); nullopt for none.
+std::optional<SinkConfig> resolve_sink(const std::string& spec_text, const Device& device,
+                                       const FrameSpec& frames);
+
+}  // namespace txpath::bench_detail

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+#include "device/afpacket_device.hpp"
+
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <net/if.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "core/clock.hpp"
+#include "txpath/error.hpp"
+#include "txpath/pool.hpp"
+#include "txpath/testbed.hpp"
+
+namespace txpath {
+
+namespace {
+
+constexpr uint64_t kPollIdleNs = 50'000;     // completion "interrupt" while frames are in flight
+constexpr uint64_t kPollStoppedNs = 10'000;  // sooner while the queue is stopped or a kick failed
+constexpr uint32_t kMinRing = 8, kMaxRing = 65536;
+constexpr int kSndBuf = 8 << 20;             // socket send buffer: skbs of in-flight frames
+
+uint32_t load_status(const tpacket2_hdr* h) noexcept {
+  // acquire: pairs with the kernel's write barrier before it stores AVAILABLE (the frame is
+  // ours again only after the kernel is done reading it).
+  return std::atomic_ref<uint32_t>(const_cast<tpacket2_hdr*>(h)->tp_status)
+      .load(std::memory_order_acquire);
+}
+
+void store_status(tpacket2_hdr* h, uint32_t status) noexcept {
+  // release: pairs with the kernel's read barrier after it sees SEND_REQUEST (it must see the
+  // frame data and tp_len written before).
+  std::atomic_ref<uint32_t>(h->tp_status).store(status, std::memory_order_release);
+}
+
+}  // namespace
+
+AfPacketDevice::Mapping::~Mapping() {
+  if (addr && addr != MAP_FAILED) ::munmap(addr, len);
+}
+
+AfPacketDevice::AfPacketDevice(const AfPacketConfig& config)
+    : Device(1500), cfg_(config), spec_(describe()) {
+  if (cfg_.ring < kMinRing || cfg_.ring > kMaxRing || !std::has_single_bit(cfg_.ring))
+    netif::fail(spec_, "ring=" + std::to_string(cfg_.ring) + " must be a power of two in [" +
+                           std::to_string(kMinRing) + ", " + std::to_string(kMaxRing) + "]");
+  ifc_ = netif::lookup(spec_, cfg_.ifname);
+  if (ifc_.arp_type != 1)  // ARPHRD_ETHER: our frames carry an Ethernet header
+    netif::fail(spec_, "interface '" + cfg_.ifname + "' is not an Ethernet device (link type " +
+                           std::to_string(ifc_.arp_type) + ")");
+  set_mtu(ifc_.mtu);
+
+  fd_ = netif::Fd(::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0));  // protocol 0: receive nothing
+  if (!fd_) netif::fail_errno(spec_, "socket(AF_PACKET)", errno);
+  const int version = TPACKET_V2;
+  if (::setsockopt(fd_.get(), SOL_PACKET, PACKET_VERSION, &version, sizeof version) < 0)
+    netif::fail_errno(spec_, "setsockopt(PACKET_VERSION, TPACKET_V2)", errno);
+  const int one = 1;
+  if (cfg_.bypass &&
+      ::setsockopt(fd_.get(), SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) < 0)
+    netif::fail_errno(spec_, "setsockopt(PACKET_QDISC_BYPASS)", errno);
+  if (::setsockopt(fd_.get(), SOL_PACKET, PACKET_LOSS, &one, sizeof one) < 0)
+    netif::fail_errno(spec_, "setsockopt(PACKET_LOSS)", errno);
+  // Best effort: the default send buffer holds only ~100 in-flight frames' skbs.
+  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUFFORCE, &kSndBuf, sizeof kSndBuf) < 0)
+    (void)::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUF, &kSndBuf, sizeof kSndBuf);
+
+  // Frames: a power of two that holds the header and the largest frame; blocks: one page, or
+  // one frame when a frame is larger than a page. Either way frame i sits at i * frame_size.
+  data_offset_ = TPACKET2_HDRLEN - sizeof(sockaddr_ll);
+  frame_size_ = std::bit_ceil(data_offset_ + max_frame_len());
+  const auto page = static_cast<uint32_t>(::sysconf(_SC_PAGESIZE));
+  const uint32_t block = std::max(page, frame_size_);
+  tpacket_req req{};
+  req.tp_block_size = block;
+  req.tp_frame_size = frame_size_;
+  req.tp_frame_nr = cfg_.ring;
+  req.tp_block_nr = static_cast<unsigned>(static_cast<uint64_t>(cfg_.ring) * frame_size_ / block);
+  if (req.tp_block_nr == 0) req.tp_block_nr = 1, req.tp_frame_nr = block / frame_size_;
+  if (::setsockopt(fd_.get(), SOL_PACKET, PACKET_TX_RING, &req, sizeof req) < 0)
+    netif::fail_errno(spec_, "setsockopt(PACKET_TX_RING)", errno);
+  ring_.len = static_cast<std::size_t>(req.tp_block_size) * req.tp_block_nr;
+  ring_.addr = ::mmap(nullptr, ring_.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
+  if (ring_.addr == MAP_FAILED) netif::fail_errno(spec_, "mmap(TX ring)", errno);
+  mask_ = req.tp_frame_nr - 1;
+
+  sockaddr_ll bind_addr{};
+  bind_addr.sll_family = AF_PACKET;
+  bind_addr.sll_protocol = 0;
+  bind_addr.sll_ifindex = ifc_.index;
+  if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&bind_addr), sizeof bind_addr) < 0)
+    netif::fail_errno(spec_, "bind to '" + cfg_.ifname + "'", errno);
+  dest_.sll_family = AF_PACKET;
+  dest_.sll_protocol = htons(ETH_P_IP);
+  dest_.sll_ifindex = ifc_.index;
+  dest_.sll_halen = 6;
+}
+
+AfPacketDevice::~AfPacketDevice() {
+  // Whatever was copied but not yet announced goes out now (the doorbell contract), then its
+  // buffers return to their pools; frames still in the kernel's hands complete on their own.
+  std::lock_guard lock(tx_lock());
+  if (!pending_.empty()) doorbell();
+}
+
+std::string AfPacketDevice::describe() const {
+  std::string s = "afpacket:" + cfg_.ifname;
+  if (cfg_.ring != AfPacketConfig{}.ring) s += ",ring=" + std::to_string(cfg_.ring);
+  if (cfg_.bypass != AfPacketConfig{}.bypass) s += cfg_.bypass ? ",bypass=1" : ",bypass=0";
+  return s;
+}
+
+tpacket2_hdr* AfPacketDevice::frame(uint64_t index) const noexcept {
+  return reinterpret_cast<tpacket2_hdr*>(static_cast<std::byte*>(ring_.addr) +
+                                         (index & mask_) * frame_size_);
+}
+
+void AfPacketDevice::address_frames(FrameSpec& spec) const {
+  spec.src_mac = ifc_.mac;
+  if (auto tb = find_testbed(cfg_.ifname)) {
+    spec.dst_mac = tb->peer_mac;
+    spec.src_ip = tb->host_ip;
+    spec.dst_ip = tb->peer_ip;
+  }
+}
+
+void AfPacketDevice::reap() noexcept {
+  uint64_t n = 0;
+  while (head_ != tail_) {
+    tpacket2_hdr* h = frame(head_);
+    const uint32_t status = load_status(h);
+    if (status == TP_STATUS_AVAILABLE) {
+      // done
+    } else if (status & TP_STATUS_WRONG_FORMAT) {
+      tx_errors_.add(1);                         // cannot happen with PACKET_LOSS; be safe
+      store_status(h, TP_STATUS_AVAILABLE);
+    } else {
+      break;                                     // SEND_REQUEST or SENDING: still the kernel's
+    }
+    ++head_;
+    ++n;
+  }
+  if (n && drv_stopped_ && mask_ + 1 - used() >= (mask_ + 1) / 4) {
+    drv_stopped_ = false;
+    wake_queue();
+  }
+}
+
+void AfPacketDevice::kick() noexcept {
+  const ssize_t r = ::sendto(fd_.get(), nullptr, 0, MSG_DONTWAIT,
+                             reinterpret_cast<const sockaddr*>(&dest_), sizeof dest_);
+  if (r >= 0) {
+    kick_needed_ = false;
+    return;
+  }
+  // The frames the kernel did not take stay SEND_REQUEST: the next kick sends them.
+  kick_needed_ = true;
+  if (errno != EAGAIN && errno != ENOBUFS && errno != EINTR)
+    kick_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+}
+
+void AfPacketDevice::doorbell() noexcept {
+  doorbells_.add(1);
+  kick();
+  const uint64_t n = pending_.size();
+  free_packets(std::move(pending_));  // the data was copied into the ring
+  completed_.add(n);
+  last_activity_ns_ = now_ns();
+}
+
+XmitResult AfPacketDevice::xmit(Packet* p, bool more) noexcept {
+  if (used() > mask_) {
+    reap();
+    if (used() > mask_) {
+      drv_stopped_ = true;
+      stop_queue();
+      if (!pending_.empty() || kick_needed_) doorbell();
+      busy_.add(1);
+      publish_hints();
+      return XmitResult::busy;
+    }
+  }
+  tpacket2_hdr* h = frame(tail_);
+  std::memcpy(reinterpret_cast<std::byte*>(h) + data_offset_, p->data, p->len);
+  h->tp_len = p->len;
+  store_status(h, TP_STATUS_SEND_REQUEST);
+  ++tail_;
+  tx_packets_.add(1);
+  tx_bytes_.add(p->len);
+  pending_.push_back(p);
+  bool ring = !more;
+  if (used() > mask_) {
+    reap();  // clean before stopping, as drivers do
+    if (used() > mask_) {
+      drv_stopped_ = true;
+      stop_queue();
+      ring = true;
+    }
+  }
+  if (ring) {
+    doorbell();
+    reap();
+  }
+  publish_hints();
+  return XmitResult::ok;
+}
+
+void AfPacketDevice::poll() noexcept {
+  std::lock_guard lock(tx_lock());
+  if (kick_needed_) kick();
+  reap();
+  last_activity_ns_ = now_ns();
+  publish_hints();
+}
+
+void AfPacketDevice::publish_hints() noexcept {
+  const uint64_t outstanding = used();
+  // relaxed (both): hints; see the member comment.
+  in_flight_.store(outstanding, std::memory_order_relaxed);
+  uint64_t next = 0;
+  if (outstanding || kick_needed_)
+    next = last_activity_ns_ + (drv_stopped_ || kick_needed_ ? kPollStoppedNs : kPollIdleNs);
+  next_poll_.store(next, std::memory_order_relaxed);
+}
+
+uint64_t AfPacketDevice::next_poll_ns() const noexcept {
+  return next_poll_.load(std::memory_order_relaxed);  // relaxed: a hint (see publish_hints)
+}
+
+uint64_t AfPacketDevice::in_flight() const noexcept {
+  return in_flight_.load(std::memory_order_relaxed);  // relaxed: a hint (see publish_hints)
+}
+
+std::unique_ptr<Device> make_afpacket_device(const AfPacketConfig& config) {
+  return std::make_unique<AfPacketDevice>(config);
+}
+
+}  // namespace txpath

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+// `afpacket:IFNAME[,ring=N][,bypass=0|1]`: AF_PACKET with a PACKET_TX_RING (TPACKET_V2).
+//
+// The ring is the NIC's descriptor ring, the send() kick is the doorbell:
+//  * xmit() copies the frame into the next ring frame, sets its tp_len and then its tp_status to
+//    TP_STATUS_SEND_REQUEST; with `more` it stops there (xmit_more), so that one kick sends the
+//    whole batch. The kernel (packet_sendmsg → tpacket_snd) walks the frames marked
+//    SEND_REQUEST from its own ring position, turns each into an skb, marks it SENDING and hands
+//    it to the driver (with bypass: dev_direct_xmit, past the kernel's qdisc; without: through
+//    dev_queue_xmit and whatever qdisc `tc` has on the interface); the skb's destructor marks
+//    the frame AVAILABLE again. That status change is our TX completion.
+//  * The packet's buffer goes back to its pool at the doorbell, as the data was copied; ring
+//    frames stay "in flight" until the kernel marks them AVAILABLE.
+//  * Ring full: reap completions; if still full, stop the queue, kick, return busy. poll()
+//    (the queue's service thread) reaps, retries a kick the kernel refused (EAGAIN/ENOBUFS: no
+//    socket buffer or the driver was busy; the frames stay SEND_REQUEST and are sent by the next
+//    kick) and wakes the queue when a quarter of the ring is free, as NIC drivers do.
+//  * The kick uses MSG_DONTWAIT, so xmit() never sleeps under tx_lock.
+//
+// Memory ordering (the ring is shared with the kernel): tp_status is written with a release
+// store after the frame data and tp_len (pairs with the kernel's read barrier before it reads a
+// SEND_REQUEST frame), and read with an acquire load when reaping (pairs with the kernel's write
+// barrier before it sets AVAILABLE, so that the frame may be reused).
+//
+// PACKET_LOSS is set: a frame the kernel cannot send (malformed) is marked AVAILABLE and skipped
+// instead of stalling the ring. xmit() only ever sees frames TxQueue admitted (<= MTU + 14).
+#pragma once
+
+#include <linux/if_packet.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "device/netif.hpp"
+#include "device/real_devices.hpp"
+#include "txpath/device.hpp"
+#include "txpath/packet.hpp"
+
+namespace txpath {
+
+class AfPacketDevice final : public Device {
+ public:
+  // Throws DeviceError (one line) if the interface is missing or the kernel refuses the socket,
+  // the ring or an option; ConfigError for a ring size that is not a power of two in range.
+  explicit AfPacketDevice(const AfPacketConfig& config);
+  ~AfPacketDevice() override;
+
+  std::string_view kind() const noexcept override { return "afpacket"; }
+  std::string describe() const override;
+  XmitResult xmit(Packet* p, bool more) noexcept override;
+  void poll() noexcept override;
+  uint64_t next_poll_ns() const noexcept override;
+  uint64_t in_flight() const noexcept override;
+  void address_frames(FrameSpec& spec) const override;
+  const AfPacketConfig& config() const noexcept { return cfg_; }
+
+  // Kicks the kernel refused with something other than EAGAIN/ENOBUFS (e.g. ENETDOWN); the
+  // frames stay queued in the ring and are retried.
+  uint64_t kick_errors() const noexcept { return kick_errors_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Mapping {
+    void* addr = nullptr;
+    std::size_t len = 0;
+    ~Mapping();
+  };
+
+  tpacket2_hdr* frame(uint64_t index) const noexcept;
+  uint64_t used() const noexcept { return tail_ - head_; }
+  void reap() noexcept;
+  void doorbell() noexcept;
+  void kick() noexcept;
+  void publish_hints() noexcept;
+
+  const AfPacketConfig cfg_;
+  const std::string spec_;
+  netif::Interface ifc_;
+  netif::Fd fd_;
+  Mapping ring_;
+  uint32_t frame_size_ = 0;   // power of two; frames tile the mapping exactly
+  uint32_t data_offset_ = 0;  // frame data starts here (TPACKET2_HDRLEN - sizeof(sockaddr_ll))
+  uint64_t mask_ = 0;
+  sockaddr_ll dest_{};        // the kick's address: interface and protocol (ETH_P_IP)
+
+  // Guarded by tx_lock. Ring indices, monotonically increasing; frame = index & mask_.
+  //   [head_, tail_)  frames handed to the kernel (SEND_REQUEST, SENDING) or not yet reaped
+  uint64_t head_ = 0;
+  uint64_t tail_ = 0;
+  PacketList pending_;        // copied since the last doorbell; freed at the doorbell
+  bool kick_needed_ = false;  // a kick was refused: frames wait in SEND_REQUEST
+  bool drv_stopped_ = false;
+  uint64_t last_activity_ns_ = 0;
+
+  // Lock-free hints for next_poll_ns()/in_flight(); written under tx_lock by publish_hints(),
+  // read relaxed by the service thread and drain(): a stale value only delays a poll.
+  std::atomic<uint64_t> next_poll_{0};
+  std::atomic<uint64_t> in_flight_{0};
+  std::atomic<uint64_t> kick_errors_{0};  // relaxed: a statistic
+};
+
+}  // namespace txpath

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+// `pcap:FILE`: every frame the driver loop transmits is appended to a classic pcap file, the
+// nanosecond variant, which tcpdump/Wireshark read (tcpdump -r FILE).
+//
+// Origin: txpath's own device, written from the published pcap file format (the libpcap
+// "savefile" layout, as documented in pcap-savefile(5)): a 24-byte global header — magic
+// 0xa1b23c4d (nanosecond timestamps) in the writer's byte order, version 2.4, thiszone 0,
+// sigfigs 0, snaplen 65535, linktype 1 (LINKTYPE_ETHERNET) — then per frame a 16-byte record
+// header (ts_sec, ts_nsec, incl_len, orig_len, host byte order) and the frame bytes.
+//
+// Model (like `null`, with a file behind it):
+//  * The file is created (or truncated) and the global header written at construction; failure
+//    throws DeviceError "device 'pcap:PATH': cannot create: <strerror>".
+//  * xmit() stamps the frame with CLOCK_REALTIME (clamped so that timestamps never go back when
+//    the wall clock is stepped), copies record header + frame into a buffer preallocated at
+//    construction and keeps the packet on a pending list.
+//  * The doorbell — a packet accepted with more == false, or a buffer too full for the next
+//    largest record — writes the buffer with write(2) (looping over partial writes and EINTR)
+//    and completes every pending packet at once: free_packets() + `completed`. The file is the
+//    wire, so the doorbell is also the completion; never busy, never stops, no BQL.
+//  * A write error does not throw: the packets of that batch (accepted, hence counted as sent
+//    upstream) are counted in `tx_errors`, the errno is kept (write_error()), and every later
+//    batch is counted in `tx_errors` too without being written — after a failed or partial
+//    write the file may end mid-record, and appending to it would only produce garbage.
+//  * The destructor flushes what is still pending and closes the file.
+//
+// Invariants: tx_packets == completed + pending (exact under tx_lock; in_flight() clamps the
+// relaxed difference); every accepted packet is written exactly once, or counted in tx_errors;
+// records appear in the file in xmit order; nothing is allocated after construction.
+//
+// Memory ordering: all state is guarded by tx_lock (xmit by the driver-loop owner; there is no
+// completion side). The counters are SingleWriterCounter (relaxed reads for stats()).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "device/real_devices.hpp"
+#include "txpath/device.hpp"
+#include "txpath/packet.hpp"
+
+namespace txpath {
+
+class PcapDevice final : public Device {
+ public:
+  static constexpr uint32_t kMagicNs = 0xa1b23c4d;   // nanosecond-resolution pcap
+  static constexpr uint32_t kSnaplen = 65535;
+  static constexpr uint32_t kLinktypeEthernet = 1;
+  static constexpr std::size_t kGlobalHeaderLen = 24;
+  static constexpr std::size_t kRecordHeaderLen = 16;
+  static constexpr std::size_t kBufferBytes = 256 * 1024;
+
+  // Throws DeviceError (one line) if the file cannot be created or the header not written.
+  explicit PcapDevice(const PcapConfig& config, uint32_t mtu = 1500);
+  ~PcapDevice() override;
+
+  std::string_view kind() const noexcept override { return "pcap"; }
+  std::string describe() const override { return "pcap:" + path_; }
+  XmitResult xmit(Packet* p, bool more) noexcept override;
+  uint64_t in_flight() const noexcept override;
+
+  // errno of the first failed write (0 if none). Read under tx_lock or at a quiescent point.
+  int write_error() const noexcept { return write_errno_; }
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  // The doorbell: writes the buffer, completes the pending packets. Caller holds tx_lock.
+  void flush() noexcept;
+
+  const std::string path_;
+  int fd_ = -1;
+  std::unique_ptr<std::byte[]> buf_;  // kBufferBytes, allocated once
+  std::size_t used_ = 0;              // bytes of buf_ not yet written
+  PacketList pending_;                // copied into buf_, not yet completed; guarded by tx_lock
+  int write_errno_ = 0;               // first write error; once set, nothing more is written
+  uint64_t last_ts_ns_ = 0;           // last timestamp written (CLOCK_REALTIME ns), for the clamp
+};
+
+}  // namespace txpath

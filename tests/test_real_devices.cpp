@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: MIT
+// The afpacket and udp devices on a real veth testbed, checked at a real sink; the bench's kernel
+// row. Needs root: skipped with a message outside CI when not root, failed in CI (CI is root).
+//
+// Each test makes its own testbed with names derived from the process id (ctest runs tests in
+// parallel, one process per test) and removes it in TearDown. Frame counts stay below the veth
+// receive backlog (netdev_max_backlog, 1000 per CPU), so no frame can be lost on the link even
+// if the receive softirq is late: the tests can demand exact arrival.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "device/netif.hpp"
+#include "txpath/bench.hpp"
+#include "txpath/device.hpp"
+#include "txpath/error.hpp"
+#include "txpath/frame.hpp"
+#include "txpath/pool.hpp"
+#include "txpath/sink.hpp"
+#include "txpath/testbed.hpp"
+#include "txpath/txqueue.hpp"
+
+using namespace txpath;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Skips (outside CI) or fails (in CI, which runs as root) the calling test unless root.
+#define REQUIRE_ROOT()                                                                    \
+  do {                                                                                    \
+    if (::geteuid() != 0) {                                                               \
+      if (std::getenv("CI") != nullptr) FAIL() << "CI runs as root; this test needs root"; \
+      GTEST_SKIP() << "needs root (veth, network namespaces, AF_PACKET)";                 \
+    }                                                                                     \
+  } while (0)
+
+TestbedConfig unique_testbed() {
+  const int id = static_cast<int>(::getpid() % 100000);
+  TestbedConfig c;
+  c.host_if = "rd" + std::to_string(id) + "h";
+  c.peer_if = "rd" + std::to_string(id) + "p";
+  c.netns = "txpath-rd" + std::to_string(id);
+  const int net = id % 250;
+  c.host_addr = "10.79." + std::to_string(net) + ".1/24";
+  c.peer_addr = "10.79." + std::to_string(net) + ".2/24";
+  return c;
+}
+
+std::string ip_text(uint32_t host_order) {
+  in_addr a{htonl(host_order)};
+  char buf[INET_ADDRSTRLEN];
+  return ::inet_ntop(AF_INET, &a, buf, sizeof buf);
+}
+
+class RealDevice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_ROOT();
+    cfg_ = unique_testbed();
+    info_ = testbed_up(cfg_);
+    up_ = true;
+  }
+  void TearDown() override {
+    if (up_) testbed_down(cfg_);
+  }
+
+  std::unique_ptr<Sink> sink() {
+    auto s = std::make_unique<Sink>(SinkConfig{.ifname = cfg_.peer_if, .netns = cfg_.netns});
+    s->start();
+    return s;
+  }
+
+  // `senders` threads send `per_sender` frames each through a TxQueue over `dev`, then drain.
+  TxQueueStats send_through(Device& dev, const std::string& strategy, int senders,
+                            uint64_t per_sender, std::size_t payload = 64) {
+    Pool pool(PoolConfig{.packets = 4096, .buffer_size = 2048, .cache_size = 16});
+    FrameSpec spec;
+    spec.payload = payload;
+    dev.address_frames(spec);
+    const FrameTemplate tmpl(spec);
+    frame_len_ = tmpl.size();
+    TxQueueConfig qc;
+    qc.strategy = strategy;
+    qc.qdisc = "pfifo limit 100000";  // nothing dropped by the qdisc: every frame must arrive
+    auto q = TxQueue::create(dev, qc);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < senders; ++t) {
+      threads.emplace_back([&, t] {
+        Pool::Cache cache(pool);
+        for (uint64_t seq = 0; seq < per_sender;) {
+          Packet* p = cache.get();
+          if (!p) {
+            std::this_thread::yield();
+            continue;
+          }
+          p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq));
+          EXPECT_NE(q->send(p), SendStatus::too_big);
+          ++seq;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_TRUE(q->drain(20s)) << strategy;
+    return q->stats();
+  }
+
+  void expect_all_arrived(const Sink& s, int senders, uint64_t per_sender, bool l2 = true) {
+    const uint64_t total = static_cast<uint64_t>(senders) * per_sender;
+    EXPECT_TRUE(s.wait_for(total, 2s, 20s));
+    const SinkReport r = s.report();
+    EXPECT_EQ(r.received, total);
+    EXPECT_EQ(r.lost, 0u);
+    EXPECT_EQ(r.duplicated, 0u);
+    EXPECT_EQ(r.out_of_order, 0u);
+    ASSERT_EQ(r.senders.size(), static_cast<std::size_t>(senders));
+    for (const auto& c : r.senders) {
+      EXPECT_EQ(c.received, per_sender) << "sender " << c.sender;
+      EXPECT_EQ(c.max_seq, per_sender - 1) << "sender " << c.sender;
+      if (l2) EXPECT_EQ(c.bytes, per_sender * frame_len_) << "sender " << c.sender;
+    }
+  }
+
+  TestbedConfig cfg_;
+  TestbedInfo info_;
+  bool up_ = false;
+  std::size_t frame_len_ = 0;
+};
+
+TEST_F(RealDevice, AfPacketFramesArriveOnceInOrderForEveryStrategy) {
+  if (!up_) return;
+  auto s = sink();
+  for (const std::string strategy : {"busylock", "nolock", "llist", "drainer"}) {
+    s->reset();
+    auto dev = make_device("afpacket:" + cfg_.host_if);
+    EXPECT_EQ(dev->kind(), "afpacket");
+    EXPECT_EQ(dev->mtu(), cfg_.mtu);
+    const TxQueueStats st = send_through(*dev, strategy, 3, 250);
+    EXPECT_EQ(st.sent, 750u) << strategy;
+    EXPECT_EQ(st.dropped, 0u) << strategy;
+    EXPECT_EQ(st.device.tx_packets, 750u) << strategy;
+    EXPECT_EQ(st.device.tx_errors, 0u) << strategy;
+    EXPECT_EQ(dev->in_flight(), 0u) << strategy;
+    SCOPED_TRACE(strategy);
+    expect_all_arrived(*s, 3, 250);
+  }
+}
+
+TEST_F(RealDevice, AfPacketFramesCarryTheTestbedAddresses) {
+  if (!up_) return;
+  auto dev = make_device("afpacket:" + cfg_.host_if);
+  FrameSpec spec;
+  dev->address_frames(spec);
+  EXPECT_EQ(spec.src_mac, info_.host_mac);
+  EXPECT_EQ(spec.dst_mac, info_.peer_mac);
+  EXPECT_EQ(spec.src_ip, info_.host_ip);
+  EXPECT_EQ(spec.dst_ip, info_.peer_ip);
+}
+
+TEST_F(RealDevice, AfPacketRingFullStopsTheQueueAndCompletionWakesIt) {
+  if (!up_) return;
+  auto dev = make_device("afpacket:" + cfg_.host_if + ",ring=8");
+  std::atomic<int> wakes{0};
+  dev->set_wake_handler([&] { wakes.fetch_add(1); });
+  Pool pool(PoolConfig{.packets = 64, .buffer_size = 2048, .cache_size = 0});
+  FrameSpec spec;
+  dev->address_frames(spec);
+  const FrameTemplate tmpl(spec);
+  auto frame = [&](uint64_t seq) {
+    Packet* p = pool.get();
+    p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), 0, seq));
+    return p;
+  };
+  auto s = sink();
+  {
+    std::lock_guard lock(dev->tx_lock());
+    // Seven frames with xmit_more: written into the ring, not yet announced to the kernel.
+    for (uint64_t i = 0; i < 7; ++i) ASSERT_EQ(dev->xmit(frame(i), true), XmitResult::ok);
+    EXPECT_FALSE(dev->stopped());
+    EXPECT_EQ(dev->stats().doorbells, 0u);
+    // The eighth fills the ring: the driver stops the queue and rings the doorbell itself.
+    // (The kernel may complete the frames inside that very kick — veth delivers in the
+    // sender's softirq — and then the reap right after it wakes the queue again.)
+    ASSERT_EQ(dev->xmit(frame(7), true), XmitResult::ok);
+    EXPECT_EQ(dev->stats().stops, 1u);
+    EXPECT_EQ(dev->stats().doorbells, 1u);
+    EXPECT_EQ(dev->stopped() ? 0 : 1, wakes.load());
+  }
+  // Completion (the kernel marks the frames AVAILABLE) reaped by poll() wakes the queue.
+  for (int i = 0; i < 10'000 && dev->stopped(); ++i) {
+    dev->poll();
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_FALSE(dev->stopped());
+  EXPECT_EQ(wakes.load(), 1);
+  {
+    std::lock_guard lock(dev->tx_lock());
+    ASSERT_EQ(dev->xmit(frame(8), false), XmitResult::ok);
+  }
+  EXPECT_TRUE(s->wait_for(9, 2s, 20s));
+  const SinkReport r = s->report();
+  EXPECT_EQ(r.received, 9u);
+  EXPECT_EQ(r.out_of_order, 0u);
+  EXPECT_EQ(pool.free_count(), 64u) << "every buffer returned at the doorbell";
+}
+
+TEST_F(RealDevice, AfPacketThroughTheKernelQdiscWithBypassOff) {
+  if (!up_) return;
+  auto s = sink();
+  auto dev = make_device("afpacket:" + cfg_.host_if + ",bypass=0");
+  EXPECT_EQ(dev->describe(), "afpacket:" + cfg_.host_if + ",bypass=0");
+  const TxQueueStats st = send_through(*dev, "busylock", 2, 200);
+  EXPECT_EQ(st.sent, 400u);
+  expect_all_arrived(*s, 2, 200);
+}
+
+TEST_F(RealDevice, UdpFramesArriveOnceInOrder) {
+  if (!up_) return;
+  auto s = sink();
+  const std::string spec = "udp:" + ip_text(info_.peer_ip) + ":9000";
+  for (const std::string strategy : {"busylock", "drainer"}) {
+    s->reset();
+    auto dev = make_device(spec);
+    EXPECT_EQ(dev->describe(), spec);
+    const TxQueueStats st = send_through(*dev, strategy, 3, 200);
+    EXPECT_EQ(st.sent, 600u);
+    EXPECT_EQ(st.device.tx_errors, 0u);
+    SCOPED_TRACE(strategy);
+    // The kernel writes its own headers (IP id, UDP checksum): the sink parses what arrives,
+    // the byte count is the kernel's frame, the same length as ours.
+    expect_all_arrived(*s, 3, 200);
+  }
+}
+
+TEST_F(RealDevice, BenchKernelRowRunsBesideTxpathAndTheSinkChecksEveryRow) {
+  if (!up_) return;
+  BenchConfig cfg;
+  cfg.strategies = {"busylock", "drainer"};
+  cfg.threads = {2};
+  cfg.duration_s = 0.05;
+  cfg.repeat = 1;
+  cfg.device = "afpacket:" + cfg_.host_if;
+  const auto points = run_bench(cfg);
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[2].strategy, kKernelStrategy);
+  for (const auto& p : points) {
+    SCOPED_TRACE(p.strategy);
+    EXPECT_TRUE(p.conserved);
+    EXPECT_TRUE(p.sink_checked);
+    EXPECT_GT(p.sent, 0u);
+    EXPECT_GT(p.sink_received, 0u);
+    EXPECT_LE(p.sink_received, p.sent);
+    EXPECT_EQ(p.sink_received + p.sink_lost, p.sent);
+    EXPECT_EQ(p.sink_duplicated, 0u);
+    EXPECT_EQ(p.sink_out_of_order, 0u);
+    EXPECT_TRUE(p.delivered);
+    EXPECT_GT(p.vs_kernel_mpps, 0);
+  }
+  EXPECT_DOUBLE_EQ(points[2].vs_kernel_mpps, 1.0);
+}
+
+TEST_F(RealDevice, BenchNamesKernelRowWithoutTestbedAsAnError) {
+  if (!up_) return;
+  BenchConfig cfg;
+  cfg.strategies = {"kernel"};
+  cfg.threads = {1};
+  cfg.device = "null";
+  EXPECT_THROW(resolve_bench_config(cfg), ConfigError);
+  // A real Ethernet device, but no testbed on it to send to.
+  const std::string dummy = "rd" + std::to_string(::getpid() % 100000) + "d";
+  ASSERT_EQ(std::system(("ip link add " + dummy + " type veth peer name " + dummy + "x").c_str()), 0);
+  cfg.device = "afpacket:" + dummy;
+  try {
+    resolve_bench_config(cfg);
+    ADD_FAILURE() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no testbed on " + dummy), std::string::npos) << e.what();
+  }
+  // Without naming it, the kernel row is simply not added there.
+  cfg.strategies = {"busylock"};
+  EXPECT_EQ(resolve_bench_config(cfg).strategies, std::vector<std::string>{"busylock"});
+  std::system(("ip link del " + dummy).c_str());
+}
+
+// --- without root -----------------------------------------------------------------------------
+
+TEST(RealDeviceErrors, MissingInterfaceIsOneLineNamingDeviceAndCause) {
+  for (const std::string spec : {"afpacket:nosuch0", "tun:"}) {
+    try {
+      make_device(spec);
+      ADD_FAILURE() << spec;
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find('\n'), std::string::npos);
+      EXPECT_EQ(what.rfind("device '" + spec + "'", 0), 0u) << what;
+    }
+  }
+  if (::geteuid() == 0) {
+    try {
+      make_device("afpacket:nosuch0");
+    } catch (const DeviceError& e) {
+      EXPECT_NE(std::string(e.what()).find("no such interface 'nosuch0'"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(RealDeviceErrors, BadSpecsAreConfigErrors) {
+  for (const std::string spec :
+       {"afpacket:", "afpacket:lo,ring=3", "afpacket:lo,ring=7", "afpacket:lo,bypass=2",
+        "afpacket:lo,color=1", "afpacket:this-name-is-far-too-long", "udp:", "udp:10.0.0.1",
+        "udp:10.0.0.1:0", "udp:10.0.0.1:70000", "udp::9000", "udp:[::1:9000", "udp:10.0.0.1:9,batch=0",
+        "udp:10.0.0.1:9,depth=3"}) {
+    try {
+      make_device(spec);
+      ADD_FAILURE() << "accepted " << spec;
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      EXPECT_EQ(what.rfind("device '" + spec + "'", 0), 0u) << what;
+    }
+  }
+}
+
+// udp over loopback needs no privilege: a receiving socket checks payloads and order.
+TEST(UdpDevice, LoopbackPayloadsArriveInOrderAndBuffersReturn) {
+  netif::Fd rx(::socket(AF_INET, SOCK_DGRAM, 0));
+  ASSERT_TRUE(rx);
+  const int big = 8 << 20;
+  ::setsockopt(rx.get(), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
+  ::setsockopt(rx.get(), SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(rx.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(rx.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const uint16_t port = ntohs(a.sin_port);
+  timeval tv{2, 0};
+  ::setsockopt(rx.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+
+  auto dev = make_device("udp:127.0.0.1:" + std::to_string(port) + ",batch=16");
+  EXPECT_EQ(dev->describe(), "udp:127.0.0.1:" + std::to_string(port) + ",batch=16");
+  FrameSpec spec;
+  spec.payload = 100;
+  dev->address_frames(spec);
+  EXPECT_EQ(spec.dst_port, port);
+  EXPECT_EQ(spec.dst_ip, INADDR_LOOPBACK);
+  const FrameTemplate tmpl(spec);
+  Pool pool(PoolConfig{.packets = 1024, .buffer_size = 2048, .cache_size = 0});
+  constexpr uint64_t kFrames = 300;  // well within the receive buffer
+  {
+    auto q = TxQueue::create(*dev, {.strategy = "busylock", .qdisc = "pfifo limit 10000"});
+    for (uint64_t i = 0; i < kFrames; ++i) {
+      Packet* p = pool.get();
+      ASSERT_NE(p, nullptr);
+      p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), 7, i));
+      ASSERT_EQ(q->send(p), SendStatus::queued);
+    }
+    ASSERT_TRUE(q->drain(10s));
+    EXPECT_EQ(q->stats().sent, kFrames);
+  }
+  std::vector<std::byte> want(tmpl.size()), got(4096);
+  for (uint64_t i = 0; i < kFrames; ++i) {
+    const ssize_t n = ::recv(rx.get(), got.data(), got.size(), 0);
+    ASSERT_EQ(n, static_cast<ssize_t>(spec.payload)) << "datagram " << i;
+    tmpl.write(want, 7, i);
+    ASSERT_EQ(std::memcmp(got.data(), want.data() + kHeadersLen, spec.payload), 0)
+        << "datagram " << i << " is not payload " << i;
+  }
+  EXPECT_EQ(dev->stats().completed, kFrames);
+  EXPECT_EQ(pool.free_count(), 1024u);
+}
+
+}  // namespace

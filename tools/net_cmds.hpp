@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+// `txpath testbed up|down|show` and `txpath sink`: the veth testbed and the frame counter on its
+// far end (see include/txpath/testbed.hpp and sink.hpp).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "txpath/testbed.hpp"
+
+namespace txpath::cli {
+
+struct TestbedOptions {
+  TestbedConfig config;
+  CLI::App* up = nullptr;
+  CLI::App* down = nullptr;
+  CLI::App* show = nullptr;
+};
+
+struct SinkOptions {
+  std::string ifname;
+  std::string netns;
+  double duration = 0;  // 0: until SIGINT/SIGTERM
+  std::string json;
+  int absorb_port = 9000;
+};
+
+void add_testbed_command(CLI::App& app, TestbedOptions& options);
+int run_testbed_command(const TestbedOptions& options);
+
+void add_sink_command(CLI::App& app, SinkOptions& options);
+// Call before any thread is started: blocks SIGINT/SIGTERM so that the sink can sigwait for them.
+void prepare_sink_signals();
+int run_sink_command(const SinkOptions& options);
+
+}  // namespace txpath::cli
