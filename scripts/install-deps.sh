@@ -3,7 +3,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev
-      libhwloc-dev libnuma-dev libck-dev liburcu-dev jq)
+      libhwloc-dev libnuma-dev libck-dev liburcu-dev jq
+      iproute2 tcpdump libxdp-dev libbpf-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

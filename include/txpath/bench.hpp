@@ -25,7 +25,7 @@ struct BenchConfig {
   // Spin-then-park policies to measure (set_spin_park() before each run): true = waits park in
   // the kernel after their spin, false = they yield. Empty: {true} (the library default).
   std::vector<bool> park = {true};
-  // Real devices (afpacket, udp): also run strategy "kernel" — every sender sends the same
+  // Real devices (afpacket, afxdp, udp): also run strategy "kernel" — every sender sends the same
   // frames' UDP payloads through its own UDP socket into the kernel's own qdisc on the same
   // interface — unless the strategy list names it already or this is false.
   bool kernel_row = true;

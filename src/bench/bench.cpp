@@ -136,7 +136,7 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
   device->address_frames(spec);
   const FrameTemplate tmpl(spec);
   const auto route = bench_detail::kernel_route(*device, spec);
-  if (!route) throw ConfigError("strategy kernel needs a real device (afpacket:IF or udp:HOST:PORT)");
+  if (!route) throw ConfigError("strategy kernel needs a real device (afpacket:IF, afxdp:IF or udp:HOST:PORT)");
   device.reset();  // its socket is not needed: the kernel row sends on its own sockets
 
   // Sockets first, so that an error surfaces before any thread starts.
@@ -444,7 +444,7 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
     if (named) {
       bench_detail::kernel_route(*device, frames);  // throws when there is nowhere to send
       if (!bench_detail::kernel_route(*device, frames))
-        throw ConfigError("strategy kernel needs a real device (afpacket:IF or udp:HOST:PORT), not " +
+        throw ConfigError("strategy kernel needs a real device (afpacket:IF, afxdp:IF or udp:HOST:PORT), not " +
                           device->describe());
     } else if (cfg.kernel_row) {
       // Added when the device has a destination the kernel can send to as well.

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "device/afpacket_device.hpp"
+#include "device/afxdp_device.hpp"
 #include "device/udp_device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/testbed.hpp"
@@ -23,6 +24,13 @@ std::string ipv4_text(uint32_t host_order) {
   return ::inet_ntop(AF_INET, &a, buf, sizeof buf) ? buf : "?";
 }
 
+// The Ethernet interface a link-layer device sends on; empty for others.
+std::string link_interface(const Device& device) {
+  if (const auto* af = dynamic_cast<const AfPacketDevice*>(&device)) return af->config().ifname;
+  if (const auto* xdp = dynamic_cast<const AfXdpDevice*>(&device)) return xdp->config().ifname;
+  return {};
+}
+
 }  // namespace
 
 std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& spec) {
@@ -33,8 +41,7 @@ std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& s
     r.text = device.describe().substr(4);
     return r;
   }
-  if (const auto* af = dynamic_cast<const AfPacketDevice*>(&device)) {
-    const std::string& ifname = af->config().ifname;
+  if (const std::string ifname = link_interface(device); !ifname.empty()) {
     if (!find_testbed(ifname))
       throw ConfigError("strategy kernel on " + device.describe() +
                         ": no testbed on " + ifname +
@@ -93,8 +100,8 @@ std::optional<SinkConfig> resolve_sink(const std::string& text, const Device& de
     return c;
   }
   std::optional<TestbedInfo> tb;
-  if (const auto* af = dynamic_cast<const AfPacketDevice*>(&device)) {
-    tb = find_testbed(af->config().ifname);
+  if (const std::string ifname = link_interface(device); !ifname.empty()) {
+    tb = find_testbed(ifname);
   } else if (dynamic_cast<const UdpDevice*>(&device) != nullptr) {
     tb = find_testbed(TestbedConfig{}.host_if);
     if (tb && tb->peer_ip != frames.dst_ip) tb.reset();

@@ -10,6 +10,7 @@
 //   tun:IFNAME              a TUN interface (1..15 characters, no '/', no whitespace)
 //   afpacket:IFNAME         [ring=N (power of two, 8..65536), bypass=0|1]  AF_PACKET TX ring
 //   udp:HOST:PORT           [batch=N (1..1024)]  connected UDP socket; HOST may be [IPv6]
+//   afxdp:IFNAME[:QUEUE]    AF_XDP socket, TX only (QUEUE: 0..4095, default 0)
 // Numbers: unsigned decimal integers, except rate/busy/stop (decimal floating point). Ranges:
 // ring a power of two in [2, 2^20] (slot = index & mask, as real rings are sized); clean in
 // [1, ring]; rate in [1e-5, 1e4] Gbit/s; probabilities in [0, 1]; mtu in [68, 9000] (the IPv4
@@ -36,7 +37,7 @@ namespace txpath {
 
 namespace {
 
-constexpr std::string_view kKnownKinds = "null, nic, fault, pcap, tun, afpacket, udp";
+constexpr std::string_view kKnownKinds = "null, nic, fault, pcap, tun, afpacket, udp, afxdp";
 
 // The spec as it appears inside an error message: control characters are replaced so that the
 // message stays one line whatever the user typed.
@@ -175,6 +176,15 @@ std::unique_ptr<Device> make_device(std::string_view spec) {
         }
       }
       return make_afpacket_device(c);  // DeviceError as is
+    }
+    if (kind == "afxdp") {
+      const std::size_t sep = opts.find(':');
+      AfXdpConfig c;
+      c.ifname = std::string(opts.substr(0, sep));
+      if (c.ifname.empty()) parser.fail("missing interface name (afxdp:IFNAME[:QUEUE])");
+      if (sep != std::string_view::npos)
+        c.queue = static_cast<uint32_t>(parser.u64({"queue", opts.substr(sep + 1)}, 0, 4095));
+      return make_afxdp_device(c);  // DeviceError as is
     }
     if (kind == "udp") {
       // udp:HOST:PORT[,KEY=VALUE...], HOST an IPv4 address, a name, or [IPv6]

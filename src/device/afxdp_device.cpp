@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+#include "device/afxdp_device.hpp"
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "core/clock.hpp"
+#include "txpath/error.hpp"
+#include "txpath/pool.hpp"
+#include "txpath/testbed.hpp"
+
+#if TXPATH_HAVE_LIBXDP
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+#include <xdp/xsk.h>
+#endif
+
+namespace txpath {
+
+namespace {
+
+constexpr uint32_t kRing = 1024;           // TX and completion descriptors
+constexpr uint32_t kChunks = 2 * kRing;    // UMEM chunks: a ring's worth in flight, a ring free
+constexpr uint32_t kChunkSize = 2048;      // holds a 1514-byte frame; jumbo MTUs are refused
+constexpr int kKicksPerDoorbell = 64;      // copy mode sends a small batch per kick
+constexpr uint64_t kPollIdleNs = 50'000;
+constexpr uint64_t kPollStoppedNs = 10'000;
+
+}  // namespace
+
+#if TXPATH_HAVE_LIBXDP
+
+struct AfXdpDevice::Xsk {
+  void* area = nullptr;
+  std::size_t area_len = 0;
+  xsk_umem* umem = nullptr;
+  xsk_socket* socket = nullptr;
+  xsk_ring_prod fill{};
+  xsk_ring_cons comp{};
+  xsk_ring_prod tx{};
+
+  ~Xsk() {
+    if (socket) xsk_socket__delete(socket);
+    if (umem) xsk_umem__delete(umem);
+    if (area && area != MAP_FAILED) ::munmap(area, area_len);
+  }
+};
+
+AfXdpDevice::AfXdpDevice(const AfXdpConfig& config)
+    : Device(1500), cfg_(config), spec_(describe()), xsk_(std::make_unique<Xsk>()) {
+  ifc_ = netif::lookup(spec_, cfg_.ifname);
+  if (ifc_.arp_type != 1)
+    netif::fail(spec_, "interface '" + cfg_.ifname + "' is not an Ethernet device");
+  if (ifc_.mtu + 14 > kChunkSize)
+    netif::fail(spec_, "MTU " + std::to_string(ifc_.mtu) + " is larger than the " +
+                           std::to_string(kChunkSize - 14) + " bytes a UMEM chunk holds");
+  set_mtu(ifc_.mtu);
+  if (!ifc_.up) netif::fail(spec_, "interface '" + cfg_.ifname + "' is down");
+
+  xsk_->area_len = static_cast<std::size_t>(kChunks) * kChunkSize;
+  xsk_->area = ::mmap(nullptr, xsk_->area_len, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (xsk_->area == MAP_FAILED) netif::fail_errno(spec_, "mmap(UMEM)", errno);
+
+  // UMEM and socket together: a failed bind leaves the UMEM unusable for a second try.
+  const auto open = [&](uint16_t bind_flags) -> int {
+    if (xsk_->socket) xsk_socket__delete(xsk_->socket);
+    if (xsk_->umem) xsk_umem__delete(xsk_->umem);
+    xsk_->socket = nullptr;
+    xsk_->umem = nullptr;
+    xsk_umem_config ucfg{};
+    ucfg.fill_size = 64;  // TX only: the fill ring stays empty
+    ucfg.comp_size = kChunks;
+    ucfg.frame_size = kChunkSize;
+    ucfg.frame_headroom = 0;
+    if (const int rc = xsk_umem__create(&xsk_->umem, xsk_->area, xsk_->area_len, &xsk_->fill,
+                                        &xsk_->comp, &ucfg);
+        rc != 0) {
+      xsk_->umem = nullptr;
+      return rc;
+    }
+    xsk_socket_config scfg{};
+    scfg.rx_size = 0;
+    scfg.tx_size = kRing;
+    scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;  // TX only: no XDP program needed
+    scfg.xdp_flags = 0;
+    scfg.bind_flags = bind_flags;
+    const int rc = xsk_socket__create(&xsk_->socket, cfg_.ifname.c_str(), cfg_.queue,
+                                      xsk_->umem, nullptr, &xsk_->tx, &scfg);
+    if (rc != 0) xsk_->socket = nullptr;
+    return rc;
+  };
+  // Zero-copy first; drivers without it (veth) refuse, and the socket binds in copy mode.
+  // A socket closed just before on the same queue releases it from a deferred work item:
+  // EBUSY for a short while. Retry for up to 2 s.
+  const auto open_retrying = [&](uint16_t bind_flags) {
+    int rc = open(bind_flags);
+    for (int i = 0; i < 200 && rc == -EBUSY; ++i) {
+      ::usleep(10'000);
+      rc = open(bind_flags);
+    }
+    return rc;
+  };
+  zero_copy_ = open_retrying(XDP_ZEROCOPY | XDP_USE_NEED_WAKEUP) == 0;
+  if (!zero_copy_) {
+    if (const int rc = open_retrying(XDP_COPY); rc != 0)
+      netif::fail_errno(spec_, "AF_XDP socket on '" + cfg_.ifname + "' queue " +
+                                   std::to_string(cfg_.queue),
+                        -rc);
+  }
+  free_chunks_.reserve(kChunks);
+  for (uint32_t i = kChunks; i-- > 0;) free_chunks_.push_back(uint64_t{i} * kChunkSize);
+}
+
+AfXdpDevice::~AfXdpDevice() {
+  std::lock_guard lock(tx_lock());
+  if (!pending_.empty() || reserved_) doorbell();
+  // Give the kernel a moment to send what was submitted before the socket goes away.
+  for (int i = 0; i < 1000 && outstanding_ > 0; ++i) {
+    kick();
+    reap();
+    if (outstanding_) ::usleep(100);
+  }
+}
+
+XmitResult AfXdpDevice::xmit(Packet* p, bool more) noexcept {
+  uint32_t idx = 0;
+  if (free_chunks_.empty() || xsk_ring_prod__reserve(&xsk_->tx, 1, &idx) != 1) {
+    reap();
+    if (free_chunks_.empty() || xsk_ring_prod__reserve(&xsk_->tx, 1, &idx) != 1) {
+      drv_stopped_ = true;
+      stop_queue();
+      if (!pending_.empty() || reserved_ || kick_needed_) doorbell();
+      busy_.add(1);
+      publish_hints();
+      return XmitResult::busy;
+    }
+  }
+  const uint64_t chunk = free_chunks_.back();
+  free_chunks_.pop_back();
+  std::memcpy(xsk_umem__get_data(xsk_->area, chunk), p->data, p->len);
+  xdp_desc* d = xsk_ring_prod__tx_desc(&xsk_->tx, idx);
+  d->addr = chunk;
+  d->len = p->len;
+  d->options = 0;
+  ++reserved_;
+  ++outstanding_;
+  tx_packets_.add(1);
+  tx_bytes_.add(p->len);
+  pending_.push_back(p);
+  bool ring = !more;
+  if (free_chunks_.empty() || xsk_prod_nb_free(&xsk_->tx, 1) == 0) {
+    reap();
+    if (free_chunks_.empty() || xsk_prod_nb_free(&xsk_->tx, 1) == 0) {
+      drv_stopped_ = true;
+      stop_queue();
+      ring = true;
+    }
+  }
+  if (ring) doorbell();
+  publish_hints();
+  return XmitResult::ok;
+}
+
+void AfXdpDevice::doorbell() noexcept {
+  doorbells_.add(1);
+  if (reserved_) {
+    // Publishes the descriptors: libxdp stores the producer index with release semantics,
+    // pairing with the kernel's acquire load of it.
+    xsk_ring_prod__submit(&xsk_->tx, reserved_);
+    reserved_ = 0;
+  }
+  kick();
+  const uint64_t n = pending_.size();
+  free_packets(std::move(pending_));  // copied into the UMEM
+  completed_.add(n);
+  reap();
+  last_activity_ns_ = now_ns();
+}
+
+void AfXdpDevice::kick() noexcept {
+  kick_needed_ = false;
+  for (int i = 0; i < kKicksPerDoorbell; ++i) {
+    // Zero-copy drivers with need_wakeup clear: the driver is already polling the ring.
+    if (zero_copy_ && !xsk_ring_prod__needs_wakeup(&xsk_->tx)) return;
+    if (::sendto(xsk_socket__fd(xsk_->socket), nullptr, 0, MSG_DONTWAIT, nullptr, 0) >= 0) {
+      // Copy mode sends a bounded batch per call: go on while descriptors remain unconsumed.
+      if (xsk_prod_nb_free(&xsk_->tx, kRing) >= kRing) return;
+      continue;
+    }
+    if (errno == EAGAIN || errno == EINTR) {
+      if (xsk_prod_nb_free(&xsk_->tx, kRing) >= kRing) return;
+      continue;  // more to send: the kernel stopped at its per-call budget
+    }
+    break;  // EBUSY, ENOBUFS, ENETDOWN: the device cannot take more now
+  }
+  kick_needed_ = xsk_prod_nb_free(&xsk_->tx, kRing) < kRing;
+}
+
+void AfXdpDevice::reap() noexcept {
+  uint32_t idx = 0;
+  const uint32_t n = xsk_ring_cons__peek(&xsk_->comp, kChunks, &idx);
+  if (n == 0) return;
+  for (uint32_t i = 0; i < n; ++i)
+    free_chunks_.push_back(*xsk_ring_cons__comp_addr(&xsk_->comp, idx + i));
+  // Hands the slots back: release store of the consumer index (pairs with the kernel's
+  // acquire before it reuses them).
+  xsk_ring_cons__release(&xsk_->comp, n);
+  outstanding_ -= n;
+  if (drv_stopped_ && free_chunks_.size() >= kChunks / 4 &&
+      xsk_prod_nb_free(&xsk_->tx, kRing / 4) >= kRing / 4) {
+    drv_stopped_ = false;
+    wake_queue();
+  }
+}
+
+#else  // !TXPATH_HAVE_LIBXDP
+
+struct AfXdpDevice::Xsk {};
+
+AfXdpDevice::AfXdpDevice(const AfXdpConfig& config)
+    : Device(1500), cfg_(config), spec_(describe()) {
+  netif::fail(spec_, "txpath was built without libxdp (install libxdp-dev and libbpf-dev, rebuild)");
+}
+AfXdpDevice::~AfXdpDevice() = default;
+XmitResult AfXdpDevice::xmit(Packet*, bool) noexcept { return XmitResult::busy; }
+void AfXdpDevice::doorbell() noexcept {}
+void AfXdpDevice::kick() noexcept {}
+void AfXdpDevice::reap() noexcept {}
+
+#endif
+
+std::string AfXdpDevice::describe() const {
+  return "afxdp:" + cfg_.ifname + (cfg_.queue ? ":" + std::to_string(cfg_.queue) : "");
+}
+
+void AfXdpDevice::address_frames(FrameSpec& spec) const {
+  spec.src_mac = ifc_.mac;
+  if (auto tb = find_testbed(cfg_.ifname)) {
+    spec.dst_mac = tb->peer_mac;
+    spec.src_ip = tb->host_ip;
+    spec.dst_ip = tb->peer_ip;
+  }
+}
+
+void AfXdpDevice::poll() noexcept {
+  std::lock_guard lock(tx_lock());
+  if (kick_needed_) kick();
+  reap();
+  last_activity_ns_ = now_ns();
+  publish_hints();
+}
+
+void AfXdpDevice::publish_hints() noexcept {
+  // relaxed (both): hints; see the member comment.
+  in_flight_.store(outstanding_, std::memory_order_relaxed);
+  uint64_t next = 0;
+  if (outstanding_ || kick_needed_)
+    next = last_activity_ns_ + (drv_stopped_ || kick_needed_ ? kPollStoppedNs : kPollIdleNs);
+  next_poll_.store(next, std::memory_order_relaxed);
+}
+
+uint64_t AfXdpDevice::next_poll_ns() const noexcept {
+  return next_poll_.load(std::memory_order_relaxed);  // relaxed: a hint
+}
+
+uint64_t AfXdpDevice::in_flight() const noexcept {
+  return in_flight_.load(std::memory_order_relaxed);  // relaxed: a hint
+}
+
+std::unique_ptr<Device> make_afxdp_device(const AfXdpConfig& config) {
+  return std::make_unique<AfXdpDevice>(config);
+}
+
+}  // namespace txpath
