@@ -567,7 +567,7 @@ TEST(DeviceRegistry, ErrorsAreOneLineAndNameTheSpec) {
   const std::vector<Case> cases = {
       {"", "missing device kind"},
       {":pkt=1", "missing device kind"},
-      {"bogus", "unknown device kind 'bogus' (known: null, nic, fault)"},
+      {"bogus", "unknown device kind 'bogus' (known: null, nic, fault, pcap, tun, afpacket, udp, afxdp)"},
       {"bogus:x=1", "unknown device kind"},
       {"NIC", "unknown device kind"},
       {"nic:", "empty option list"},

@@ -182,10 +182,11 @@ std::vector<std::string> run_lines(const std::string& cmd) {
 // queue's final statistics (the queue and the device are gone, the file is closed).
 TxQueueStats send_through_queue(const std::string& strategy, const std::string& path,
                                 uint64_t per_sender) {
+  // The pool outlives the device (a device frees what it still holds when destroyed).
+  Pool pool(PoolConfig{.packets = 4096, .buffer_size = 256, .cache_size = 32});
   auto dev = make_device("pcap:" + path);
   EXPECT_EQ(dev->kind(), "pcap");
   EXPECT_EQ(dev->describe(), "pcap:" + path);
-  Pool pool(PoolConfig{.packets = 4096, .buffer_size = 256, .cache_size = 32});
   TxQueueConfig cfg;
   cfg.strategy = strategy;
   cfg.qdisc = "pfifo limit 1000000";  // no drops expected; handled below if any

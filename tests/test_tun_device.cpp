@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -193,6 +194,8 @@ class TunThroughQueue : public ::testing::TestWithParam<std::string> {};
 TEST_P(TunThroughQueue, KernelReceivesEveryFrameAsItsIpPacket) {
   REQUIRE_ROOT();
   const std::string name = tun_name(GetParam().substr(0, 1) + "q");
+  // The pool outlives the device (a device frees what it still holds when destroyed).
+  Pool pool(PoolConfig{.packets = 2048, .buffer_size = 256, .cache_size = 32});
   auto dev = make_device("tun:" + name);
   EXPECT_EQ(dev->kind(), "tun");
   EXPECT_EQ(dev->describe(), "tun:" + name);
@@ -200,7 +203,6 @@ TEST_P(TunThroughQueue, KernelReceivesEveryFrameAsItsIpPacket) {
   TunReader reader(name);
   ASSERT_TRUE(reader.error().empty()) << reader.error();
 
-  Pool pool(PoolConfig{.packets = 2048, .buffer_size = 256, .cache_size = 32});
   TxQueueConfig cfg;
   cfg.strategy = GetParam();
   cfg.qdisc = "pfifo limit 1000000";  // no drops expected; handled below if any
@@ -231,8 +233,9 @@ TEST_P(TunThroughQueue, KernelReceivesEveryFrameAsItsIpPacket) {
   }
   go.store(true, std::memory_order_release);
   for (auto& s : senders) s.join();
-  ASSERT_TRUE(txq->drain(30s)) << "packets stranded: " << txq->stats().queued;
+  const bool drained = txq->drain(30s);
   rd.join();
+  ASSERT_TRUE(drained) << "packets stranded: " << txq->stats().queued;
   const TxQueueStats s = txq->stats();
 
   EXPECT_EQ(s.submitted, total);
@@ -287,10 +290,10 @@ TEST(TunDevice, MtuComesFromTheInterface) {
 TEST(TunDevice, DoorbellFlushesPendingBatch) {
   REQUIRE_ROOT();
   const std::string name = tun_name("d");
+  Pool pool(PoolConfig{.packets = 16, .buffer_size = 2048, .cache_size = 2});  // outlives dev
   TunDevice dev(TunConfig{.ifname = name});
   TunReader reader(name);
   ASSERT_TRUE(reader.error().empty()) << reader.error();
-  Pool pool(PoolConfig{.packets = 16, .buffer_size = 2048, .cache_size = 2});
   const FrameTemplate tmpl = make_template();
   auto make = [&](uint64_t seq) {
     Packet* p = pool.get();
@@ -314,11 +317,145 @@ TEST(TunDevice, DoorbellFlushesPendingBatch) {
   EXPECT_EQ(r.mismatched, 0u);
 }
 
+// A write(2) that answers EAGAIN on the calls `fail(index)` picks (numbered from 0, every call,
+// refused or not, counts), and really writes otherwise.
+struct EagainScript {
+  std::function<bool(uint64_t)> fail;
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> refused{0};
+
+  TunDevice::WriteFn writer() {
+    return [this](int fd, const void* buf, std::size_t len) -> ssize_t {
+      // relaxed (both): counters of this script; the device calls it under tx_lock, the test
+      // reads them after drain()/at quiescent points.
+      if (fail(calls.fetch_add(1, std::memory_order_relaxed))) {
+        refused.fetch_add(1, std::memory_order_relaxed);
+        errno = EAGAIN;
+        return -1;
+      }
+      return ::write(fd, buf, len);
+    };
+  }
+};
+
+TEST(TunDevice, EagainStopsQueueUntilPollWritesTheRest) {
+  REQUIRE_ROOT();
+  const std::string name = tun_name("a");
+  EagainScript script;
+  script.fail = [](uint64_t call) { return call == 2; };  // the third write, once
+  Pool pool(PoolConfig{.packets = 16, .buffer_size = 2048, .cache_size = 2});  // outlives dev
+  std::atomic<int> wakes{0};
+  TunDevice dev(TunConfig{.ifname = name}, script.writer());
+  // relaxed: a test counter, read on this thread after poll() called the handler.
+  dev.set_wake_handler([&] { wakes.fetch_add(1, std::memory_order_relaxed); });
+  TunReader reader(name);
+  ASSERT_TRUE(reader.error().empty()) << reader.error();
+  const FrameTemplate tmpl = make_template();
+  auto make = [&](uint64_t seq) {
+    Packet* p = pool.get();
+    p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), 2, seq));
+    return p;
+  };
+  for (uint64_t i = 0; i < 4; ++i) ASSERT_EQ(xmit_locked(dev, make(i), true), XmitResult::ok);
+  ASSERT_EQ(xmit_locked(dev, make(4), false), XmitResult::ok);
+  // Writes 0 and 1 went out; the third met EAGAIN: 2, 3, 4 stay pending, the queue stops.
+  EXPECT_TRUE(dev.stopped());
+  EXPECT_EQ(dev.in_flight(), 3u);
+  EXPECT_NE(dev.next_poll_ns(), 0u);
+  EXPECT_EQ(pool.free_count(), pool.capacity() - 3);
+  // A stopped device refuses more, and the packet stays ours.
+  Packet* extra = make(5);
+  EXPECT_EQ(xmit_locked(dev, extra, false), XmitResult::busy);
+  // The completion side retries (no sooner than next_poll_ns()) and wakes the queue.
+  for (int i = 0; i < 50'000 && dev.in_flight() != 0; ++i) {
+    dev.poll();
+    std::this_thread::sleep_for(100us);
+  }
+  EXPECT_EQ(dev.in_flight(), 0u);
+  EXPECT_FALSE(dev.stopped());
+  EXPECT_EQ(dev.next_poll_ns(), 0u);
+  EXPECT_EQ(wakes.load(std::memory_order_relaxed), 1);  // relaxed: same thread
+  ASSERT_EQ(xmit_locked(dev, extra, false), XmitResult::ok);
+  const auto s = dev.stats();
+  EXPECT_EQ(s.tx_packets, 6u);
+  EXPECT_EQ(s.completed, 6u);
+  EXPECT_EQ(s.busy, 1u);
+  EXPECT_EQ(s.stops, 1u);
+  EXPECT_EQ(s.wakes, 1u);
+  EXPECT_EQ(s.tx_errors, 0u);
+  EXPECT_EQ(script.refused.load(std::memory_order_relaxed), 1u);  // relaxed: quiescent
+  EXPECT_EQ(pool.free_count(), pool.capacity());
+  const auto r = reader.read(6, 2s);
+  ASSERT_EQ(r.seqs[2].size(), 6u);
+  for (uint64_t i = 0; i < 6; ++i) EXPECT_EQ(r.seqs[2][i], i);
+}
+
+TEST(TunDevice, EagainThroughQueueLosesNothing) {
+  REQUIRE_ROOT();
+  const std::string name = tun_name("b");
+  EagainScript script;
+  script.fail = [](uint64_t call) { return call % 7 == 3; };
+  Pool pool(PoolConfig{.packets = 1024, .buffer_size = 256, .cache_size = 32});  // outlives dev
+  TunDevice dev(TunConfig{.ifname = name}, script.writer());
+  TunReader reader(name);
+  ASSERT_TRUE(reader.error().empty()) << reader.error();
+  TxQueueConfig cfg;
+  cfg.qdisc = "pfifo limit 1000000";
+  auto txq = TxQueue::create(dev, cfg);
+  const uint64_t total = kPerSender * kSenders;
+  TunReader::Result got;
+  std::thread rd([&] { got = reader.read(total, 2s); });
+  std::vector<std::thread> senders;
+  for (uint32_t t = 0; t < kSenders; ++t) {
+    senders.emplace_back([&, t] {
+      Pool::Cache cache(pool);
+      const FrameTemplate tmpl = make_template();
+      for (uint64_t seq = 0; seq < kPerSender; ++seq) {
+        Packet* p = cache.get();
+        while (!p) {
+          std::this_thread::yield();
+          p = cache.get();
+        }
+        p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), t, seq));
+        EXPECT_NE(txq->send(p), SendStatus::too_big);
+      }
+    });
+  }
+  for (auto& s : senders) s.join();
+  // Only the service thread's poll() can move the packets left pending at the last EAGAIN.
+  const bool drained = txq->drain(30s);
+  rd.join();
+  ASSERT_TRUE(drained) << "packets stranded: " << txq->stats().queued << " queued, "
+                       << dev.in_flight() << " pending in the device";
+  const TxQueueStats s = txq->stats();
+  EXPECT_EQ(s.submitted, total);
+  EXPECT_EQ(s.sent + s.dropped, total);
+  EXPECT_EQ(s.device.completed, s.sent);
+  EXPECT_EQ(s.device.tx_errors, 0u);
+  EXPECT_GT(s.device.stops, 0u);
+  EXPECT_EQ(s.device.stops, s.device.wakes + (dev.stopped() ? 1u : 0u));
+  EXPECT_GT(script.refused.load(std::memory_order_relaxed), 0u);  // relaxed: after drain()
+  EXPECT_EQ(got.drops, 0u);
+  EXPECT_EQ(got.mismatched, 0u);
+  uint64_t received = 0;
+  for (uint32_t t = 0; t < kSenders; ++t) {
+    const auto& q = got.seqs[t];
+    received += q.size();
+    for (std::size_t i = 1; i < q.size(); ++i) {
+      ASSERT_LT(q[i - 1], q[i]) << "sender " << t << ": out of order or duplicated at " << i;
+    }
+  }
+  EXPECT_EQ(received, s.sent);
+  if (s.dropped == 0) {
+    EXPECT_EQ(received, total);
+  }
+}
+
 TEST(TunDevice, WriteErrorsAreCountedAndFreed) {
   REQUIRE_ROOT();
   const std::string name = tun_name("e");
+  Pool pool(PoolConfig{.packets = 8, .buffer_size = 2048, .cache_size = 2});  // outlives dev
   TunDevice dev(TunConfig{.ifname = name});
-  Pool pool(PoolConfig{.packets = 8, .buffer_size = 2048, .cache_size = 2});
   const FrameTemplate tmpl = make_template();
 
   // Not an IP packet behind the Ethernet header (version nibble 0): the kernel says EINVAL.

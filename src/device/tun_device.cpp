@@ -89,9 +89,16 @@ struct TunDevice::Opened {
   uint32_t mtu = 1500;
 };
 
-TunDevice::TunDevice(const TunConfig& config) : TunDevice(open_tun(config)) {}
+TunDevice::TunDevice(const TunConfig& config, WriteFn write)
+    : TunDevice(open_tun(config), std::move(write)) {}
 
-TunDevice::TunDevice(Opened&& o) : Device(o.mtu), ifname_(std::move(o.ifname)), fd_(o.fd) {}
+TunDevice::TunDevice(Opened&& o, WriteFn write)
+    : Device(o.mtu),
+      ifname_(std::move(o.ifname)),
+      fd_(o.fd),
+      write_(write ? std::move(write) : WriteFn([](int fd, const void* buf, std::size_t len) {
+        return ::write(fd, buf, len);
+      })) {}
 
 TunDevice::Opened TunDevice::open_tun(const TunConfig& config) {
   const std::string spec = "device 'tun:" + printable(config.ifname) + "': ";
@@ -139,7 +146,9 @@ TunDevice::Opened TunDevice::open_tun(const TunConfig& config) {
 
 TunDevice::~TunDevice() {
   // Nobody else can hold tx_lock now. One last non-blocking attempt; whatever the kernel still
-  // refuses was accepted and never sent: a tx error.
+  // refuses was accepted and never sent: a tx error. blocked_ is cleared first so that flush()
+  // does not call the wake handler of a queue that is gone.
+  blocked_ = false;
   if (!pending_.empty()) flush(now_ns());
   if (!pending_.empty()) {
     const uint64_t n = pending_.size();
@@ -180,7 +189,7 @@ void TunDevice::flush(uint64_t now) noexcept {
       continue;
     }
     const std::size_t ip_len = p->len - kEthHeaderLen;
-    const ssize_t n = ::write(fd_, p->data + kEthHeaderLen, ip_len);
+    const ssize_t n = write_(fd_, p->data + kEthHeaderLen, ip_len);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       again = true;

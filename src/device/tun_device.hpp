@@ -34,8 +34,12 @@
 // it). next_poll_ns()/in_flight() read relaxed atomic hints published under tx_lock.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -51,8 +55,11 @@ class TunDevice final : public Device {
   static constexpr uint64_t kRetryNs = 50'000;       // EAGAIN: poll() retries this much later
   static constexpr uint32_t kEthHeaderLen = 14;
 
+  // The write(2) the device transmits with; tests substitute one that answers EAGAIN.
+  using WriteFn = std::function<ssize_t(int fd, const void* buf, std::size_t len)>;
+
   // Throws DeviceError (one line) if the interface cannot be opened or configured.
-  explicit TunDevice(const TunConfig& config);
+  explicit TunDevice(const TunConfig& config, WriteFn write = {});
   ~TunDevice() override;
 
   std::string_view kind() const noexcept override { return "tun"; }
@@ -69,7 +76,7 @@ class TunDevice final : public Device {
  private:
   struct Opened;  // the interface as the constructor found it (tun_device.cpp)
   static Opened open_tun(const TunConfig& config);
-  explicit TunDevice(Opened&& o);
+  TunDevice(Opened&& o, WriteFn write);
 
   // The doorbell: writes pending packets in order until done or EAGAIN. Caller holds tx_lock.
   void flush(uint64_t now) noexcept;
@@ -77,6 +84,7 @@ class TunDevice final : public Device {
 
   const std::string ifname_;
   int fd_ = -1;
+  const WriteFn write_;       // ::write unless a test substituted it
   PacketList pending_;        // accepted, not yet written; guarded by tx_lock
   bool blocked_ = false;      // EAGAIN: we stopped the queue and retry from poll()
   uint64_t retry_at_ = 0;     // steady-clock ns of the next retry when blocked_

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Real devices from the command line: `txpath bench --device afpacket:IF` on a veth testbed runs
+# the kernel row beside txpath's strategies and checks every row at the sink; devices that
+# cannot be opened (missing interface, missing permission) give one error line and exit 2.
+# Needs root past the first checks: without root it prints SKIP and passes, unless CI is set.
+set -u
+bin=$(realpath "${1:?usage: real_devices.sh PATH_TO_TXPATH}")
+fail=0
+tmp=$(mktemp -d)
+id=$(( $$ % 100000 ))
+host_if="rc${id}a"
+peer_if="rc${id}b"
+netns="txpath-r$$"
+x=$(( $$ % 250 + 1 ))
+names=(--host-if "$host_if" --peer-if "$peer_if" --netns "$netns"
+       --host-addr "10.80.$x.1/24" --peer-addr "10.80.$x.2/24")
+cleanup() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$bin" testbed down "${names[@]}" >/dev/null 2>&1
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+bad() {
+  local err rc lines
+  err=$("$bin" "$@" 2>&1 >/dev/null)
+  rc=$?
+  lines=$(printf '%s' "$err" | grep -c '')
+  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ]; then
+    echo "FAIL: txpath $* -> exit $rc, $lines stderr line(s): $err"
+    fail=1
+  fi
+  printf '%s\n' "$err"
+}
+
+# Spec errors need no privilege.
+bad bench --device afpacket: --threads 1 >/dev/null
+bad bench --device afpacket:lo,ring=3 --threads 1 >/dev/null
+bad bench --device udp:10.0.0.1 --threads 1 >/dev/null
+bad bench --device pcap: --threads 1 >/dev/null
+bad bench --device afxdp: --threads 1 >/dev/null
+bad bench --device null --sink "x@" --threads 1 >/dev/null
+
+if [ "$(id -u)" -ne 0 ]; then
+  if [ -n "${CI:-}" ]; then echo "FAIL: CI runs as root"; exit 1; fi
+  echo "SKIP: the rest needs root"
+  exit "$fail"
+fi
+
+out=$(bad bench --device afpacket:nosuch0 --threads 1)
+case "$out" in *"device 'afpacket:nosuch0': no such interface 'nosuch0'"*) ;;
+  *) echo "FAIL: missing interface message: $out"; fail=1 ;; esac
+
+"$bin" testbed up "${names[@]}" >/dev/null || { echo "FAIL: testbed up"; exit 1; }
+
+# Missing permission: the same command as an unprivileged user.
+if command -v setpriv >/dev/null; then
+  out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+        "$bin" bench --device "afpacket:$host_if" --threads 1 2>&1 >/dev/null)
+  rc=$?
+  if [ "$rc" -ne 2 ] || [ "$(printf '%s' "$out" | grep -c '')" -ne 1 ]; then
+    echo "FAIL: unprivileged afpacket -> exit $rc: $out"; fail=1
+  fi
+  case "$out" in *"Operation not permitted"*"CAP_NET_RAW"*) ;;
+    *) echo "FAIL: permission message: $out"; fail=1 ;; esac
+fi
+
+
+# The kernel row is added for afpacket, and every row is checked at the sink.
+if ! "$bin" bench --device "afpacket:$host_if" --strategy busylock,drainer --threads 2 \
+     --duration 0.05 --repeat 1 --quiet --json "$tmp/out.json" > "$tmp/out.txt"; then
+  echo "FAIL: bench on afpacket:$host_if"; cat "$tmp/out.txt"; fail=1
+fi
+grep -q '^kernel ' "$tmp/out.txt" || { echo "FAIL: no kernel row"; cat "$tmp/out.txt"; fail=1; }
+grep -q '^Arrivals at the sink' "$tmp/out.txt" || { echo "FAIL: no sink table"; fail=1; }
+if ! jq -e '[.results[] | .strategy] == ["busylock", "drainer", "kernel"] and
+            all(.results[]; .sink.duplicated == 0 and .sink.out_of_order == 0 and
+                .sink.received + .sink.lost == .sent and .sink.received > 0 and .vs_kernel_mpps > 0)' \
+     "$tmp/out.json" >/dev/null; then
+  echo "FAIL: JSON sink fields"; jq -c '.results[]' "$tmp/out.json"; fail=1
+fi
+
+# --no-kernel-row leaves it out; --sink none leaves out the check.
+"$bin" bench --device "afpacket:$host_if" --strategy busylock --threads 1 --duration 0.05 \
+  --repeat 1 --quiet --no-kernel-row --sink none --json "$tmp/b.json" >/dev/null || fail=1
+jq -e '[.results[] | .strategy] == ["busylock"] and (.results[0] | has("sink") | not)' \
+  "$tmp/b.json" >/dev/null || { echo "FAIL: --no-kernel-row/--sink none"; fail=1; }
+
+exit "$fail"
