@@ -236,6 +236,31 @@ TEST_F(RealDevice, AfPacketRingFullStopsTheQueueAndCompletionWakesIt) {
   EXPECT_EQ(pool.free_count(), 64u) << "every buffer returned at the doorbell";
 }
 
+TEST_F(RealDevice, AfPacketLinkDownDropsWaitingFramesAsTxErrors) {
+  if (!up_) return;
+  auto dev = make_device("afpacket:" + cfg_.host_if);
+  Pool pool(PoolConfig{.packets = 64, .buffer_size = 2048, .cache_size = 0});
+  FrameSpec spec;
+  dev->address_frames(spec);
+  const FrameTemplate tmpl(spec);
+  ASSERT_EQ(std::system(("ip link set dev " + cfg_.host_if + " down").c_str()), 0);
+  {
+    std::lock_guard lock(dev->tx_lock());
+    for (uint64_t i = 0; i < 5; ++i) {
+      Packet* p = pool.get();
+      p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), 0, i));
+      ASSERT_EQ(dev->xmit(p, i < 4), XmitResult::ok);
+    }
+  }
+  const DeviceStats st = dev->stats();
+  EXPECT_EQ(st.tx_packets, 5u) << "accepted: sent, as far as the queue is concerned";
+  EXPECT_EQ(st.tx_errors, 5u) << "and dropped by the device on the dead link";
+  dev->poll();
+  EXPECT_EQ(dev->in_flight(), 0u) << "nothing waits for the link";
+  EXPECT_EQ(pool.free_count(), 64u);
+  ASSERT_EQ(std::system(("ip link set dev " + cfg_.host_if + " up").c_str()), 0);
+}
+
 TEST_F(RealDevice, AfPacketThroughTheKernelQdiscWithBypassOff) {
   if (!up_) return;
   auto s = sink();

@@ -160,9 +160,26 @@ void AfPacketDevice::kick() noexcept {
     kick_needed_ = false;
     return;
   }
+  const int err = errno;
+  if (err == ENETDOWN || err == ENXIO || err == ENODEV) {
+    // The link is down or gone: as a NIC driver flushes its ring when the link drops, the frames
+    // still waiting are dropped (tx_errors) so that nothing waits for a link that may never come
+    // back. The kernel reads SEND_REQUEST frames only inside a kick, and kicks happen only here
+    // under tx_lock, so no frame is taken back from under the kernel.
+    kick_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+    for (uint64_t i = head_; i != tail_; ++i) {
+      tpacket2_hdr* h = frame(i);
+      if (load_status(h) == TP_STATUS_SEND_REQUEST) {
+        store_status(h, TP_STATUS_AVAILABLE);
+        tx_errors_.add(1);
+      }
+    }
+    kick_needed_ = false;
+    return;
+  }
   // The frames the kernel did not take stay SEND_REQUEST: the next kick sends them.
   kick_needed_ = true;
-  if (errno != EAGAIN && errno != ENOBUFS && errno != EINTR)
+  if (err != EAGAIN && err != ENOBUFS && err != EINTR)
     kick_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
 }
 

@@ -16,6 +16,8 @@
 //    socket buffer or the driver was busy; the frames stay SEND_REQUEST and are sent by the next
 //    kick) and wakes the queue when a quarter of the ring is free, as NIC drivers do.
 //  * The kick uses MSG_DONTWAIT, so xmit() never sleeps under tx_lock.
+//  * Link down or gone (ENETDOWN, ENXIO): the frames still waiting are dropped and counted in
+//    tx_errors, as a driver flushes its ring on link loss; upstream they were sent.
 //
 // Memory ordering (the ring is shared with the kernel): tp_status is written with a release
 // store after the frame data and tp_len (pairs with the kernel's read barrier before it reads a
@@ -56,8 +58,7 @@ class AfPacketDevice final : public Device {
   void address_frames(FrameSpec& spec) const override;
   const AfPacketConfig& config() const noexcept { return cfg_; }
 
-  // Kicks the kernel refused with something other than EAGAIN/ENOBUFS (e.g. ENETDOWN); the
-  // frames stay queued in the ring and are retried.
+  // Kicks the kernel refused with something other than EAGAIN/ENOBUFS (e.g. ENETDOWN).
   uint64_t kick_errors() const noexcept { return kick_errors_.load(std::memory_order_relaxed); }
 
  private:
