@@ -309,7 +309,8 @@ TEST_F(RealDevice, BenchKernelRowRunsBesideTxpathAndTheSinkChecksEveryRow) {
     EXPECT_LE(p.sink_received, p.sent);
     EXPECT_EQ(p.sink_received + p.sink_lost, p.sent);
     EXPECT_EQ(p.sink_duplicated, 0u);
-    EXPECT_EQ(p.sink_out_of_order, 0u);
+    // The kernel's own path may reorder across the veth (see BenchPoint::delivered); ours not.
+    if (p.strategy != kKernelStrategy) EXPECT_EQ(p.sink_out_of_order, 0u);
     EXPECT_TRUE(p.delivered);
     EXPECT_GT(p.vs_kernel_mpps, 0);
   }

@@ -230,6 +230,34 @@ TEST_F(SinkTest, ResetZeroesAndWaitForStopsWhenQuiet) {
   EXPECT_EQ(r.senders[0].lost, 0u);
 }
 
+TEST_F(SinkTest, CountsKernelUdpWithOffloadedChecksum) {
+  // The kernel's own UDP datagrams cross the veth with the checksum left to "hardware" (only the
+  // pseudo-header sum in the field): the sink must still count them.
+  Sink sink(sink_config());
+  sink.start();
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(9000);
+  to.sin_addr.s_addr = htonl(info_.peer_ip);
+  for (uint64_t seq = 0; seq < 5; ++seq) {
+    std::vector<std::byte> f(frames_.size());
+    ASSERT_EQ(frames_.write(f, 6, seq), f.size());
+    const auto payload = std::span<const std::byte>(f).subspan(kHeadersLen);
+    EXPECT_EQ(::sendto(fd, payload.data(), payload.size(), 0,
+                       reinterpret_cast<const sockaddr*>(&to), sizeof to),
+              static_cast<ssize_t>(payload.size()))
+        << std::strerror(errno);
+  }
+  ::close(fd);
+  ASSERT_TRUE(sink.wait_for(5, 5s, 20s)) << "other: " << sink.report().other;
+  const SinkReport r = sink.stop();
+  ASSERT_EQ(r.senders.size(), 1u);
+  EXPECT_EQ(r.senders[0].sender, 6u);
+  EXPECT_EQ(r.senders[0].received, 5u);
+}
+
 TEST_F(SinkTest, OutgoingFramesAreNotCounted) {
   // A sink on the host end sees what the host end transmits only as outgoing frames.
   Sink sink(SinkConfig{.ifname = config_.host_if, .netns = "", .absorb_port = 0});

@@ -67,7 +67,8 @@ struct BenchPoint {
   uint64_t sink_duplicated = 0;    // arrived more than once
   uint64_t sink_out_of_order = 0;  // arrived after a later frame of the same sender
   uint64_t sink_socket_drops = 0;  // of the lost: dropped at the sink's own socket
-  bool delivered = true;           // no duplicate, no reordering (loss is reported, not failed)
+  bool delivered = true;           // no duplicate, no reordering (loss is reported, not failed;
+                                   // the kernel row's reordering is reported, not failed)
   double vs_kernel_mpps = 0;       // mpps / the kernel row's at the same threads and park
   double vs_kernel_cpu = 0;        // cpu_ns_per_pkt / the kernel row's
 };

@@ -118,6 +118,7 @@ struct Sink::Impl {
   void open_here();
   void loop();
   void count(const std::byte* data, std::size_t len);
+  void clear_partial_udp_csum(uint8_t* data, std::size_t len) const;
   void read_drops_locked() const;
   SinkReport report_locked() const;
   void zero_locked();
@@ -180,6 +181,21 @@ void Sink::Impl::open_here() {
   }
 }
 
+// A frame the sending kernel left for checksum offload (a veth passes it on as is: the UDP
+// checksum field holds only the pseudo-header sum) fails parse_frame's checksum check. The kernel
+// says so with TP_STATUS_CSUMNOTREADY; the frame is ours until the block goes back, so clear the
+// field: 0 means "no checksum" in IPv4, and the IPv4 header checksum is still verified.
+void Sink::Impl::clear_partial_udp_csum(uint8_t* data, std::size_t len) const {
+  std::size_t ip = 0;
+  if (link_header) {
+    if (len < 14 || data[12] != 0x08 || data[13] != 0x00) return;  // not IPv4
+    ip = 14;
+  }
+  if (len < ip + 20 + 8 || (data[ip] & 0x0f) != 5 || data[ip + 9] != IPPROTO_UDP) return;
+  data[ip + 20 + 6] = 0;
+  data[ip + 20 + 7] = 0;
+}
+
 void Sink::Impl::read_drops_locked() const {
   tpacket_stats_v3 st{};
   socklen_t len = sizeof st;
@@ -235,6 +251,13 @@ void Sink::Impl::loop() {
     if (!(status & TP_STATUS_USER)) {
       pollfd fds[2] = {{sock.get(), POLLIN | POLLERR, 0}, {wake.get(), POLLIN, 0}};
       ::poll(fds, 2, 100);
+      if (fds[0].revents & POLLERR) {
+        // The interface went down or away (ENETDOWN): clear the pending error, or poll() would
+        // return at once forever. Counting resumes if the interface comes back up.
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(sock.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+      }
       const auto now = std::chrono::steady_clock::now();
       if (now - last_stats > std::chrono::milliseconds(100)) {
         std::lock_guard lock(mu);
@@ -253,8 +276,11 @@ void Sink::Impl::loop() {
         const auto* hdr = reinterpret_cast<const tpacket3_hdr*>(p);
         const auto* ll = reinterpret_cast<const sockaddr_ll*>(
             p + TPACKET_ALIGN(sizeof(tpacket3_hdr)));
-        if (ll->sll_pkttype != PACKET_OUTGOING)
-          count(reinterpret_cast<const std::byte*>(p + hdr->tp_mac), hdr->tp_snaplen);
+        if (ll->sll_pkttype != PACKET_OUTGOING) {
+          uint8_t* data = const_cast<uint8_t*>(p) + hdr->tp_mac;
+          if (hdr->tp_status & TP_STATUS_CSUMNOTREADY) clear_partial_udp_csum(data, hdr->tp_snaplen);
+          count(reinterpret_cast<const std::byte*>(data), hdr->tp_snaplen);
+        }
         p += hdr->tp_next_offset;
       }
       any_txpath = frames != before;

@@ -312,9 +312,16 @@ void write_state(const TestbedInfo& info) {
   }
 }
 
+// ip netns needs root (it mounts under /run/netns); say so instead of quoting a later failure.
+void require_root() {
+  if (::geteuid() != 0)
+    throw DeviceError("testbed: not permitted (needs root: creates network namespaces and veth pairs)");
+}
+
 // Removes the pair (if the host end is a veth) and the namespace; true if either was there.
 bool remove_existing(const TestbedConfig& c) {
   bool found = false;
+  if (host_if_exists(c.host_if) || netns_exists(c.netns)) require_root();
   if (host_if_exists(c.host_if)) {
     if (!is_veth(c.host_if))
       throw DeviceError("testbed: interface " + c.host_if +
@@ -334,6 +341,7 @@ bool remove_existing(const TestbedConfig& c) {
 TestbedInfo testbed_up(const TestbedConfig& config) {
   const Validated v = validate(config);
   const TestbedConfig& c = config;
+  require_root();
   remove_existing(c);
 
   TestbedInfo info;
