@@ -45,6 +45,9 @@ struct QdiscEnv {
   uint32_t txqueuelen = 1000;  // default limit of fifo-like queues
   uint32_t mtu = 1500;         // L3 MTU; psched_mtu() = mtu + Ethernet header (14)
   uint32_t psched_mtu() const noexcept { return mtu + 14; }
+  // The clock of time-based qdiscs (shapers, AQM), in ns; steady, monotonic. Tests substitute a
+  // simulated clock; nullptr means txpath's now_ns().
+  uint64_t (*clock)() = nullptr;
 };
 
 class Qdisc {
@@ -64,6 +67,13 @@ class Qdisc {
 
   // TCQ_F_CAN_BYPASS: an empty qdisc of this configuration may be skipped by the driver loop.
   virtual bool can_bypass() const noexcept { return false; }
+
+  // The watchdog (qdisc_watchdog_schedule_ns). A shaping qdisc whose dequeue() returned nullptr
+  // while it holds packets that become eligible later returns that time here (steady-clock ns,
+  // the env clock); 0 when it is not throttled. The driver loop re-runs the qdisc at that time
+  // without any further send(), so nothing is stranded and nobody polls. Called by the loop
+  // owner right after a dequeue() that returned nullptr.
+  virtual uint64_t watchdog_ns() const noexcept { return 0; }
 
   uint64_t qlen() const noexcept { return qlen_.get(); }
   uint64_t backlog() const noexcept { return backlog_.get(); }

@@ -19,12 +19,14 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "qdisc/fifo.hpp"
 #include "qdisc/pfifo_fast.hpp"
+#include "qdisc/spec.hpp"
 #include "txpath/error.hpp"
 #include "txpath/qdisc.hpp"
 
@@ -85,6 +87,12 @@ class SpecParser {
   }
 
   static std::string quoted(std::string_view s) { return "\"" + escape(s) + "\""; }
+
+  // The option tokens after the kind, for a qdisc's own parser (spec.hpp).
+  QdiscOptions options() const {
+    return QdiscOptions(std::span<const std::string_view>(tokens_).subspan(1),
+                        [this](const std::string& what) { fail(what); });
+  }
 
   std::unique_ptr<Qdisc> build(const QdiscEnv& env) {
     if (tokens_.empty()) fail(std::string("empty spec (known kinds: ").append(kKnownKinds) + ")");

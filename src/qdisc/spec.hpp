@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// What make_qdisc() hands a qdisc's own option parser: the option tokens after the kind, and a
+// fail() that throws the one-line ConfigError every spec error becomes:
+//   qdisc "<spec>": <what is wrong>
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "txpath/qdisc.hpp"
+
+namespace txpath {
+
+class QdiscOptions {
+ public:
+  QdiscOptions(std::span<const std::string_view> tokens,
+               std::function<void(const std::string&)> fail)
+      : tokens_(tokens), fail_(std::move(fail)) {}
+
+  std::span<const std::string_view> tokens() const noexcept { return tokens_; }
+  std::size_t size() const noexcept { return tokens_.size(); }
+  std::string_view operator[](std::size_t i) const noexcept { return tokens_[i]; }
+
+  // Throws ConfigError `qdisc "<spec>": what`; never returns.
+  [[noreturn]] void fail(const std::string& what) const {
+    fail_(what);
+    std::abort();  // fail_ always throws
+  }
+  // The value after option tokens_[i] (advancing i), or fail("\"OPT\" needs a value").
+  std::string_view value(std::size_t& i) const {
+    if (i + 1 >= tokens_.size()) fail("\"" + std::string(tokens_[i]) + "\" needs a value");
+    return tokens_[++i];
+  }
+
+ private:
+  std::span<const std::string_view> tokens_;
+  std::function<void(const std::string&)> fail_;
+};
+
+// One factory per qdisc kind, each defined in that qdisc's own file.
+std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& options, const QdiscEnv& env);
+std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& options, const QdiscEnv& env);
+std::unique_ptr<Qdisc> make_prio(const QdiscOptions& options, const QdiscEnv& env);
+
+}  // namespace txpath
