@@ -38,6 +38,15 @@ void QueueBase::start_service() {
 bool QueueBase::service() noexcept {
   const uint64_t poll_at = device_.next_poll_ns();
   if (poll_at != 0 && poll_at <= now_ns()) device_.poll();
+  // The qdisc watchdog: a due deadline becomes a pending run. acquire: pairs with the seq_cst
+  // exchange in arm_watchdog() (the deadline a run armed is seen with what it dequeued).
+  if (uint64_t wd = watchdog_.load(std::memory_order_acquire); wd != 0 && wd <= now_ns()) {
+    // acq_rel: only a deadline not re-armed meanwhile is consumed; a newer one stays armed.
+    if (watchdog_.compare_exchange_strong(wd, 0, std::memory_order_acq_rel)) {
+      watchdog_fires_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+      sched_.store(true, std::memory_order_seq_cst);  // consumed just below
+    }
+  }
   // acq_rel: pairs with schedule()'s exchange (see service_main()).
   if (!sched_.exchange(false, std::memory_order_acq_rel)) return false;
   // relaxed: a statistic; service() may run on several threads at once, hence the RMW.
@@ -78,6 +87,18 @@ void QueueBase::schedule() noexcept {
   }
 }
 
+void QueueBase::arm_watchdog(uint64_t at_ns) noexcept {
+  // seq_cst: a Dekker pair with service_main(), like schedule(): it stores service_idle_ and then
+  // loads watchdog_ for its deadline; either it sees this deadline, or we see it idle and wake
+  // it. The same deadline armed again (a throttled qdisc polled by every send) costs no wake-up.
+  const uint64_t old = watchdog_.exchange(at_ns, std::memory_order_seq_cst);
+  if (old == at_ns) return;
+  if (service_idle_.load(std::memory_order_seq_cst) || old == 0 || at_ns < old) {
+    std::lock_guard lock(service_mutex_);  // pairs with the predicate check in the wait
+    service_cv_.notify_one();
+  }
+}
+
 void QueueBase::service_main() {
   // Timer slack would stretch the tick (default 50 us on Linux); ask for 1 us.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
@@ -114,15 +135,20 @@ void QueueBase::service_main() {
         continue;
       }
     }
+    // seq_cst: the other half of arm_watchdog()'s Dekker pair (after service_idle_ above).
+    const uint64_t wd_seen = watchdog_.load(std::memory_order_seq_cst);
+    if (wd_seen != 0 && wd_seen < deadline) deadline = wd_seen;
     {
       // A relative wait: now_ns() may be a TSC clock whose scale differs from steady_clock's
       // by a few ppm, so absolute deadlines would drift.
       const uint64_t now = now_ns();
       const auto wait = std::chrono::nanoseconds(deadline > now ? deadline - now : 0);
       std::unique_lock lock(service_mutex_);
-      service_cv_.wait_for(lock, wait, [this] {
-        // acquire/relaxed: re-checked under the mutex that schedule()/shutdown() take to notify.
-        return stop_.load(std::memory_order_acquire) || sched_.load(std::memory_order_relaxed);
+      service_cv_.wait_for(lock, wait, [this, wd_seen] {
+        // acquire/relaxed: re-checked under the mutex that schedule()/shutdown()/arm_watchdog()
+        // take to notify; a re-armed watchdog changes the deadline, so it ends the wait too.
+        return stop_.load(std::memory_order_acquire) || sched_.load(std::memory_order_relaxed) ||
+               watchdog_.load(std::memory_order_relaxed) != wd_seen;
       });
     }
     service_idle_.store(false, std::memory_order_relaxed);  // only a hint for schedule()

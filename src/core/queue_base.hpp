@@ -69,6 +69,10 @@ class QueueBase : public TxQueue {
 
   // __netif_schedule(): ask for a deferred driver-loop run. Any thread, any context.
   void schedule() noexcept;
+  // qdisc_watchdog_schedule_ns(): ask for a deferred run at steady-clock time `at_ns` (the
+  // service thread sleeps until then). Loop owner only (root lock held). A later call replaces
+  // an earlier deadline, as the kernel's hrtimer is re-armed.
+  void arm_watchdog(uint64_t at_ns) noexcept;
 
  protected:
   // A run of the driver loop on behalf of the service thread (net_tx_action).
@@ -192,11 +196,17 @@ class QueueBase : public TxQueue {
         batch.push_back(p);
       }
     } else {
+      Packet* p = nullptr;
       while (static_cast<int>(batch.size()) < budget && (batch.empty() || bytes_left > 0)) {
-        Packet* p = qdisc_->dequeue();
+        p = qdisc_->dequeue();
         if (!p) break;
         bytes_left -= p->len;
         batch.push_back(p);
+      }
+      // A shaper that holds packets not yet eligible names the time they become so: the
+      // service thread runs the loop again then, without any further send().
+      if (!p) {
+        if (const uint64_t at = qdisc_->watchdog_ns(); at != 0) arm_watchdog(at);
       }
       if (batch.empty()) return 0;
     }
@@ -253,6 +263,8 @@ class QueueBase : public TxQueue {
 
   // Deferred-run machinery.
   alignas(64) std::atomic<bool> sched_{false};  // __QDISC_STATE_SCHED
+  std::atomic<uint64_t> watchdog_{0};           // armed deadline (ns), 0: none; see arm_watchdog
+  std::atomic<uint64_t> watchdog_fires_{0};     // statistic
   std::atomic<bool> service_idle_{false};       // the service thread sleeps until kicked
   std::atomic<bool> stop_{false};
   std::mutex service_mutex_;
