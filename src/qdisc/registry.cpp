@@ -34,7 +34,7 @@ namespace txpath {
 
 namespace {
 
-constexpr std::string_view kKnownKinds = "pfifo_fast, pfifo, bfifo, pfifo_head_drop";
+constexpr std::string_view kKnownKinds = "pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf";
 constexpr uint64_t kMaxLimit = std::numeric_limits<uint32_t>::max();
 
 bool is_space(char c) {
@@ -111,6 +111,8 @@ class SpecParser {
       const auto limit = parse_fifo_options(/*bytes=*/true).value_or(static_cast<uint32_t>(dflt));
       return std::make_unique<BfifoQdisc>(limit, env.psched_mtu());
     }
+    if (kind == "prio") return make_prio(options(), env);
+    if (kind == "tbf") return make_tbf(options(), env);
     fail("unknown qdisc kind " + quoted(kind) + " (known: " + std::string(kKnownKinds) + ")");
   }
 
