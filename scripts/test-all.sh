@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds and runs the whole test suite three times: Release, ThreadSanitizer, ASan+UBSan.
-# Usage: scripts/test-all.sh [release|tsan|asan ...]   (default: all three)
+# Then runs every libFuzzer target (fuzz/*.cpp) for 60 s each under ASan+UBSan.
+# Usage: scripts/test-all.sh [release|tsan|asan|fuzz ...]   (default: all four)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
 configs=("$@")
-((${#configs[@]})) || configs=(release tsan asan)
+((${#configs[@]})) || configs=(release tsan asan fuzz)
 for c in "${configs[@]}"; do
   case "$c" in
     release) dir=build-release; flags=(-DCMAKE_BUILD_TYPE=Release) ;;
@@ -16,8 +17,33 @@ for c in "${configs[@]}"; do
                                     -DTXPATH_BUILD_BENCH=OFF) ;;
     asan)    dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTXPATH_SANITIZE=address
                                     -DTXPATH_BUILD_BENCH=OFF) ;;
-    *) echo "scripts/test-all.sh: unknown configuration '$c' (release, tsan, asan)" >&2; exit 2 ;;
+    # libFuzzer: clang, ASan+UBSan, only the fuzz targets.
+    fuzz)    dir=build-fuzz; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTXPATH_SANITIZE=address
+                                    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+                                    -DTXPATH_BUILD_FUZZ=ON -DTXPATH_BUILD_TESTS=OFF
+                                    -DTXPATH_BUILD_BENCH=OFF) ;;
+    *) echo "scripts/test-all.sh: unknown configuration '$c' (release, tsan, asan, fuzz)" >&2; exit 2 ;;
   esac
+  if [ "$c" = fuzz ]; then
+    echo "=== fuzz: configure + build ($dir) ==="
+    cmake -S . -B "$dir" "${flags[@]}" >/dev/null
+    cmake --build "$dir" -j "$jobs"
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    for src in fuzz/*.cpp; do
+      name=$(basename "$src" .cpp)
+      corpus="fuzz/corpus/${name#fuzz_}"
+      work=$(mktemp -d)
+      echo "=== fuzz: $name for ${TXPATH_FUZZ_SECONDS:-60} s ==="
+      # New inputs go to the scratch directory; the committed corpus is only read.
+      "$dir/$name" -max_total_time="${TXPATH_FUZZ_SECONDS:-60}" -max_len=4096 -print_final_stats=1 \
+        "$work" "$corpus" 2>&1 | tail -n 15
+      rc=${PIPESTATUS[0]}
+      rm -rf "$work"
+      if [ "$rc" -ne 0 ]; then echo "=== fuzz: $name FAILED (exit $rc) ==="; exit 1; fi
+    done
+    continue
+  fi
   echo "=== $c: configure + build ($dir) ==="
   cmake -S . -B "$dir" "${flags[@]}" >/dev/null
   cmake --build "$dir" -j "$jobs"
