@@ -121,3 +121,33 @@ INSTANTIATE_TEST_SUITE_P(Strategies, Watchdog,
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
+
+namespace {
+
+// The real shaper end to end: tbf through a TxQueue. Everything accepted leaves, paced, after
+// the senders stopped, and not faster than burst + rate * elapsed allows.
+TEST(WatchdogTbf, EverythingAcceptedLeavesPacedAfterSendersStop) {
+  NullDevice dev;
+  Pool pool(PoolConfig{.packets = 256, .buffer_size = 2048, .cache_size = 0});
+  TxQueueConfig cfg;
+  cfg.strategy = "busylock";
+  cfg.qdisc = "tbf rate 8mbit burst 3000 limit 60000";  // 1 MB/s, two 1500-byte packets of burst
+  auto q = TxQueue::create(dev, cfg);
+  const uint64_t start = now_ns();
+  for (int i = 0; i < 30; ++i) {
+    Packet* p = pool.get();
+    ASSERT_NE(p, nullptr);
+    p->len = 1500;
+    EXPECT_EQ(q->send(p), SendStatus::queued);
+  }
+  ASSERT_TRUE(q->drain(10s));
+  const double elapsed_s = static_cast<double>(now_ns() - start) / 1e9;
+  const TxQueueStats st = q->stats();
+  EXPECT_EQ(st.sent, 30u);
+  EXPECT_EQ(st.dropped, 0u);
+  EXPECT_GT(st.qdisc.overlimits, 0u) << "the shaper never throttled";
+  // 45000 bytes with a 3000-byte bucket at 1e6 B/s take at least 42 ms.
+  EXPECT_GE(elapsed_s, 0.042);
+}
+
+}  // namespace

@@ -75,6 +75,12 @@ class Qdisc {
   // owner right after a dequeue() that returned nullptr.
   virtual uint64_t watchdog_ns() const noexcept { return 0; }
 
+  // Packets the qdisc dropped inside dequeue() (AQM: CoDel), already counted in drops. dequeue()
+  // has no to_free list, so such a qdisc keeps them; the driver loop collects them here after
+  // every bulk dequeue and frees them once the root lock is released (and before reset() at
+  // teardown, so that they are not counted twice). Classful qdiscs forward to their children.
+  virtual void take_dequeue_drops(PacketList& out) noexcept { (void)out; }
+
   uint64_t qlen() const noexcept { return qlen_.get(); }
   uint64_t backlog() const noexcept { return backlog_.get(); }
   QdiscStats stats() const noexcept;

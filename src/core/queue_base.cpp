@@ -67,6 +67,10 @@ void QueueBase::shutdown() noexcept {
   }
   device_.detach_queue();
   // Teardown: whatever is still queued is freed and counted as dropped (qdisc_reset + purge).
+  // AQM victims still held were counted as drops when they were dropped: not purged again.
+  PacketList already_dropped;
+  qdisc_->take_dequeue_drops(already_dropped);
+  free_packets(std::move(already_dropped));
   PacketList to_free;
   qdisc_->reset(to_free);
   requeue_qlen_.set(0);

@@ -208,6 +208,18 @@ class QueueBase : public TxQueue {
       if (!p) {
         if (const uint64_t at = qdisc_->watchdog_ns(); at != 0) arm_watchdog(at);
       }
+      // AQM victims of these dequeues: freed below, once the root lock is released.
+      PacketList dequeue_drops;
+      qdisc_->take_dequeue_drops(dequeue_drops);
+      if (!dequeue_drops.empty()) {
+        if (batch.empty()) {
+          root.unlock();
+          free_packets(std::move(dequeue_drops));
+          root.lock();
+          return 0;
+        }
+        return direct_xmit(root, batch, &dequeue_drops);
+      }
       if (batch.empty()) return 0;
     }
     return direct_xmit(root, batch);
@@ -215,8 +227,9 @@ class QueueBase : public TxQueue {
 
   // sch_direct_xmit(): root lock dropped around the device call and re-taken.
   template <class Lock>
-  int direct_xmit(Lock& root, PacketList& batch) noexcept {
+  int direct_xmit(Lock& root, PacketList& batch, PacketList* to_free = nullptr) noexcept {
     root.unlock();
+    if (to_free) free_packets(std::move(*to_free));  // outside every lock
     const int sent = xmit_list(batch);  // leaves the refused remainder in batch
     if (sent > 0) {
       // seq_cst: a waiter in wait_for_tx_progress() only needs to see the change (its acquire

@@ -5,6 +5,7 @@
 //   pfifo_fast                                   no options
 //   pfifo | pfifo_head_drop  [limit PACKETS]     PACKETS: decimal integer in [0, UINT32_MAX]
 //   bfifo                    [limit SIZE]        SIZE: decimal integer + optional tc size unit
+//   prio, tbf, fq_codel      their own grammars, in prio.cpp, tbf.cpp, fq_codel.cpp (tc's)
 // Size units (tc get_size, case-insensitive, 1024-based): none or "b" = bytes, "k"/"kb" = KiB,
 // "m"/"mb" = MiB, "g"/"gb" = GiB, "kbit"/"mbit"/"gbit" = 1/8 of Kib/Mib/Gib (kbit = 128 bytes).
 // Unlike tc (strtod) the number must be a plain decimal integer: no sign, fraction or exponent.

@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: MIT
+// fq_codel: see fq_codel.hpp for the semantics, codel.hpp for the fixed-point CoDel pieces.
+// Origin: written from /work/shared/reference/qdiscs.md §5 (Linux sch_fq_codel / codel_impl.h
+// semantics, RFC 8289, RFC 8290); ECN marking per RFC 3168, checksum update per RFC 1624.
+// No atomics beyond Qdisc's counters: the qdisc is called by one thread at a time.
+#include "qdisc/fq_codel.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "core/clock.hpp"
+#include "qdisc/spec.hpp"
+#include "qdisc/tc_units.hpp"
+
+namespace txpath {
+
+namespace {
+
+constexpr uint32_t kMaxFlows = 65536;
+constexpr uint32_t kMinQuantum = 256;
+constexpr uint32_t kMaxQuantum = 1u << 20;
+constexpr uint64_t kMaxMemoryLimit = 1ull << 31;
+
+uint8_t byte_at(const Packet& p, std::size_t i) noexcept {
+  return std::to_integer<uint8_t>(p.data[i]);
+}
+
+}  // namespace
+
+FqCodelQdisc::FqCodelQdisc(const FqCodelConfig& cfg)
+    : cfg_(cfg),
+      target_(codel::from_us(cfg.target_us)),
+      interval_(codel::from_us(cfg.interval_us)),
+      ce_threshold_(cfg.has_ce_threshold ? codel::from_us(cfg.ce_threshold_us)
+                                         : codel::kDisabledThreshold),
+      flows_(cfg.flows) {}
+
+uint32_t FqCodelQdisc::truesize(const Packet& p) noexcept {
+  return std::max(p.capacity, p.len) + static_cast<uint32_t>(sizeof(Packet));
+}
+
+uint64_t FqCodelQdisc::clock_ns() const noexcept { return cfg_.clock ? cfg_.clock() : now_ns(); }
+
+Packet* FqCodelQdisc::flow_pop(Flow& f) noexcept {
+  Packet* p = f.q.pop_front();
+  if (p) {
+    --qlen_;
+    backlog_ -= p->len;
+    memory_ -= truesize(*p);
+  }
+  return p;
+}
+
+void FqCodelQdisc::codel_drop(Packet* p) noexcept {
+  account_remove(*p);
+  count_drop();
+  dropped_.push_back(p);
+}
+
+// RFC 3168 CE marking of an ECN-capable IPv4 or IPv6 packet behind an Ethernet header. Returns
+// true if the packet now carries CE (also when it already did), false if it is not ECN capable
+// (Not-ECT, not IP, too short).
+bool FqCodelQdisc::set_ce(Packet& p) noexcept {
+  constexpr std::size_t kEth = 14;
+  if (p.data == nullptr || p.len < kEth + 1) return false;
+  const uint16_t ethertype = static_cast<uint16_t>(byte_at(p, 12) << 8 | byte_at(p, 13));
+  if (ethertype == 0x0800) {
+    if (p.len < kEth + 20 || (byte_at(p, kEth) >> 4) != 4) return false;
+    const uint8_t tos = byte_at(p, kEth + 1);
+    const uint8_t ecn = tos & 3;
+    if (ecn == 3) return true;
+    if (ecn == 0) return false;
+    // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), m = the 16-bit word holding version/IHL and TOS.
+    const uint16_t m = static_cast<uint16_t>(byte_at(p, kEth) << 8 | tos);
+    const uint16_t m2 = static_cast<uint16_t>(m | 3);
+    const uint16_t hc = static_cast<uint16_t>(byte_at(p, kEth + 10) << 8 | byte_at(p, kEth + 11));
+    uint32_t sum = uint32_t{static_cast<uint16_t>(~hc)} + uint32_t{static_cast<uint16_t>(~m)} + m2;
+    sum = (sum & 0xFFFF) + (sum >> 16);
+    sum = (sum & 0xFFFF) + (sum >> 16);
+    const uint16_t hc2 = static_cast<uint16_t>(~sum);
+    p.data[kEth + 1] = std::byte{static_cast<uint8_t>(tos | 3)};
+    p.data[kEth + 10] = std::byte{static_cast<uint8_t>(hc2 >> 8)};
+    p.data[kEth + 11] = std::byte{static_cast<uint8_t>(hc2 & 0xFF)};
+    return true;
+  }
+  if (ethertype == 0x86DD) {
+    // Traffic class = low nibble of byte 0 and high nibble of byte 1; ECN = its low 2 bits.
+    if (p.len < kEth + 40 || (byte_at(p, kEth) >> 4) != 6) return false;
+    const uint8_t b1 = byte_at(p, kEth + 1);
+    const uint8_t ecn = (b1 >> 4) & 3;
+    if (ecn == 3) return true;
+    if (ecn == 0) return false;
+    p.data[kEth + 1] = std::byte{static_cast<uint8_t>(b1 | 0x30)};
+    return true;
+  }
+  return false;
+}
+
+// CoDel's per-packet test (sets ldelay, maxpacket, first_above_time); true = time to act.
+bool FqCodelQdisc::should_drop(const Packet* p, Flow& f, codel::Time now) noexcept {
+  codel::Vars& v = f.cvars;
+  if (p == nullptr) {
+    v.first_above_time = 0;
+    return false;
+  }
+  v.ldelay = now - codel::from_ns(p->enqueue_ns);
+  xs_.maxpacket = std::max(xs_.maxpacket, p->len);
+  // "Below target, or the whole qdisc holds at most one MTU": good queue.
+  if (codel::before(v.ldelay, target_) || backlog_ <= cfg_.mtu) {
+    v.first_above_time = 0;
+    return false;
+  }
+  if (v.first_above_time == 0) {
+    v.first_above_time = now + interval_;
+    return false;
+  }
+  return codel::after(now, v.first_above_time);
+}
+
+Packet* FqCodelQdisc::codel_dequeue(Flow& f) noexcept {
+  codel::Vars& v = f.cvars;
+  Packet* p = flow_pop(f);
+  if (p == nullptr) {
+    v.dropping = false;
+    return nullptr;
+  }
+  const codel::Time now = codel::from_ns(clock_ns());
+  const bool drop = should_drop(p, f, now);
+  if (v.dropping) {
+    if (!drop) {
+      v.dropping = false;  // sojourn fell below target: leave the dropping state
+    } else {
+      // Act once per control-law interval that has passed; each action refines 1/sqrt(count).
+      while (v.dropping && codel::after_eq(now, v.drop_next)) {
+        ++v.count;
+        codel::newton_step(v);
+        if (cfg_.ecn && set_ce(*p)) {
+          ++xs_.ecn_mark;
+          v.drop_next = codel::control_law(v.drop_next, interval_, v.rec_inv_sqrt);
+          break;  // a marked packet is delivered
+        }
+        codel_drop(p);
+        p = flow_pop(f);
+        if (!should_drop(p, f, now)) {
+          v.dropping = false;
+        } else {
+          v.drop_next = codel::control_law(v.drop_next, interval_, v.rec_inv_sqrt);
+        }
+      }
+    }
+  } else if (drop) {
+    // Enter the dropping state with this packet.
+    if (cfg_.ecn && set_ce(*p)) {
+      ++xs_.ecn_mark;
+    } else {
+      codel_drop(p);
+      p = flow_pop(f);
+      (void)should_drop(p, f, now);  // for its effects on ldelay / first_above_time
+    }
+    v.dropping = true;
+    // Re-entering soon after leaving: resume near the previous drop rate.
+    const uint32_t delta = v.count - v.lastcount;
+    if (delta > 1 && codel::before(now - v.drop_next, 16 * interval_)) {
+      v.count = delta;
+      codel::newton_step(v);
+    } else {
+      v.count = 1;
+      v.rec_inv_sqrt = codel::kRecInvSqrtOne;
+    }
+    v.lastcount = v.count;
+    v.drop_next = codel::control_law(now, interval_, v.rec_inv_sqrt);
+  }
+  if (p != nullptr && cfg_.has_ce_threshold && codel::after(v.ldelay, ce_threshold_) && set_ce(*p))
+    ++xs_.ce_mark;
+  return p;
+}
+
+Packet* FqCodelQdisc::do_dequeue() noexcept {
+  for (;;) {
+    FlowList* list = new_.head ? &new_ : (old_.head ? &old_ : nullptr);
+    if (list == nullptr) return nullptr;
+    Flow* f = list->head;
+    if (f->deficit <= 0) {
+      // Quantum used up: refill and go to the back of the old flows.
+      f->deficit += static_cast<int32_t>(cfg_.quantum);
+      list->pop_front();
+      old_.push_back(f);
+      continue;
+    }
+    Packet* p = codel_dequeue(*f);
+    if (p == nullptr) {
+      // Empty flow: a new flow goes to the old list once (if others wait there), so that it
+      // cannot re-enter as new right away; an old flow leaves the lists.
+      list->pop_front();
+      if (list == &new_ && old_.head != nullptr) {
+        old_.push_back(f);
+      } else {
+        f->listed = false;
+      }
+      continue;
+    }
+    f->deficit -= static_cast<int32_t>(p->len);
+    return p;
+  }
+}
+
+Packet* FqCodelQdisc::dequeue() noexcept {
+  Packet* p = peeked_ ? std::exchange(peeked_, nullptr) : do_dequeue();
+  if (p) account_dequeue(*p);
+  return p;
+}
+
+Packet* FqCodelQdisc::peek() noexcept {
+  if (peeked_ == nullptr) peeked_ = do_dequeue();
+  return peeked_;
+}
+
+uint32_t FqCodelQdisc::drop_fat_flow(uint32_t max_packets, PacketList& to_free,
+                                     bool& arriving_dropped, const Packet* arriving) noexcept {
+  uint32_t idx = 0;
+  uint64_t max_backlog = 0;
+  for (uint32_t i = 0; i < cfg_.flows; ++i) {
+    if (flows_[i].q.bytes() > max_backlog) {
+      max_backlog = flows_[i].q.bytes();
+      idx = i;
+    }
+  }
+  Flow& f = flows_[idx];
+  const uint64_t threshold = max_backlog >> 1;
+  uint64_t len = 0;
+  uint32_t n = 0;
+  do {
+    Packet* p = flow_pop(f);
+    if (p == nullptr) break;
+    if (p == arriving) arriving_dropped = true;
+    len += p->len;
+    account_remove(*p);
+    drop(p, to_free);
+  } while (++n < max_packets && len < threshold);
+  f.cvars.count += n;
+  return idx;
+}
+
+Verdict FqCodelQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
+  to_free.splice_back(dropped_);  // earlier CoDel victims, already counted as drops
+
+  const uint32_t idx = classify(*p);
+  Flow& f = flows_[idx];
+  p->enqueue_ns = clock_ns();
+  f.q.push_back(p);
+  ++qlen_;
+  backlog_ += p->len;
+  memory_ += truesize(*p);
+  account_enqueue(*p);
+  if (!f.listed) {
+    f.listed = true;
+    new_.push_back(&f);
+    ++xs_.new_flow_count;
+    f.deficit = static_cast<int32_t>(cfg_.quantum);
+  }
+  const bool memory_limited = memory_ > cfg_.memory_limit;
+  if (qlen() <= cfg_.limit && !memory_limited) return Verdict::success;
+
+  bool arriving_dropped = false;
+  const uint64_t before = qlen();
+  const uint32_t fat = drop_fat_flow(cfg_.drop_batch, to_free, arriving_dropped, p);
+  const auto n = static_cast<uint32_t>(before - qlen());
+  xs_.drop_overlimit += n;
+  if (memory_limited) xs_.drop_overmemory += n;
+  if (arriving_dropped) return Verdict::drop;
+  return fat == idx ? Verdict::congestion : Verdict::success;
+}
+
+void FqCodelQdisc::reset(PacketList& to_free) noexcept {
+  to_free.splice_back(dropped_);
+  if (peeked_ != nullptr) {
+    account_remove(*peeked_);
+    to_free.push_back(std::exchange(peeked_, nullptr));
+  }
+  for (Flow& f : flows_) {
+    while (Packet* p = f.q.pop_front()) {
+      account_remove(*p);
+      to_free.push_back(p);
+    }
+    f.next = nullptr;
+    f.listed = false;
+    f.deficit = 0;
+    f.cvars = codel::Vars{};
+  }
+  new_ = FlowList{};
+  old_ = FlowList{};
+  backlog_ = 0;
+  qlen_ = 0;
+  memory_ = 0;
+}
+
+FqCodelXstats FqCodelQdisc::xstats() const noexcept {
+  FqCodelXstats x = xs_;
+  x.memory_used = static_cast<uint32_t>(std::min<uint64_t>(memory_, UINT32_MAX));
+  x.new_flows_len = new_.size;
+  x.old_flows_len = old_.size;
+  return x;
+}
+
+FqCodelFlowStats FqCodelQdisc::flow_stats(uint32_t flow) const noexcept {
+  FqCodelFlowStats s;
+  if (flow >= flows_.size()) return s;
+  const Flow& f = flows_[flow];
+  s.deficit = f.deficit;
+  s.ldelay_us = static_cast<uint32_t>(codel::to_us(f.cvars.ldelay));
+  s.count = f.cvars.count;
+  s.lastcount = f.cvars.lastcount;
+  s.dropping = f.cvars.dropping;
+  if (f.cvars.dropping) {
+    const int32_t d = codel::diff(f.cvars.drop_next, codel::from_ns(clock_ns()));
+    s.drop_next_us = d < 0 ? -static_cast<int32_t>(codel::to_us(static_cast<codel::Time>(-d)))
+                           : static_cast<int32_t>(codel::to_us(static_cast<codel::Time>(d)));
+  }
+  s.qlen = static_cast<uint32_t>(f.q.size());
+  s.backlog = f.q.bytes();
+  return s;
+}
+
+std::string FqCodelQdisc::options() const {
+  auto time = [](codel::Time t) { return tc::format_time(codel::to_us(t) * 1000); };
+  std::string s = "limit " + std::to_string(cfg_.limit) + "p flows " + std::to_string(cfg_.flows) +
+                  " quantum " + std::to_string(cfg_.quantum) + " target " + time(target_);
+  if (cfg_.has_ce_threshold) s += " ce_threshold " + time(ce_threshold_);
+  s += " interval " + time(interval_) + " memory_limit " + tc::format_size(cfg_.memory_limit);
+  if (cfg_.ecn) s += " ecn";
+  s += " drop_batch " + std::to_string(cfg_.drop_batch);
+  return s;
+}
+
+namespace {
+
+// User text in a one-line message: quotes, backslashes and control characters escaped.
+std::string quoted(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+uint32_t parse_u32(const QdiscOptions& o, std::string_view opt, std::string_view v) {
+  uint32_t out = 0;
+  const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec == std::errc::result_out_of_range)
+    o.fail(std::string(opt) + " " + quoted(v) + " is out of range (max 4294967295)");
+  if (ec != std::errc() || ptr != v.data() + v.size() || v.empty())
+    o.fail("invalid " + std::string(opt) + " " + quoted(v));
+  return out;
+}
+
+uint64_t parse_us(const QdiscOptions& o, std::string_view opt, std::string_view v) {
+  const auto ns = tc::parse_time_ns(v);
+  if (!ns) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a time: 5ms, 100ms, 2000us)");
+  const uint64_t us = *ns / 1000;  // tc carries usec
+  if (us > std::numeric_limits<uint32_t>::max())
+    o.fail(std::string(opt) + " " + quoted(v) + " is out of range");
+  return us;
+}
+
+}  // namespace
+
+std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& o, const QdiscEnv& env) {
+  FqCodelConfig c;
+  c.quantum = env.psched_mtu();
+  c.mtu = env.psched_mtu();
+  c.clock = env.clock;
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    const std::string_view opt = o[i];
+    if (opt == "ecn") {
+      c.ecn = true;
+    } else if (opt == "noecn") {
+      c.ecn = false;
+    } else if (opt == "limit") {
+      c.limit = parse_u32(o, opt, o.value(i));
+    } else if (opt == "flows") {
+      const std::string_view v = o.value(i);
+      const uint32_t n = parse_u32(o, opt, v);
+      if (n < 1 || n > kMaxFlows) o.fail("flows " + quoted(v) + " is out of range (1..65536)");
+      c.flows = n;
+    } else if (opt == "quantum") {
+      const std::string_view v = o.value(i);
+      const uint32_t q = parse_u32(o, opt, v);
+      if (q > kMaxQuantum) o.fail("quantum " + quoted(v) + " is out of range (max 1048576)");
+      c.quantum = std::max(q, kMinQuantum);
+    } else if (opt == "target") {
+      c.target_us = parse_us(o, opt, o.value(i));
+    } else if (opt == "interval") {
+      c.interval_us = parse_us(o, opt, o.value(i));
+    } else if (opt == "ce_threshold") {
+      c.ce_threshold_us = parse_us(o, opt, o.value(i));
+      c.has_ce_threshold = true;
+    } else if (opt == "memory_limit") {
+      const std::string_view v = o.value(i);
+      const auto bytes = tc::parse_size(v);
+      if (!bytes) o.fail("invalid memory_limit " + quoted(v) + " (a size: 32Mb, 100000)");
+      if (*bytes > std::numeric_limits<uint32_t>::max())
+        o.fail("memory_limit " + quoted(v) + " is out of range");
+      c.memory_limit = static_cast<uint32_t>(std::min(*bytes, kMaxMemoryLimit));
+    } else if (opt == "drop_batch") {
+      c.drop_batch = std::max<uint32_t>(parse_u32(o, opt, o.value(i)), 1);
+    } else {
+      o.fail("unknown option " + quoted(opt) +
+             " (known: limit, flows, quantum, target, interval, ecn, noecn, ce_threshold, "
+             "memory_limit, drop_batch)");
+    }
+  }
+  // Whole-qdisc backlog check and quantum use the device MTU; both fixed at creation.
+  return std::make_unique<FqCodelQdisc>(c);
+}
+
+}  // namespace txpath

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+// prio: strict-priority bands, each a child qdisc. Semantics: see prio.hpp. Written from the
+// reference notes (qdiscs.md §0, §1, §3); no kernel or iproute2 code was copied.
+//
+// Option parser (make_prio): tokens after "prio", in any order:
+//   bands N             N a decimal integer in [2, 16]; at most once
+//   priomap P0 [P1 ...] 1 to 16 decimal integers, each < bands (checked once all options are
+//                       read, so "priomap ... bands N" works too); entries not given keep their
+//                       default (tc fills prio2band from the default map the same way); at
+//                       most once. The priomap ends at the first token that is not a number.
+// Every error is one-line ConfigError via QdiscOptions::fail().
+#include "qdisc/prio.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+
+#include "qdisc/fifo.hpp"
+#include "qdisc/spec.hpp"
+
+namespace txpath {
+
+namespace {
+
+std::unique_ptr<Qdisc> default_child(uint32_t limit) { return std::make_unique<PfifoQdisc>(limit); }
+
+bool is_number(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A decimal number saturated at 1000 (every valid value here is <= 16).
+unsigned small_number(std::string_view s) {
+  unsigned v = 0;
+  for (char c : s) v = std::min(1000u, v * 10 + static_cast<unsigned>(c - '0'));
+  return v;
+}
+
+// User text quoted for a one-line message: control characters, '"' and '\' escaped.
+std::string quoted(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+PrioQdisc::PrioQdisc(std::size_t bands, const Priomap& priomap, uint32_t child_limit,
+                     uint16_t handle_major)
+    : bands_(std::clamp(bands, kMinBands, kMaxBands)),
+      priomap_(priomap),
+      child_limit_(child_limit),
+      handle_major_(handle_major) {
+  for (uint8_t& b : priomap_)
+    if (b >= bands_) b = 0;  // make_prio() rejects this; never index past the bands
+  for (std::size_t b = 0; b < bands_; ++b) children_[b] = default_child(child_limit_);
+}
+
+PrioQdisc::~PrioQdisc() = default;
+
+std::size_t PrioQdisc::classify(uint32_t priority) const noexcept {
+  const uint32_t major = priority >> 16;
+  if (handle_major_ != 0 && major == handle_major_) {
+    // Minor m selects class major:m, i.e. band m-1; minor 0 wraps to a huge value -> fallback.
+    const uint32_t band = (priority & 0xffffu) - 1u;
+    return band < bands_ ? band : priomap_[0];
+  }
+  if (major != 0) return priomap_[0];  // a classid that is not ours
+  return priomap_[priority & 15u];
+}
+
+void PrioQdisc::adjust(int64_t dq, int64_t db) noexcept {
+  // qdisc.hpp exposes only per-packet accounting helpers; a stand-in packet carries the length
+  // (the helpers read nothing else). The common cases (one packet in/out) take one call.
+  constexpr int64_t kMaxLen = std::numeric_limits<uint32_t>::max();
+  Packet unit;
+  while (dq > 0) {
+    unit.len = (dq == 1 && db >= 0) ? static_cast<uint32_t>(std::min(db, kMaxLen)) : 0;
+    account_enqueue(unit);
+    db -= unit.len;
+    --dq;
+  }
+  while (dq < 0) {
+    unit.len = (dq == -1 && db <= 0) ? static_cast<uint32_t>(std::min(-db, kMaxLen)) : 0;
+    account_remove(unit);
+    db += unit.len;
+    ++dq;
+  }
+  while (db > 0) {  // backlog grew with qlen unchanged (or beyond what one packet carries)
+    unit.len = static_cast<uint32_t>(std::min(db, kMaxLen));
+    account_enqueue(unit);
+    db -= unit.len;
+    unit.len = 0;
+    account_remove(unit);
+  }
+  while (db < 0) {
+    unit.len = 0;
+    account_enqueue(unit);
+    unit.len = static_cast<uint32_t>(std::min(-db, kMaxLen));
+    account_remove(unit);
+    db += unit.len;
+  }
+}
+
+void PrioQdisc::sync_band(std::size_t b) noexcept {
+  const Qdisc& c = *children_[b];
+  const uint64_t q = c.qlen();
+  const uint64_t bl = c.backlog();
+  Seen& s = seen_[b];
+  if (q == s.qlen && bl == s.backlog) return;
+  adjust(static_cast<int64_t>(q - s.qlen), static_cast<int64_t>(bl - s.backlog));
+  s.qlen = q;
+  s.backlog = bl;
+}
+
+Verdict PrioQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
+  const std::size_t b = classify(p->priority);
+  const Verdict v = children_[b]->enqueue(p, to_free);
+  // NET_XMIT_DROP and NET_XMIT_CN both count as a drop of the parent (net_xmit_drop_count).
+  if (v != Verdict::success) count_drop();
+  sync_band(b);  // success: +1 packet, +len bytes in one helper call
+  return v;
+}
+
+Packet* PrioQdisc::dequeue() noexcept {
+  for (std::size_t b = 0; b < bands_; ++b) {
+    Packet* p = children_[b]->dequeue();
+    if (p) {
+      account_dequeue(*p);
+      seen_[b].qlen -= 1;
+      seen_[b].backlog -= p->len;
+      sync_band(b);  // anything the child dropped while dequeuing (AQM)
+      return p;
+    }
+    sync_band(b);  // an AQM child may have dropped everything it held
+  }
+  return nullptr;
+}
+
+Packet* PrioQdisc::peek() noexcept {
+  for (std::size_t b = 0; b < bands_; ++b) {
+    Packet* p = children_[b]->peek();
+    sync_band(b);  // a child's peek may dequeue internally (and drop, for an AQM)
+    if (p) return p;
+  }
+  return nullptr;
+}
+
+void PrioQdisc::reset(PacketList& to_free) noexcept {
+  for (std::size_t b = 0; b < bands_; ++b) {
+    children_[b]->reset(to_free);
+    sync_band(b);
+  }
+}
+
+uint64_t PrioQdisc::watchdog_ns() const noexcept {
+  uint64_t earliest = 0;
+  for (std::size_t b = 0; b < bands_; ++b) {
+    const uint64_t t = children_[b]->watchdog_ns();
+    if (t != 0 && (earliest == 0 || t < earliest)) earliest = t;
+  }
+  return earliest;
+}
+
+void PrioQdisc::take_dequeue_drops(PacketList& out) noexcept {
+  for (std::size_t b = 0; b < bands_; ++b) children_[b]->take_dequeue_drops(out);
+}
+
+void PrioQdisc::graft(std::size_t band, std::unique_ptr<Qdisc> child, PacketList& to_free) {
+  if (band >= bands_)
+    throw std::out_of_range("prio graft: band " + std::to_string(band) + " >= bands " +
+                            std::to_string(bands_));
+  if (!child) child = default_child(child_limit_);
+  children_[band]->reset(to_free);
+  sync_band(band);  // the old child's packets leave prio's qlen/backlog
+  children_[band] = std::move(child);
+  sync_band(band);  // the new child's packets (if any) join them
+}
+
+std::string PrioQdisc::options() const {
+  std::string s = "bands " + std::to_string(bands_) + " priomap";
+  for (uint8_t b : priomap_) {
+    s += ' ';
+    s += std::to_string(b);
+  }
+  return s;
+}
+
+std::unique_ptr<Qdisc> make_prio(const QdiscOptions& options, const QdiscEnv& env) {
+  std::optional<std::size_t> bands;
+  std::array<unsigned, 16> map{};  // as given (saturated at 1000), for the range check
+  std::copy(PrioQdisc::kDefaultPriomap.begin(), PrioQdisc::kDefaultPriomap.end(), map.begin());
+  bool have_priomap = false;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const std::string_view opt = options[i];
+    if (opt == "bands") {
+      if (bands) options.fail("duplicated option \"bands\"");
+      const std::string_view v = options.value(i);
+      if (!is_number(v)) options.fail("invalid bands " + quoted(v));
+      const unsigned n = small_number(v);
+      if (n < PrioQdisc::kMinBands || n > PrioQdisc::kMaxBands)
+        options.fail("bands " + std::string(v) + " is out of range (2..16)");  // digits only
+      bands = n;
+    } else if (opt == "priomap") {
+      if (have_priomap) options.fail("duplicated option \"priomap\"");
+      have_priomap = true;
+      std::size_t n = 0;
+      while (i + 1 < options.size() && is_number(options[i + 1])) {
+        if (n == map.size()) options.fail("priomap has more than 16 entries");
+        map[n++] = small_number(options[++i]);
+      }
+      if (n == 0) options.fail("\"priomap\" needs at least one band number");
+    } else {
+      options.fail("unknown option " + quoted(opt) + " (known: bands, priomap)");
+    }
+  }
+  const std::size_t nbands = bands.value_or(3);
+  PrioQdisc::Priomap priomap{};
+  for (std::size_t k = 0; k < map.size(); ++k) {
+    if (map[k] >= nbands)
+      options.fail("priomap entry " + std::to_string(k) + " is band " + std::to_string(map[k]) +
+                   ", not below bands " + std::to_string(nbands));
+    priomap[k] = static_cast<uint8_t>(map[k]);
+  }
+  return std::make_unique<PrioQdisc>(nbands, priomap, env.txqueuelen);
+}
+
+}  // namespace txpath

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+// tbf: token bucket filter shaper (Linux sch_tbf semantics).
+//
+// Origin: written from /work/shared/reference/qdiscs.md §4 (sch_tbf / iproute2 q_tbf.c semantics)
+// and tc-tbf(8); no code copied.
+//
+// Buckets hold TIME, in ns of transmission time at the configured rate:
+//   l2t(len) = ceil(wire(len) * 1e9 / rate),  wire(len) = max(len + overhead, mpu), then for
+//              linklayer atm ceil(wire / 48) * 53 (one 53-byte cell per 48 payload bytes).
+//   buffer   = l2t_rate(burst)  (bucket depth),  mtu_ns = l2t_peak(minburst) (peak bucket depth).
+//   (The kernel computes l2t with a mult/shift that rounds down; rounding up here makes
+//   "bytes sent in [0, T] <= burst + rate * T" hold exactly for rates of whole ns per byte.)
+// Dequeue at time now with head length len:
+//   elapsed = min(now - t_c, buffer)
+//   toks  = min(tokens + elapsed, buffer) - l2t_rate(len)
+//   ptoks = min(ptokens + elapsed, mtu_ns) - l2t_peak(len)     (only with a peak rate)
+//   both >= 0 -> the head leaves; tokens = toks, ptokens = ptoks, t_c = now, watchdog = 0.
+//   else      -> nothing leaves (no reordering), overlimits++, watchdog = now + max(-toks, -ptoks).
+// Enqueue: len > max_size (= min(burst, minburst)) -> drop; otherwise the child bfifo(limit):
+//   accept iff backlog + len <= limit, else drop. (The kernel's child is a real bfifo qdisc; here
+//   it is an internal PacketList until a classful child API exists.) reset() refills both buckets.
+//
+// Invariants (on top of Qdisc's): q_.size() == qlen(), q_.bytes() == backlog() <= limit;
+// 0 <= tokens <= buffer and 0 <= ptokens <= mtu_ns between calls; watchdog_ != 0 only after a
+// dequeue()/peek() that found a head it could not send yet.
+// Threading: like every Qdisc, called by one thread at a time; no atomics, no allocation after
+// construction.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "txpath/qdisc.hpp"
+
+namespace txpath {
+
+struct TbfConfig {
+  uint64_t rate = 0;       // bytes per second, > 0
+  uint64_t burst = 0;      // bucket size in bytes, > 0
+  uint32_t limit = 0;      // bytes the child FIFO may hold
+  uint64_t peakrate = 0;   // bytes per second; 0 = no peak bucket; else > rate
+  uint64_t minburst = 0;   // peak bucket size in bytes ("mtu"); > 0 when peakrate is set
+  uint32_t mpu = 0;        // minimum packet unit, bytes (0..65535)
+  uint32_t overhead = 0;   // bytes added per packet (0..65535)
+  bool atm = false;        // linklayer atm/adsl: 48-byte payload per 53-byte cell
+};
+
+class TbfQdisc final : public Qdisc {
+ public:
+  // `clock` is the env clock; nullptr means txpath's now_ns().
+  TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)());
+
+  std::string_view kind() const noexcept override { return "tbf"; }
+  std::string options() const override;
+
+  Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
+  Packet* dequeue() noexcept override;
+  Packet* peek() noexcept override;
+  void reset(PacketList& to_free) noexcept override;
+  bool can_bypass() const noexcept override { return false; }  // a shaper is never skipped
+  uint64_t watchdog_ns() const noexcept override { return watchdog_; }
+
+  const TbfConfig& config() const noexcept { return cfg_; }
+  uint64_t max_size() const noexcept { return max_size_; }
+  uint64_t buffer_ns() const noexcept { return buffer_; }
+  uint64_t peak_buffer_ns() const noexcept { return mtu_ns_; }
+  // Transmission time of a `len`-byte packet at the rate / the peak rate (0 without a peak).
+  uint64_t l2t_rate(uint64_t len) const noexcept { return l2t(cfg_.rate, len); }
+  uint64_t l2t_peak(uint64_t len) const noexcept { return cfg_.peakrate ? l2t(cfg_.peakrate, len) : 0; }
+  // The packet length the buckets are charged for (overhead, mpu, ATM cells).
+  uint64_t wire_len(uint64_t len) const noexcept;
+
+ private:
+  uint64_t l2t(uint64_t rate, uint64_t len) const noexcept;
+  uint64_t now() const noexcept;
+  // Whether the head may leave at `now`; fills the bucket levels it would leave behind, or the
+  // time it becomes eligible.
+  bool eligible(const Packet& head, uint64_t now, int64_t& toks, int64_t& ptoks,
+                uint64_t& when) const noexcept;
+
+  const TbfConfig cfg_;
+  uint64_t (*const clock_)();
+  uint64_t max_size_ = 0;
+  uint64_t buffer_ = 0;  // ns
+  uint64_t mtu_ns_ = 0;  // ns; 0 without a peak rate
+  int64_t tokens_ = 0;
+  int64_t ptokens_ = 0;
+  uint64_t t_c_ = 0;
+  uint64_t watchdog_ = 0;
+  PacketList q_;
+};
+
+}  // namespace txpath

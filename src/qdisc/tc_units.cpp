@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+// tc's units (see tc_units.hpp). Origin: written from the documented behaviour of iproute2's
+// tc_util.c (get_rate64 / get_time / get_size and the rate / time / size printers), as summarised
+// in /work/shared/reference/qdiscs.md and tc(8); no code copied.
+//
+// Parsing: a decimal floating-point number (std::from_chars, locale-independent; tc uses strtod),
+// then an optional unit matched case-insensitively against the whole rest of the token. Negative,
+// infinite, NaN and out-of-range results are rejected (tc would silently wrap them). Fractions are
+// truncated toward zero as tc's double -> integer conversion does, except times, which are
+// rounded to the nearest nanosecond (tc keeps microseconds; nanoseconds are finer, so "0.3us"
+// must not come out as 299 ns through binary floating point).
+//
+// Printing (not a hot path; uses snprintf):
+//   rate: bits per second, divided by 1000 while the value is >= 1000 and either an exact
+//         multiple of 1000 or at least 1000*1000 (then the remainder is dropped), with units
+//         "", K, M, G, T + "bit": 10000 bit -> "10Kbit", 1500 bit -> "1500bit".
+//   time: tc's microsecond printer: >= 1 s "%.3gs", >= 1 ms "%.3gms", else "<us>us" (integer,
+//         truncated); 81920 us -> "81.9ms", 5 ms -> "5ms".
+//   size: within 1 KiB of a whole number of MiB (and >= 1 MiB) "<n>Mb"; else within 16 bytes of
+//         a whole number of KiB (and >= 1 KiB) "<n>Kb"; else "<n>b". The tolerance is tc's: its
+//         sizes come back from the kernel rounded through psched ticks.
+// No state, no threads, no atomics.
+#include "qdisc/tc_units.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace txpath::tc {
+
+namespace {
+
+// The leading number of `text` and the unit text after it, or nullopt when there is no number
+// or it is negative / not finite.
+struct Number {
+  double value;
+  std::string_view unit;
+};
+
+std::optional<Number> split_number(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  double v = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(first, last, v, std::chars_format::general);
+  if (ec != std::errc() || ptr == first) return std::nullopt;
+  if (!std::isfinite(v) || v < 0) return std::nullopt;
+  return Number{v, text.substr(static_cast<std::size_t>(ptr - first))};
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+// 2^64 as a double: every double strictly below it converts to uint64_t without overflow.
+constexpr double kTwo64 = 18446744073709551616.0;
+
+std::optional<uint64_t> to_u64_trunc(double v) {
+  if (!(v < kTwo64)) return std::nullopt;
+  return static_cast<uint64_t>(v);
+}
+
+struct Unit {
+  std::string_view name;
+  double scale;
+};
+
+}  // namespace
+
+std::optional<uint64_t> parse_rate(std::string_view text) {
+  // Scale to bits per second.
+  static constexpr Unit kUnits[] = {
+      {"bit", 1.0},
+      {"kibit", 1024.0},
+      {"kbit", 1e3},
+      {"mibit", 1024.0 * 1024},
+      {"mbit", 1e6},
+      {"gibit", 1024.0 * 1024 * 1024},
+      {"gbit", 1e9},
+      {"tibit", 1024.0 * 1024 * 1024 * 1024},
+      {"tbit", 1e12},
+      {"bps", 8.0},
+      {"kibps", 8.0 * 1024},
+      {"kbps", 8e3},
+      {"mibps", 8.0 * 1024 * 1024},
+      {"mbps", 8e6},
+      {"gibps", 8.0 * 1024 * 1024 * 1024},
+      {"gbps", 8e9},
+      {"tibps", 8.0 * 1024 * 1024 * 1024 * 1024},
+      {"tbps", 8e12},
+  };
+  const auto n = split_number(text);
+  if (!n) return std::nullopt;
+  double bits = n->value;
+  if (!n->unit.empty()) {
+    bool found = false;
+    for (const Unit& u : kUnits) {
+      if (iequals(n->unit, u.name)) {
+        bits *= u.scale;
+        found = true;
+        break;
+      }
+    }
+    if (!found) return std::nullopt;
+  }
+  return to_u64_trunc(bits / 8);
+}
+
+std::optional<uint64_t> parse_time_ns(std::string_view text) {
+  const auto n = split_number(text);
+  if (!n) return std::nullopt;
+  double ns = n->value;
+  const std::string_view u = n->unit;
+  if (u.empty() || iequals(u, "us") || iequals(u, "usec") || iequals(u, "usecs")) {
+    ns *= 1e3;
+  } else if (iequals(u, "ms") || iequals(u, "msec") || iequals(u, "msecs")) {
+    ns *= 1e6;
+  } else if (iequals(u, "s") || iequals(u, "sec") || iequals(u, "secs")) {
+    ns *= 1e9;
+  } else {
+    return std::nullopt;
+  }
+  return to_u64_trunc(std::nearbyint(ns));
+}
+
+std::optional<uint64_t> parse_size(std::string_view text) {
+  static constexpr Unit kUnits[] = {
+      {"b", 1.0},
+      {"k", 1024.0},
+      {"kb", 1024.0},
+      {"m", 1024.0 * 1024},
+      {"mb", 1024.0 * 1024},
+      {"g", 1024.0 * 1024 * 1024},
+      {"gb", 1024.0 * 1024 * 1024},
+      {"kbit", 1024.0 / 8},
+      {"mbit", 1024.0 * 1024 / 8},
+      {"gbit", 1024.0 * 1024 * 1024 / 8},
+  };
+  const auto n = split_number(text);
+  if (!n) return std::nullopt;
+  double bytes = n->value;
+  if (!n->unit.empty()) {
+    bool found = false;
+    for (const Unit& u : kUnits) {
+      if (iequals(n->unit, u.name)) {
+        bytes *= u.scale;
+        found = true;
+        break;
+      }
+    }
+    if (!found) return std::nullopt;
+  }
+  return to_u64_trunc(bytes);
+}
+
+std::string format_rate(uint64_t bytes_per_second) {
+  static constexpr const char* kPrefix[] = {"", "K", "M", "G", "T"};
+  constexpr unsigned __int128 kKilo = 1000;
+  unsigned __int128 bits = static_cast<unsigned __int128>(bytes_per_second) * 8;
+  std::size_t i = 0;
+  for (; i + 1 < std::size(kPrefix); ++i) {
+    if (bits < kKilo) break;
+    if (bits % kKilo != 0 && bits < kKilo * kKilo) break;
+    bits /= kKilo;
+  }
+  // bits < 2^67 / 1000^i; at i == 0 it is below 1000, so it always fits in 64 bits here
+  // unless the loop ran out of prefixes, where bits <= 2^67 / 10^12 anyway.
+  return std::to_string(static_cast<uint64_t>(bits)) + kPrefix[i] + "bit";
+}
+
+std::string format_time(uint64_t ns) {
+  const uint64_t us = ns / 1000;
+  char buf[64];
+  if (us >= 1000000) {
+    std::snprintf(buf, sizeof buf, "%.3gs", static_cast<double>(us) / 1e6);
+  } else if (us >= 1000) {
+    std::snprintf(buf, sizeof buf, "%.3gms", static_cast<double>(us) / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lluus", static_cast<unsigned long long>(us));
+  }
+  return buf;
+}
+
+std::string format_size(uint64_t bytes) {
+  const double v = static_cast<double>(bytes);
+  constexpr double kMiB = 1024.0 * 1024;
+  char buf[64];
+  if (bytes >= 1024 * 1024 && std::fabs(kMiB * std::rint(v / kMiB) - v) < 1024) {
+    std::snprintf(buf, sizeof buf, "%gMb", std::rint(v / kMiB));
+  } else if (bytes >= 1024 && std::fabs(1024 * std::rint(v / 1024) - v) < 16) {
+    std::snprintf(buf, sizeof buf, "%gKb", std::rint(v / 1024));
+  } else {
+    std::snprintf(buf, sizeof buf, "%llub", static_cast<unsigned long long>(bytes));
+  }
+  return buf;
+}
+
+}  // namespace txpath::tc
