@@ -78,6 +78,57 @@ void BM_QdiscEnqueueDequeue(benchmark::State& state, const char* spec, bool mixe
   txpath::bench::expect_pool_full(state, pool);
 }
 
+// Flow-aware qdiscs with F active flows: packet i carries flow i mod F (flow hashes spread over
+// the 32-bit space, so fq_codel's (hash * flows) >> 32 puts them in F distinct buckets), with
+// F * 4 packets standing. Items = packets through the qdisc (one enqueue + one dequeue each).
+void BM_QdiscFlows(benchmark::State& state, const char* spec) {
+  const auto flows = static_cast<uint32_t>(state.range(0));
+  const std::size_t standing = std::size_t{flows} * 4;
+  txpath::Pool pool(txpath::PoolConfig{.packets = standing + 16});
+  {
+    txpath::QdiscEnv env;
+    env.txqueuelen = 1 << 20;
+    std::unique_ptr<txpath::Qdisc> q = txpath::make_qdisc(spec, env);
+    const txpath::FrameTemplate frame;
+    PacketList to_free;
+    uint64_t seq = 0;
+    const uint32_t stride = flows > 1 ? static_cast<uint32_t>((uint64_t{1} << 32) / flows) : 0;
+    auto fresh = [&]() {
+      Packet* p = pool.get();
+      p->len = static_cast<uint32_t>(frame.write(p->buffer(), 0, seq));
+      p->flow_hash = static_cast<uint32_t>(seq % flows) * stride + stride / 2;
+      ++seq;
+      return p;
+    };
+    for (std::size_t i = 0; i < standing; ++i) q->enqueue(fresh(), to_free);
+    Packet* spare = fresh();
+    for (auto _ : state) {
+      spare->flow_hash = static_cast<uint32_t>(seq++ % flows) * stride + stride / 2;
+      const txpath::Verdict v = q->enqueue(spare, to_free);
+      benchmark::DoNotOptimize(v);
+      spare = q->dequeue();
+      benchmark::DoNotOptimize(std::as_const(spare));
+    }
+    q->take_dequeue_drops(to_free);
+    if (!to_free.empty() || q->stats().drops != 0 || spare == nullptr)
+      state.SkipWithError("qdisc dropped or lost a packet");
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+    q->reset(to_free);
+    if (spare) to_free.push_back(spare);
+    txpath::free_packets(std::move(to_free));
+  }
+  txpath::bench::expect_pool_full(state, pool);
+}
+
+// CoDel off in effect (target far above any sojourn here), so only the FQ/DRR work is measured.
+BENCHMARK_CAPTURE(BM_QdiscFlows, fq_codel, "fq_codel limit 100000 flows 1024 target 10s interval 100s")
+    ->Arg(1)->Arg(64)->Arg(1024);
+BENCHMARK_CAPTURE(BM_QdiscEnqueueDequeue, prio, "prio", false)->Arg(1)->Arg(64)->Arg(1000);
+BENCHMARK_CAPTURE(BM_QdiscEnqueueDequeue, prio_mixed, "prio", true)->Arg(1)->Arg(64)->Arg(1000);
+// A bucket no packet ever empties: the cost of the token arithmetic, not of waiting.
+BENCHMARK_CAPTURE(BM_QdiscEnqueueDequeue, tbf, "tbf rate 100gbit burst 100mb limit 100mb", false)
+    ->Arg(1)->Arg(64)->Arg(1000);
+
 BENCHMARK_CAPTURE(BM_QdiscEnqueueDequeue, pfifo_fast, "pfifo_fast", false)->Arg(1)->Arg(64)->Arg(1000);
 BENCHMARK_CAPTURE(BM_QdiscEnqueueDequeue, pfifo_fast_mixed, "pfifo_fast", true)->Arg(1)->Arg(64)->Arg(1000);
 BENCHMARK_CAPTURE(BM_QdiscEnqueueDequeue, pfifo, "pfifo", false)->Arg(1)->Arg(64)->Arg(1000);
