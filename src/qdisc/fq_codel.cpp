@@ -339,26 +339,6 @@ std::string FqCodelQdisc::options() const {
 
 namespace {
 
-// User text in a one-line message: quotes, backslashes and control characters escaped.
-std::string quoted(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
 uint32_t parse_u32(const QdiscOptions& o, std::string_view opt, std::string_view v) {
   uint32_t out = 0;
   const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);

@@ -37,26 +37,6 @@ unsigned small_number(std::string_view s) {
   return v;
 }
 
-// User text quoted for a one-line message: control characters, '"' and '\' escaped.
-std::string quoted(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 PrioQdisc::PrioQdisc(std::size_t bands, const Priomap& priomap, uint32_t child_limit,

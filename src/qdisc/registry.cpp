@@ -54,32 +54,12 @@ std::vector<std::string_view> tokenize(std::string_view s) {
   return out;
 }
 
-// Quotable form of user text: keeps the message on one line and unambiguous.
-std::string escape(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 class SpecParser {
  public:
   explicit SpecParser(std::string_view spec) : tokens_(tokenize(spec)) {
     for (std::size_t i = 0; i < tokens_.size(); ++i) {
       if (i) shown_ += ' ';
-      shown_ += escape(tokens_[i]);
+      shown_ += escape_user_text(tokens_[i]);
     }
   }
 
@@ -87,7 +67,6 @@ class SpecParser {
     throw ConfigError("qdisc \"" + shown_ + "\": " + what);
   }
 
-  static std::string quoted(std::string_view s) { return "\"" + escape(s) + "\""; }
 
   // The option tokens after the kind, for a qdisc's own parser (spec.hpp).
   QdiscOptions options() const {
@@ -186,6 +165,25 @@ class SpecParser {
 };
 
 }  // namespace
+
+std::string escape_user_text(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
 
 std::unique_ptr<Qdisc> make_qdisc(std::string_view spec, const QdiscEnv& env) {
   return SpecParser(spec).build(env);

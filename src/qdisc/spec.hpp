@@ -14,6 +14,11 @@
 
 namespace txpath {
 
+// User text for a one-line error message: '"' and '\' backslash-escaped, control characters as
+// \xNN (registry.cpp). quoted() adds the surrounding double quotes.
+std::string escape_user_text(std::string_view s);
+inline std::string quoted(std::string_view s) { return "\"" + escape_user_text(s) + "\""; }
+
 class QdiscOptions {
  public:
   QdiscOptions(std::span<const std::string_view> tokens,

@@ -172,15 +172,6 @@ std::string TbfQdisc::options() const {
 
 namespace {
 
-std::string quoted(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '"';
-  out.append(s);
-  out += '"';
-  return out;
-}
-
 struct SizeCell {
   uint64_t bytes;
 };
