@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "device/netif.hpp"
+#include "support/net_test_util.hpp"
 #include "txpath/bench.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
@@ -38,27 +39,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Skips (outside CI) or fails (in CI, which runs as root) the calling test unless root.
-#define REQUIRE_ROOT()                                                                    \
-  do {                                                                                    \
-    if (::geteuid() != 0) {                                                               \
-      if (std::getenv("CI") != nullptr) FAIL() << "CI runs as root; this test needs root"; \
-      GTEST_SKIP() << "needs root (veth, network namespaces, AF_PACKET)";                 \
-    }                                                                                     \
-  } while (0)
-
-TestbedConfig unique_testbed() {
-  const int id = static_cast<int>(::getpid() % 100000);
-  TestbedConfig c;
-  c.host_if = "rd" + std::to_string(id) + "h";
-  c.peer_if = "rd" + std::to_string(id) + "p";
-  c.netns = "txpath-rd" + std::to_string(id);
-  const int net = id % 250;
-  c.host_addr = "10.79." + std::to_string(net) + ".1/24";
-  c.peer_addr = "10.79." + std::to_string(net) + ".2/24";
-  return c;
-}
-
 std::string ip_text(uint32_t host_order) {
   in_addr a{htonl(host_order)};
   char buf[INET_ADDRSTRLEN];
@@ -68,8 +48,8 @@ std::string ip_text(uint32_t host_order) {
 class RealDevice : public ::testing::Test {
  protected:
   void SetUp() override {
-    REQUIRE_ROOT();
-    cfg_ = unique_testbed();
+    TXPATH_REQUIRE_ROOT();
+    cfg_ = test::unique_testbed('r');
     info_ = testbed_up(cfg_);
     up_ = true;
   }

@@ -37,6 +37,7 @@
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
+#include "support/net_test_util.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -53,13 +54,6 @@ constexpr uint64_t kPerSender = 1000;
 constexpr uint32_t kSenders = 3;
 constexpr std::size_t kPayload = 48;
 
-#define REQUIRE_ROOT()                                                                 \
-  do {                                                                                 \
-    if (::geteuid() != 0) {                                                            \
-      if (std::getenv("CI") != nullptr) FAIL() << "tun tests need root; CI is set";    \
-      GTEST_SKIP() << "tun tests need root (CAP_NET_ADMIN, CAP_NET_RAW)";              \
-    }                                                                                  \
-  } while (0)
 
 // "txtun<pid % 100000><tag>": at most 5 + 5 + 4 = 14 characters.
 std::string tun_name(const std::string& tag) {
@@ -192,7 +186,7 @@ class TunThroughQueue : public ::testing::TestWithParam<std::string> {};
 }  // namespace
 
 TEST_P(TunThroughQueue, KernelReceivesEveryFrameAsItsIpPacket) {
-  REQUIRE_ROOT();
+  TXPATH_REQUIRE_ROOT();
   const std::string name = tun_name(GetParam().substr(0, 1) + "q");
   // The pool outlives the device (a device frees what it still holds when destroyed).
   Pool pool(PoolConfig{.packets = 2048, .buffer_size = 256, .cache_size = 32});
@@ -273,7 +267,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, TunThroughQueue,
                          [](const auto& info) { return info.param; });
 
 TEST(TunDevice, MtuComesFromTheInterface) {
-  REQUIRE_ROOT();
+  TXPATH_REQUIRE_ROOT();
   const std::string name = tun_name("m");
   TunDevice dev(TunConfig{.ifname = name});
   EXPECT_EQ(dev.ifname(), name);
@@ -288,7 +282,7 @@ TEST(TunDevice, MtuComesFromTheInterface) {
 }
 
 TEST(TunDevice, DoorbellFlushesPendingBatch) {
-  REQUIRE_ROOT();
+  TXPATH_REQUIRE_ROOT();
   const std::string name = tun_name("d");
   Pool pool(PoolConfig{.packets = 16, .buffer_size = 2048, .cache_size = 2});  // outlives dev
   TunDevice dev(TunConfig{.ifname = name});
@@ -339,7 +333,7 @@ struct EagainScript {
 };
 
 TEST(TunDevice, EagainStopsQueueUntilPollWritesTheRest) {
-  REQUIRE_ROOT();
+  TXPATH_REQUIRE_ROOT();
   const std::string name = tun_name("a");
   EagainScript script;
   script.fail = [](uint64_t call) { return call == 2; };  // the third write, once
@@ -391,7 +385,7 @@ TEST(TunDevice, EagainStopsQueueUntilPollWritesTheRest) {
 }
 
 TEST(TunDevice, EagainThroughQueueLosesNothing) {
-  REQUIRE_ROOT();
+  TXPATH_REQUIRE_ROOT();
   const std::string name = tun_name("b");
   EagainScript script;
   script.fail = [](uint64_t call) { return call % 7 == 3; };
@@ -452,7 +446,7 @@ TEST(TunDevice, EagainThroughQueueLosesNothing) {
 }
 
 TEST(TunDevice, WriteErrorsAreCountedAndFreed) {
-  REQUIRE_ROOT();
+  TXPATH_REQUIRE_ROOT();
   const std::string name = tun_name("e");
   Pool pool(PoolConfig{.packets = 8, .buffer_size = 2048, .cache_size = 2});  // outlives dev
   TunDevice dev(TunConfig{.ifname = name});
@@ -510,7 +504,7 @@ TEST(TunDevice, BadNamesAreOneLineErrors) {
 }
 
 TEST(TunDevice, ExistingNonTunInterfaceIsDeviceError) {
-  REQUIRE_ROOT();
+  TXPATH_REQUIRE_ROOT();
   try {
     make_device("tun:lo");
     FAIL() << "no DeviceError";

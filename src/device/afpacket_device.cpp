@@ -16,7 +16,6 @@
 #include "core/clock.hpp"
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"
-#include "txpath/testbed.hpp"
 
 namespace txpath {
 
@@ -123,12 +122,7 @@ tpacket2_hdr* AfPacketDevice::frame(uint64_t index) const noexcept {
 }
 
 void AfPacketDevice::address_frames(FrameSpec& spec) const {
-  spec.src_mac = ifc_.mac;
-  if (auto tb = find_testbed(cfg_.ifname)) {
-    spec.dst_mac = tb->peer_mac;
-    spec.src_ip = tb->host_ip;
-    spec.dst_ip = tb->peer_ip;
-  }
+  netif::address_frames(spec, ifc_, cfg_.ifname);
 }
 
 void AfPacketDevice::reap() noexcept {

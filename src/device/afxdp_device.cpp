@@ -12,7 +12,6 @@
 #include "core/clock.hpp"
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"
-#include "txpath/testbed.hpp"
 
 #if TXPATH_HAVE_LIBXDP
 #include <linux/if_link.h>
@@ -240,12 +239,7 @@ std::string AfXdpDevice::describe() const {
 }
 
 void AfXdpDevice::address_frames(FrameSpec& spec) const {
-  spec.src_mac = ifc_.mac;
-  if (auto tb = find_testbed(cfg_.ifname)) {
-    spec.dst_mac = tb->peer_mac;
-    spec.src_ip = tb->host_ip;
-    spec.dst_ip = tb->peer_ip;
-  }
+  netif::address_frames(spec, ifc_, cfg_.ifname);
 }
 
 void AfXdpDevice::poll() noexcept {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "txpath/error.hpp"
+#include "txpath/testbed.hpp"
 
 namespace txpath::netif {
 
@@ -47,6 +48,15 @@ void check_ifname(std::string_view spec, const std::string& ifname) {
   for (char c : ifname) {
     if (c == '/' || c == ':' || c == ',' || static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
       fail(spec, "invalid interface name '" + ifname + "'");
+  }
+}
+
+void address_frames(FrameSpec& spec, const Interface& ifc, const std::string& ifname) {
+  spec.src_mac = ifc.mac;
+  if (auto tb = find_testbed(ifname)) {
+    spec.dst_mac = tb->peer_mac;
+    spec.src_ip = tb->host_ip;
+    spec.dst_ip = tb->peer_ip;
   }
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "txpath/frame.hpp"
+
 namespace txpath::netif {
 
 // A file descriptor closed on destruction (-1: none).
@@ -46,6 +48,10 @@ Interface lookup(std::string_view spec, const std::string& ifname);
 // "device 'SPEC': WHAT: strerror(err)" as a DeviceError, with a hint for EPERM/EACCES.
 [[noreturn]] void fail_errno(std::string_view spec, const std::string& what, int err);
 [[noreturn]] void fail(std::string_view spec, const std::string& what);
+
+// Frames for a link-layer device on `ifname`: the interface's MAC as source; where a testbed is
+// up on it, the peer's MAC and both IPv4 addresses (Device::address_frames).
+void address_frames(FrameSpec& spec, const Interface& ifc, const std::string& ifname);
 
 // Checks an interface name: 1..15 bytes, no '/', ':' or whitespace (the kernel's dev_valid_name).
 void check_ifname(std::string_view spec, const std::string& ifname);
