@@ -223,14 +223,14 @@ ScheduleRun run_schedule(bool ect) {
   const uint64_t limit_ns = g_now_ns + 700ull * 1000 * 1000;
   while (r.actions.size() < std::size(kScheduleMs) && g_now_ns < limit_ns) {
     const uint64_t drops0 = q->stats().drops;
-    const uint32_t marks0 = q->xstats().ecn_mark;
+    const uint32_t marks0 = q->detail_xstats().ecn_mark;
     Packet* p = q->dequeue();
     if (p == nullptr) {
       ADD_FAILURE() << "queue ran dry";
       break;
     }
     const uint64_t nd = q->stats().drops - drops0;
-    const uint32_t nm = q->xstats().ecn_mark - marks0;
+    const uint32_t nm = q->detail_xstats().ecn_mark - marks0;
     EXPECT_LE(nd + nm, 1u) << "one action per dequeue at this rate";
     if (nd + nm) r.actions.push_back(codel::from_ns(g_now_ns));
     r.drops += nd;
@@ -309,11 +309,11 @@ TEST(FqCodelCodel, CeThresholdMarksOnlyEctPackets) {
   q->enqueue(pk[1], to_free);
   g_now_ns += 2 * 1000 * 1000;
   ASSERT_EQ(q->dequeue(), pk[0]);
-  EXPECT_EQ(q->xstats().ce_mark, 1u);
+  EXPECT_EQ(q->detail_xstats().ce_mark, 1u);
   EXPECT_EQ(std::to_integer<uint8_t>(pk[0]->frame()[15]) & 3, 3);
   EXPECT_TRUE(parse_frame(pk[0]->frame()).has_value());
   ASSERT_EQ(q->dequeue(), pk[1]);
-  EXPECT_EQ(q->xstats().ce_mark, 1u);  // Not-ECT: left alone
+  EXPECT_EQ(q->detail_xstats().ce_mark, 1u);  // Not-ECT: left alone
   EXPECT_EQ(std::to_integer<uint8_t>(pk[1]->frame()[15]) & 3, 0);
 }
 
@@ -327,13 +327,13 @@ TEST(FqCodelFq, SparseFlowGoesBeforeBulkFlowsNextQuantum) {
   g_now_ns = 1ull << 30;
   for (std::size_t i = 0; i < 20; ++i) q->enqueue(pk.with(i, 1000, hash_for(3, flows)), to_free);
   EXPECT_EQ(q->classify(*pk[0]), 3u);
-  EXPECT_EQ(q->xstats().new_flows_len, 1u);
+  EXPECT_EQ(q->detail_xstats().new_flows_len, 1u);
   // Serve the bulk flow until it has used its first quantum and sits on the old list.
-  while (q->xstats().old_flows_len == 0) ASSERT_NE(q->dequeue(), nullptr);
-  EXPECT_EQ(q->xstats().new_flows_len, 0u);
+  while (q->detail_xstats().old_flows_len == 0) ASSERT_NE(q->dequeue(), nullptr);
+  EXPECT_EQ(q->detail_xstats().new_flows_len, 0u);
   Packet* sparse = pk.with(20, 100, hash_for(700, flows));
   q->enqueue(sparse, to_free);
-  EXPECT_EQ(q->xstats().new_flow_count, 2u);
+  EXPECT_EQ(q->detail_xstats().new_flow_count, 2u);
   EXPECT_EQ(q->dequeue(), sparse);
   EXPECT_EQ(q->stats().drops, 0u);
 }
@@ -382,8 +382,8 @@ TEST(FqCodelOverlimit, FatFlowLosesHalfItsBacklog) {
   EXPECT_EQ(q->qlen(), 50u);
   EXPECT_EQ(q->backlog(), 50u * 1000);
   EXPECT_EQ(q->stats().drops, 51u);
-  EXPECT_EQ(q->xstats().drop_overlimit, 51u);
-  EXPECT_EQ(q->xstats().drop_overmemory, 0u);
+  EXPECT_EQ(q->detail_xstats().drop_overlimit, 51u);
+  EXPECT_EQ(q->detail_xstats().drop_overmemory, 0u);
   EXPECT_EQ(q->flow_stats(5).count, 51u);  // the flow's CoDel count absorbs the drops
   PacketList rest;
   q->reset(rest);
@@ -400,7 +400,7 @@ TEST(FqCodelOverlimit, DropBatchCapsTheLossAndOtherFlowsSucceed) {
   // Half of 201 packets would be 101: capped at drop_batch 64.
   EXPECT_EQ(q->enqueue(pk.with(200, 1000, hash_for(9, flows)), to_free), Verdict::congestion);
   EXPECT_EQ(to_free.size(), 64u);
-  EXPECT_EQ(q->xstats().drop_overlimit, 64u);
+  EXPECT_EQ(q->detail_xstats().drop_overlimit, 64u);
   EXPECT_EQ(q->qlen(), 201u - 64);
   // A packet of another flow arriving over the limit: the fat flow pays, the arrival succeeds.
   auto q2 = make("fq_codel limit 3 drop_batch 1");
@@ -436,13 +436,13 @@ TEST(FqCodelOverlimit, MemoryLimitDropsCountAsOvermemory) {
   Packets pk(5, 100);
   PacketList to_free;
   for (std::size_t i = 0; i < 4; ++i) ASSERT_EQ(q->enqueue(pk[i], to_free), Verdict::success);
-  EXPECT_EQ(q->xstats().memory_used, 4 * truesize);
+  EXPECT_EQ(q->detail_xstats().memory_used, 4 * truesize);
   // 5th: over memory -> half of 500 bytes = 250 -> 3 packets of 100.
   EXPECT_EQ(q->enqueue(pk[4], to_free), Verdict::congestion);
   EXPECT_EQ(to_free.size(), 3u);
-  EXPECT_EQ(q->xstats().drop_overmemory, 3u);
-  EXPECT_EQ(q->xstats().drop_overlimit, 3u);
-  EXPECT_EQ(q->xstats().memory_used, 2 * truesize);
+  EXPECT_EQ(q->detail_xstats().drop_overmemory, 3u);
+  EXPECT_EQ(q->detail_xstats().drop_overlimit, 3u);
+  EXPECT_EQ(q->detail_xstats().memory_used, 2 * truesize);
   PacketList rest;
   q->reset(rest);
 }
@@ -525,14 +525,14 @@ TEST(FqCodel, AccountingInvariantHoldsAtEveryStep) {
     ASSERT_EQ(next, delivered + freed + q->qlen());
     // memory_used excludes a peeked packet (it left its flow), as backlog_ does.
     const uint64_t peeked_truesize = q->peek_held() ? truesize : 0;
-    ASSERT_EQ(q->xstats().memory_used + peeked_truesize, queued_truesize);
+    ASSERT_EQ(q->detail_xstats().memory_used + peeked_truesize, queued_truesize);
   }
   PacketList rest;
   q->reset(rest);
   EXPECT_EQ(q->qlen(), 0u);
   EXPECT_EQ(q->backlog(), 0u);
   EXPECT_GT(parked_seen, 0u) << "the run should exercise CoDel drops";
-  EXPECT_GT(q->xstats().drop_overlimit, 0u) << "the run should exercise overlimit drops";
+  EXPECT_GT(q->detail_xstats().drop_overlimit, 0u) << "the run should exercise overlimit drops";
 }
 
 TEST(FqCodel, ParkedVictimsLeaveWithTheNextEnqueue) {
@@ -575,7 +575,7 @@ TEST(FqCodel, ResetHandsBackEverything) {
   EXPECT_EQ(q->qlen(), 0u);
   EXPECT_EQ(q->backlog(), 0u);
   EXPECT_EQ(q->dropped_pending(), 0u);
-  const FqCodelXstats x = q->xstats();
+  const FqCodelXstats x = q->detail_xstats();
   EXPECT_EQ(x.memory_used, 0u);
   EXPECT_EQ(x.new_flows_len, 0u);
   EXPECT_EQ(x.old_flows_len, 0u);
@@ -584,7 +584,7 @@ TEST(FqCodel, ResetHandsBackEverything) {
   // Usable again: a packet is a new flow again.
   Packet* p = rest.pop_front();
   EXPECT_EQ(q->enqueue(p, to_free), Verdict::success);
-  EXPECT_EQ(q->xstats().new_flows_len, 1u);
+  EXPECT_EQ(q->detail_xstats().new_flows_len, 1u);
   EXPECT_EQ(q->dequeue(), p);
 }
 

@@ -72,8 +72,8 @@ PrioQdisc& as_prio(Qdisc& q) { return dynamic_cast<PrioQdisc&>(q); }
 void expect_sums(const PrioQdisc& q, uint64_t qlen, uint64_t backlog) {
   uint64_t cq = 0, cb = 0;
   for (std::size_t b = 0; b < q.bands(); ++b) {
-    cq += q.child(b).qlen();
-    cb += q.child(b).backlog();
+    cq += q.band_child(b).qlen();
+    cb += q.band_child(b).backlog();
   }
   EXPECT_EQ(q.qlen(), qlen);
   EXPECT_EQ(q.backlog(), backlog);
@@ -147,13 +147,13 @@ TEST(PrioSpec, DefaultsAndTcOutput) {
   EXPECT_EQ(p.bands(), 3u);
   EXPECT_EQ(p.handle_major(), 0u);
   for (std::size_t b = 0; b < 3; ++b) {
-    EXPECT_EQ(p.child(b).kind(), "pfifo");
-    EXPECT_EQ(p.child(b).options(), "limit 1000p");  // default env txqueuelen
+    EXPECT_EQ(p.band_child(b).kind(), "pfifo");
+    EXPECT_EQ(p.band_child(b).options(), "limit 1000p");  // default env txqueuelen
   }
   QdiscEnv env;
   env.txqueuelen = 7;
   auto q7 = make_qdisc("prio bands 2 priomap 0 1 1 1 0 1 0 0 0 0 0 0 0 0 0 0", env);
-  EXPECT_EQ(as_prio(*q7).child(1).options(), "limit 7p");
+  EXPECT_EQ(as_prio(*q7).band_child(1).options(), "limit 7p");
 }
 
 TEST(PrioSpec, BandsAndPriomap) {
@@ -183,7 +183,7 @@ TEST(PrioSpec, ErrorsAreOneLine) {
       {"prio bands 4 priomap 1 1 2 2 7 5 0 0 1 2 3 0 0 0 0 0",
        "priomap entry 4 is band 7, not below bands 4"},
       {"prio bands 4 priomap 1 1 2 2 3 3 0 0 1 2 3 0 0 0 0 0 1 1", "priomap has more than 16 entries"},
-      {"prio bands 2", "priomap entry 1 is band 2, not below bands 2"},  // default map needs 3
+      {"prio bands 2", "default priomap entry 1 is band 2, not below bands 2"},  // default map needs 3
       {"prio priomap 99999999999999999999", "priomap entry 0 is band 1000, not below bands 3"},
       {"prio foorbar", "unknown option \"foorbar\" (known: bands, priomap)"},
       {"prio multiqueue", "unknown option \"multiqueue\" (known: bands, priomap)"},
@@ -228,9 +228,9 @@ TEST(Prio, PriomapClassificationUsesLow4Bits) {
   for (uint32_t i = 0; i < 40; ++i) {
     const uint32_t prio = i * 5;  // 0..195
     const std::size_t band = 3 - (prio & 3);
-    const uint64_t before = p4.child(band).qlen();
+    const uint64_t before = p4.band_child(band).qlen();
     ASSERT_EQ(p4.enqueue(pk.with(i, 100, prio), to_free), Verdict::success);
-    EXPECT_EQ(p4.child(band).qlen(), before + 1) << "priority " << prio;
+    EXPECT_EQ(p4.band_child(band).qlen(), before + 1) << "priority " << prio;
   }
   expect_sums(p4, 40, 4000);
 }
@@ -252,9 +252,9 @@ TEST(Prio, HandleMajorClassification) {
   ASSERT_EQ(q.enqueue(pk.with(0, 10, 0x00010003u), to_free), Verdict::success);
   ASSERT_EQ(q.enqueue(pk.with(1, 20, 0x00010001u), to_free), Verdict::success);
   ASSERT_EQ(q.enqueue(pk.with(2, 30, 0x00010009u), to_free), Verdict::success);
-  EXPECT_EQ(q.child(2).qlen(), 1u);
-  EXPECT_EQ(q.child(0).qlen(), 1u);
-  EXPECT_EQ(q.child(3).qlen(), 1u);
+  EXPECT_EQ(q.band_child(2).qlen(), 1u);
+  EXPECT_EQ(q.band_child(0).qlen(), 1u);
+  EXPECT_EQ(q.band_child(3).qlen(), 1u);
   expect_sums(q, 3, 60);
   EXPECT_EQ(drain(pk, q), (std::vector<std::size_t>{1, 0, 2}));
 
@@ -299,10 +299,10 @@ TEST(Prio, StrictPriorityAndFifoWithinBand) {
   EXPECT_EQ(s.bytes, backlog);
   EXPECT_EQ(s.drops, 0u);
   // Per-class statistics are the children's, and add up to prio's.
-  EXPECT_EQ(q.class_stats(0).packets, 3u);
-  EXPECT_EQ(q.class_stats(1).packets, 3u);
-  EXPECT_EQ(q.class_stats(2).packets, 3u);
-  EXPECT_EQ(q.class_stats(0).bytes, 62u + 65u + 68u);
+  EXPECT_EQ(q.band_stats(0).packets, 3u);
+  EXPECT_EQ(q.band_stats(1).packets, 3u);
+  EXPECT_EQ(q.band_stats(2).packets, 3u);
+  EXPECT_EQ(q.band_stats(0).bytes, 62u + 65u + 68u);
 }
 
 TEST(Prio, LateHighPriorityOvertakes) {
@@ -331,8 +331,8 @@ TEST(Prio, ChildLimitDropsCountInChildAndPrio) {
                                      Verdict::drop, Verdict::drop, Verdict::success}));
   EXPECT_EQ(ids(pk, to_free), (std::vector<std::size_t>{2, 3, 4}));
   EXPECT_EQ(q.stats().drops, 3u);
-  EXPECT_EQ(q.class_stats(0).drops, 3u);
-  EXPECT_EQ(q.class_stats(1).drops, 0u);
+  EXPECT_EQ(q.band_stats(0).drops, 3u);
+  EXPECT_EQ(q.band_stats(1).drops, 0u);
   expect_sums(q, 3, 250);
   EXPECT_EQ(drain(pk, q), (std::vector<std::size_t>{0, 1, 5}));
   expect_sums(q, 0, 0);
@@ -342,13 +342,13 @@ TEST(Prio, HeadDropChildCongestionCountsAsDrop) {
   auto qp = make_qdisc("prio");
   PrioQdisc& q = as_prio(*qp);
   PacketList to_free;
-  q.graft(1, make_qdisc("pfifo_head_drop limit 1"), to_free);
+  q.graft_band(1, make_qdisc("pfifo_head_drop limit 1"), to_free);
   Packets pk(3);
   EXPECT_EQ(q.enqueue(pk.with(0, 100, 0), to_free), Verdict::success);
   EXPECT_EQ(q.enqueue(pk.with(1, 300, 0), to_free), Verdict::congestion);  // drops packet 0
   EXPECT_EQ(ids(pk, to_free), (std::vector<std::size_t>{0}));
   EXPECT_EQ(q.stats().drops, 1u);
-  EXPECT_EQ(q.class_stats(1).drops, 1u);
+  EXPECT_EQ(q.band_stats(1).drops, 1u);
   expect_sums(q, 1, 300);  // one packet left, of the new length
   EXPECT_EQ(drain(pk, q), (std::vector<std::size_t>{1}));
   expect_sums(q, 0, 0);
@@ -362,10 +362,10 @@ TEST(Prio, GraftPurgesOldChildAndKeepsAccounting) {
   for (std::size_t i = 0; i < 6; ++i) q.enqueue(pk.with(i, 100 + static_cast<uint32_t>(i), i % 2 ? 6 : 2), to_free);
   // bands: 0 <- 1,3,5 (101+103+105); 2 <- 0,2,4 (100+102+104)
   expect_sums(q, 6, 615);
-  q.graft(2, make_qdisc("pfifo limit 1"), to_free);
+  q.graft_band(2, make_qdisc("pfifo limit 1"), to_free);
   EXPECT_EQ(ids(pk, to_free), (std::vector<std::size_t>{0, 2, 4}));
   EXPECT_EQ(q.stats().drops, 0u);  // purged, not dropped
-  EXPECT_EQ(q.child(2).options(), "limit 1p");
+  EXPECT_EQ(q.band_child(2).options(), "limit 1p");
   expect_sums(q, 3, 309);
   // The new child's limit applies.
   EXPECT_EQ(q.enqueue(pk.with(6, 10, 2), to_free), Verdict::success);
@@ -379,17 +379,17 @@ TEST(Prio, GraftPurgesOldChildAndKeepsAccounting) {
   full->enqueue(pk.with(8, 40, 0), scratch);
   full->enqueue(pk.with(9, 41, 0), scratch);
   to_free = PacketList();
-  q.graft(1, std::move(full), to_free);
+  q.graft_band(1, std::move(full), to_free);
   EXPECT_TRUE(to_free.empty());
   expect_sums(q, 6, 400);
   EXPECT_EQ(drain(pk, q), (std::vector<std::size_t>{1, 3, 5, 8, 9, 6}));
   expect_sums(q, 0, 0);
 
   // A null child installs a default pfifo; a bad band throws and changes nothing.
-  q.graft(0, nullptr, to_free);
-  EXPECT_EQ(q.child(0).kind(), "pfifo");
-  EXPECT_EQ(q.child(0).options(), "limit 1000p");
-  EXPECT_THROW(q.graft(3, make_qdisc("pfifo"), to_free), std::out_of_range);
+  q.graft_band(0, nullptr, to_free);
+  EXPECT_EQ(q.band_child(0).kind(), "pfifo");
+  EXPECT_EQ(q.band_child(0).options(), "limit 1000p");
+  EXPECT_THROW(q.graft_band(3, make_qdisc("pfifo"), to_free), std::out_of_range);
   expect_sums(q, 0, 0);
 }
 
@@ -416,7 +416,7 @@ TEST(Prio, ChildDequeueDropsShrinkPrio) {
   PacketList to_free;
   auto owned = std::make_unique<TestChild>();
   TestChild& c = *owned;
-  q.graft(0, std::move(owned), to_free);
+  q.graft_band(0, std::move(owned), to_free);
   Packets pk(5);
   for (std::size_t i = 0; i < 5; ++i) q.enqueue(pk.with(i, 10 * (static_cast<uint32_t>(i) + 1), 0), to_free);
   expect_sums(q, 5, 150);
@@ -443,7 +443,7 @@ TEST(Prio, WatchdogIsEarliestChildWatchdog) {
   for (std::size_t b = 0; b < 3; ++b) {
     auto c = std::make_unique<TestChild>();
     kids.push_back(c.get());
-    q.graft(b, std::move(c), to_free);
+    q.graft_band(b, std::move(c), to_free);
   }
   EXPECT_EQ(q.watchdog_ns(), 0u);
   kids[2]->watchdog = 5000;
@@ -503,7 +503,7 @@ TEST(Prio, RandomOpsKeepInvariant) {
       }
     } else if (op < 97) {
       const std::size_t b = rng() % 5;
-      q.graft(b, make_qdisc(rng() % 2 ? "pfifo limit 10" : "pfifo_head_drop limit 3"), freed);
+      q.graft_band(b, make_qdisc(rng() % 2 ? "pfifo limit 10" : "pfifo_head_drop limit 3"), freed);
       model[b].clear();
     } else {
       q.reset(freed);
@@ -518,7 +518,7 @@ TEST(Prio, RandomOpsKeepInvariant) {
     ASSERT_EQ(q.qlen(), mq);
     ASSERT_EQ(q.backlog(), mb);
     uint64_t cq = 0;
-    for (std::size_t b = 0; b < 5; ++b) cq += q.child(b).qlen();
+    for (std::size_t b = 0; b < 5; ++b) cq += q.band_child(b).qlen();
     ASSERT_EQ(cq, mq);
   }
   dropped_or_purged = freed.size();

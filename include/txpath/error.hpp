@@ -13,6 +13,14 @@ class ConfigError : public std::runtime_error {
   explicit ConfigError(const std::string& what) : std::runtime_error(what) {}
 };
 
+// A request that parsed but that the qdisc refuses (tc: the kernel's netlink rejection, "Error:"
+// / "RTNETLINK answers", exit 2), e.g. prio bands 1, a duplicate handle, deleting a class that
+// still has children. Plain ConfigError is then a parse error (tc exits 1).
+class ConfigRejected : public ConfigError {
+ public:
+  explicit ConfigRejected(const std::string& what) : ConfigError(what) {}
+};
+
 // Thrown when a real device or the testbed cannot be set up: a missing interface, missing
 // permission (not root / no CAP_NET_RAW or CAP_NET_ADMIN), a kernel that refuses a socket option.
 // what() is one line naming the device and the cause; the CLI exits 2 for it, as for ConfigError.

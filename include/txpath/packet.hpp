@@ -22,6 +22,9 @@ struct Packet {
   uint32_t priority = 0;        // skb->priority: the low 4 bits index a priomap
   uint32_t flow_hash = 0;       // for flow-aware qdiscs
   uint64_t enqueue_ns = 0;      // steady-clock time stamped by TxQueue::send()
+  uint64_t tstamp_ns = 0;       // skb->tstamp: earliest departure time (EDT), steady-clock ns
+                                // (the env clock of time-based qdiscs); 0 = none (fq)
+  uint64_t pacing_rate = 0;     // sk->sk_pacing_rate of the sending flow, bytes/s; 0 = unpaced (fq)
   Pool* pool = nullptr;         // where the buffer returns when the packet is freed
 
   std::span<std::byte> frame() noexcept { return {data, len}; }

@@ -16,6 +16,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "txpath/counter.hpp"
 #include "txpath/packet.hpp"
@@ -48,7 +50,24 @@ struct QdiscEnv {
   // The clock of time-based qdiscs (shapers, AQM), in ns; steady, monotonic. Tests substitute a
   // simulated clock; nullptr means txpath's now_ns().
   uint64_t (*clock)() = nullptr;
+  // The major number of the qdisc's handle (tc "handle 1:"), 0 = none. Classful qdiscs name their
+  // classes major:minor and classify a packet whose priority is one of their classids (prio, htb).
+  uint16_t handle_major = 0;
 };
+
+// tc's extended statistics (TCA_STATS_APP / xstats) as named values, in tc's print order, e.g.
+// fq_codel {"maxpacket", 1514}, {"drop_overlimit", 0}, ...; JSON (tc -s -j) uses the same names.
+using Xstats = std::vector<std::pair<std::string, int64_t>>;
+
+// One class of a classful qdisc (tc class show). Its classid is handle_major:minor.
+struct QdiscClassInfo {
+  uint16_t minor = 0;
+  uint16_t parent_minor = 0;  // 0: a top-level class (its parent is the qdisc itself)
+  bool print_root = false;    // tc prints "root" instead of "parent H:" (htb's top-level classes)
+  bool leaf = true;           // a leaf class: it has a child qdisc (graft() replaces it)
+};
+
+class QdiscOptions;  // src/qdisc/spec.hpp
 
 class Qdisc {
  public:
@@ -58,6 +77,10 @@ class Qdisc {
   // Options as tc prints them after the kind, e.g. "limit 1000p" or
   // "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1".
   virtual std::string options() const = 0;
+  // The same options as tc -j prints them: one JSON object, raw numbers (bytes, bytes/s, usec),
+  // flags as booleans, e.g. {"limit":10240,"flows":1024,...,"ecn":true,"drop_batch":64}
+  // (reference/qdiscs.md §10). Default "{}".
+  virtual std::string options_json() const { return "{}"; }
 
   virtual Verdict enqueue(Packet* p, PacketList& to_free) noexcept = 0;
   virtual Packet* dequeue() noexcept = 0;
@@ -80,6 +103,64 @@ class Qdisc {
   // every bulk dequeue and frees them once the root lock is released (and before reset() at
   // teardown, so that they are not counted twice). Classful qdiscs forward to their children.
   virtual void take_dequeue_drops(PacketList& out) noexcept { (void)out; }
+
+  // ---- tc -s: extended statistics ----
+  // The qdisc's xstats. May be called from any thread while the data path runs: values are read
+  // from SingleWriterCounters or relaxed atomics (each exact at a quiescent point). Default: none.
+  virtual Xstats xstats() const { return {}; }
+  // The lines tc -s prints for xstats `x` (values of this kind, maybe from another process), each
+  // line starting with two spaces and ending in '\n', e.g. fq_codel:
+  //   "  maxpacket 1514 drop_overlimit 0 new_flow_count 2 ecn_mark 0\n"
+  //   "  new_flows_len 0 old_flows_len 1\n"
+  // Default: nothing.
+  virtual std::string format_xstats(const Xstats& x) const {
+    (void)x;
+    return {};
+  }
+
+  // ---- tc class: classful qdiscs override these; a classless qdisc has no classes ----
+  // Every class, parents before children (tc's dump order).
+  virtual std::vector<QdiscClassInfo> classes() const { return {}; }
+  // What tc class show prints after "class KIND H:m parent P: [leaf L:] ", e.g. htb's
+  // "prio 0 rate 20Kbit ceil 20Kbit burst 1000b cburst 1600b"; prio's and tbf's: "".
+  virtual std::string class_options(uint16_t minor) const {
+    (void)minor;
+    return {};
+  }
+  // The class options as tc -j prints them (a JSON object; "{}" when none).
+  virtual std::string class_options_json(uint16_t minor) const {
+    (void)minor;
+    return "{}";
+  }
+  // The class's tc statistics and xstats (tc -s class show); same threading rule as xstats().
+  virtual QdiscStats class_stats(uint16_t minor) const {
+    (void)minor;
+    return {};
+  }
+  virtual Xstats class_xstats(uint16_t minor) const {
+    (void)minor;
+    return {};
+  }
+  virtual std::string format_class_xstats(const Xstats& x) const {
+    (void)x;
+    return {};
+  }
+  // tc class add / change / del (control path; may allocate; never while the data path runs).
+  // Errors: ConfigError for a bad option (tc's parse error, exit 1), ConfigRejected for a request
+  // the qdisc refuses (exit 2: no such parent, class exists, class has children, fixed classes).
+  // `options` are the tokens after the class's kind. parent_minor 0 = at the top of the qdisc.
+  virtual void add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
+                         const QdiscEnv& env);
+  virtual void change_class(uint16_t minor, const QdiscOptions& options, const QdiscEnv& env);
+  virtual void delete_class(uint16_t minor);
+  // The child qdisc of leaf class `minor`, or nullptr if there is no such leaf class.
+  virtual Qdisc* child(uint16_t minor) noexcept {
+    (void)minor;
+    return nullptr;
+  }
+  // Replaces leaf class `minor`'s child (nullptr: a fresh default child). The old child's packets
+  // go to to_free (not counted as drops). Throws ConfigRejected if there is no such leaf class.
+  virtual void graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free);
 
   uint64_t qlen() const noexcept { return qlen_.get(); }
   uint64_t backlog() const noexcept { return backlog_.get(); }

@@ -53,6 +53,8 @@ void Pool::reset(Packet* p) noexcept {
   p->priority = 0;
   p->flow_hash = 0;
   p->enqueue_ns = 0;
+  p->tstamp_ns = 0;
+  p->pacing_rate = 0;
 }
 
 Packet* Pool::get() noexcept {

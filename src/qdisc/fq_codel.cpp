@@ -299,7 +299,7 @@ void FqCodelQdisc::reset(PacketList& to_free) noexcept {
   memory_ = 0;
 }
 
-FqCodelXstats FqCodelQdisc::xstats() const noexcept {
+FqCodelXstats FqCodelQdisc::detail_xstats() const noexcept {
   FqCodelXstats x = xs_;
   x.memory_used = static_cast<uint32_t>(std::min<uint64_t>(memory_, UINT32_MAX));
   x.new_flows_len = new_.size;

@@ -102,7 +102,7 @@ class FqCodelQdisc final : public Qdisc {
   void reset(PacketList& to_free) noexcept override;
   bool can_bypass() const noexcept override { return cfg_.limit >= 1; }
 
-  FqCodelXstats xstats() const noexcept;
+  FqCodelXstats detail_xstats() const noexcept;
   FqCodelFlowStats flow_stats(uint32_t flow) const noexcept;
   const FqCodelConfig& config() const noexcept { return cfg_; }
   uint32_t classify(const Packet& p) const noexcept {

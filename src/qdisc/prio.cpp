@@ -19,6 +19,7 @@
 
 #include "qdisc/fifo.hpp"
 #include "qdisc/spec.hpp"
+#include "txpath/error.hpp"
 
 namespace txpath {
 
@@ -160,7 +161,7 @@ void PrioQdisc::take_dequeue_drops(PacketList& out) noexcept {
   for (std::size_t b = 0; b < bands_; ++b) children_[b]->take_dequeue_drops(out);
 }
 
-void PrioQdisc::graft(std::size_t band, std::unique_ptr<Qdisc> child, PacketList& to_free) {
+void PrioQdisc::graft_band(std::size_t band, std::unique_ptr<Qdisc> child, PacketList& to_free) {
   if (band >= bands_)
     throw std::out_of_range("prio graft: band " + std::to_string(band) + " >= bands " +
                             std::to_string(bands_));
@@ -169,6 +170,31 @@ void PrioQdisc::graft(std::size_t band, std::unique_ptr<Qdisc> child, PacketList
   sync_band(band);  // the old child's packets leave prio's qlen/backlog
   children_[band] = std::move(child);
   sync_band(band);  // the new child's packets (if any) join them
+}
+
+std::vector<QdiscClassInfo> PrioQdisc::classes() const {
+  std::vector<QdiscClassInfo> out;
+  for (std::size_t b = 0; b < bands_; ++b)
+    out.push_back({.minor = static_cast<uint16_t>(b + 1), .parent_minor = 0, .print_root = false,
+                   .leaf = true});
+  return out;
+}
+
+QdiscStats PrioQdisc::class_stats(uint16_t minor) const {
+  if (minor == 0 || minor > bands_) return {};
+  return children_[minor - 1]->stats();
+}
+
+Qdisc* PrioQdisc::child(uint16_t minor) noexcept {
+  if (minor == 0 || minor > bands_) return nullptr;
+  return children_[minor - 1].get();
+}
+
+void PrioQdisc::graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) {
+  if (minor == 0 || minor > bands_)
+    throw ConfigRejected("prio has no class " + std::to_string(minor) + " (bands " +
+                         std::to_string(bands_) + ")");
+  graft_band(minor - 1u, std::move(child), to_free);
 }
 
 std::string PrioQdisc::options() const {
@@ -185,16 +211,16 @@ std::unique_ptr<Qdisc> make_prio(const QdiscOptions& options, const QdiscEnv& en
   std::array<unsigned, 16> map{};  // as given (saturated at 1000), for the range check
   std::copy(PrioQdisc::kDefaultPriomap.begin(), PrioQdisc::kDefaultPriomap.end(), map.begin());
   bool have_priomap = false;
+  std::size_t given = 0;
+  std::string_view bands_text;  // priomap entries given (tc checks those; the kernel checks all 16)
   for (std::size_t i = 0; i < options.size(); ++i) {
     const std::string_view opt = options[i];
     if (opt == "bands") {
       if (bands) options.fail("duplicated option \"bands\"");
       const std::string_view v = options.value(i);
       if (!is_number(v)) options.fail("invalid bands " + quoted(v));
-      const unsigned n = small_number(v);
-      if (n < PrioQdisc::kMinBands || n > PrioQdisc::kMaxBands)
-        options.fail("bands " + std::string(v) + " is out of range (2..16)");  // digits only
-      bands = n;
+      bands = small_number(v);  // range-checked after the priomap, as tc and the kernel do
+      bands_text = v;
     } else if (opt == "priomap") {
       if (have_priomap) options.fail("duplicated option \"priomap\"");
       have_priomap = true;
@@ -204,19 +230,29 @@ std::unique_ptr<Qdisc> make_prio(const QdiscOptions& options, const QdiscEnv& en
         map[n++] = small_number(options[++i]);
       }
       if (n == 0) options.fail("\"priomap\" needs at least one band number");
+      given = n;
     } else {
       options.fail("unknown option " + quoted(opt) + " (known: bands, priomap)");
     }
   }
+  // tc checks the priomap against the bands it was given (a parse error, exit 1); the kernel then
+  // refuses a band count outside 2..16 (a rejection, exit 2).
   const std::size_t nbands = bands.value_or(3);
   PrioQdisc::Priomap priomap{};
   for (std::size_t k = 0; k < map.size(); ++k) {
-    if (map[k] >= nbands)
+    if (map[k] >= nbands && k < given)
       options.fail("priomap entry " + std::to_string(k) + " is band " + std::to_string(map[k]) +
                    ", not below bands " + std::to_string(nbands));
     priomap[k] = static_cast<uint8_t>(map[k]);
   }
-  return std::make_unique<PrioQdisc>(nbands, priomap, env.txqueuelen);
+  if (nbands < PrioQdisc::kMinBands || nbands > PrioQdisc::kMaxBands)
+    options.reject("bands " + std::string(bands_text) + " is out of range (2..16)");  // digits
+  for (std::size_t k = given; k < map.size(); ++k) {
+    if (map[k] >= nbands)
+      options.reject("default priomap entry " + std::to_string(k) + " is band " +
+                     std::to_string(map[k]) + ", not below bands " + std::to_string(nbands));
+  }
+  return std::make_unique<PrioQdisc>(nbands, priomap, env.txqueuelen, env.handle_major);
 }
 
 }  // namespace txpath

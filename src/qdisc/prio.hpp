@@ -37,6 +37,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "txpath/qdisc.hpp"
 
@@ -80,15 +81,21 @@ class PrioQdisc final : public Qdisc {
   // The band a packet of this priority goes to (see the classification rules above).
   std::size_t classify(uint32_t priority) const noexcept;
   // The child qdisc of band b (class major:b+1); b < bands().
-  Qdisc& child(std::size_t band) noexcept { return *children_[band]; }
-  const Qdisc& child(std::size_t band) const noexcept { return *children_[band]; }
-  // Per-class statistics: the child's (tc -s class show).
-  QdiscStats class_stats(std::size_t band) const noexcept { return children_[band]->stats(); }
+  Qdisc& band_child(std::size_t band) noexcept { return *children_[band]; }
+  const Qdisc& band_child(std::size_t band) const noexcept { return *children_[band]; }
+  // Per-band statistics: the child's (tc -s class show).
+  QdiscStats band_stats(std::size_t band) const noexcept { return children_[band]->stats(); }
+
+  // The generic class interface (Qdisc): class minor m is band m-1; the classes are fixed.
+  std::vector<QdiscClassInfo> classes() const override;
+  QdiscStats class_stats(uint16_t minor) const override;
+  Qdisc* child(uint16_t minor) noexcept override;
+  void graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) override;
   // Replaces band b's child. The old child's queued packets are purged onto to_free (not counted
   // as drops) and prio's qlen/backlog shrink accordingly; if the new child already holds
   // packets they are added to prio's. A null child installs a fresh default pfifo. Allocates
   // (control path only).
-  void graft(std::size_t band, std::unique_ptr<Qdisc> child, PacketList& to_free);
+  void graft_band(std::size_t band, std::unique_ptr<Qdisc> child, PacketList& to_free);
 
  private:
   // Folds the change of band b's child qlen/backlog since the last look into prio's counters.

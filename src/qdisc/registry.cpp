@@ -63,15 +63,17 @@ class SpecParser {
     }
   }
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ConfigError("qdisc \"" + shown_ + "\": " + what);
+  [[noreturn]] void fail(const std::string& what, bool rejected = false) const {
+    const std::string msg = "qdisc \"" + shown_ + "\": " + what;
+    if (rejected) throw ConfigRejected(msg);
+    throw ConfigError(msg);
   }
 
 
   // The option tokens after the kind, for a qdisc's own parser (spec.hpp).
   QdiscOptions options() const {
     return QdiscOptions(std::span<const std::string_view>(tokens_).subspan(1),
-                        [this](const std::string& what) { fail(what); });
+                        [this](const std::string& what, bool rejected) { fail(what, rejected); });
   }
 
   std::unique_ptr<Qdisc> build(const QdiscEnv& env) {

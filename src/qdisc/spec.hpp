@@ -2,6 +2,9 @@
 // What make_qdisc() hands a qdisc's own option parser: the option tokens after the kind, and a
 // fail() that throws the one-line ConfigError every spec error becomes:
 //   qdisc "<spec>": <what is wrong>
+// fail() is a parse error (tc refuses the command itself: exit 1); reject() is a request that
+// parsed but that the kernel would refuse (ConfigRejected: exit 2), e.g. prio bands 1. The tc
+// layer (src/tc/) builds QdiscOptions for `tc class add|change` the same way.
 #pragma once
 
 #include <functional>
@@ -21,8 +24,9 @@ inline std::string quoted(std::string_view s) { return "\"" + escape_user_text(s
 
 class QdiscOptions {
  public:
+  // fail(what, rejected) must throw: ConfigRejected if `rejected`, else ConfigError.
   QdiscOptions(std::span<const std::string_view> tokens,
-               std::function<void(const std::string&)> fail)
+               std::function<void(const std::string&, bool rejected)> fail)
       : tokens_(tokens), fail_(std::move(fail)) {}
 
   std::span<const std::string_view> tokens() const noexcept { return tokens_; }
@@ -31,7 +35,12 @@ class QdiscOptions {
 
   // Throws ConfigError `qdisc "<spec>": what`; never returns.
   [[noreturn]] void fail(const std::string& what) const {
-    fail_(what);
+    fail_(what, false);
+    std::abort();  // fail_ always throws
+  }
+  // Throws ConfigRejected `qdisc "<spec>": what`; never returns.
+  [[noreturn]] void reject(const std::string& what) const {
+    fail_(what, true);
     std::abort();  // fail_ always throws
   }
   // The value after option tokens_[i] (advancing i), or fail("\"OPT\" needs a value").
@@ -42,12 +51,14 @@ class QdiscOptions {
 
  private:
   std::span<const std::string_view> tokens_;
-  std::function<void(const std::string&)> fail_;
+  std::function<void(const std::string&, bool)> fail_;
 };
 
 // One factory per qdisc kind, each defined in that qdisc's own file.
 std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& options, const QdiscEnv& env);
 std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& options, const QdiscEnv& env);
 std::unique_ptr<Qdisc> make_prio(const QdiscOptions& options, const QdiscEnv& env);
+std::unique_ptr<Qdisc> make_htb(const QdiscOptions& options, const QdiscEnv& env);
+std::unique_ptr<Qdisc> make_fq(const QdiscOptions& options, const QdiscEnv& env);
 
 }  // namespace txpath
