@@ -428,7 +428,7 @@ TEST(Prio, ChildDequeueDropsShrinkPrio) {
   expect_sums(q, 2, 90);
   EXPECT_EQ(q.stats().packets, 1u);
   EXPECT_EQ(q.stats().bytes, 30u);
-  EXPECT_EQ(q.stats().drops, 0u);  // as Linux: dequeue-side drops are the child's
+  EXPECT_EQ(q.stats().drops, 2u);  // as Linux's qdisc_tree_reduce_backlog(): prio's too
   EXPECT_EQ(c.stats().drops, 2u);
   // Dropping everything that remains while returning nothing also reaches prio.
   c.drop_on_dequeue = 5;

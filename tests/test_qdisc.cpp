@@ -612,18 +612,18 @@ void expect_error(const std::string& spec, const std::string& expected, const Qd
 }
 
 TEST(Registry, EmptySpec) {
-  const std::string m = "empty spec (known kinds: pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel)";
+  const std::string m = "empty spec (known kinds: pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq)";
   expect_error("", "qdisc \"\": " + m);
   expect_error("   \t\n ", "qdisc \"\": " + m);
 }
 
 TEST(Registry, UnknownKind) {
   expect_error("foo", "qdisc \"foo\": unknown qdisc kind \"foo\" (known: pfifo_fast, pfifo, bfifo, "
-                      "pfifo_head_drop, prio, tbf, fq_codel)");
+                      "pfifo_head_drop, prio, tbf, fq_codel, htb, fq)");
   expect_error("PFIFO limit 3", "qdisc \"PFIFO limit 3\": unknown qdisc kind \"PFIFO\" (known: "
-                                "pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel)");
+                                "pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq)");
   expect_error("limit 5", "qdisc \"limit 5\": unknown qdisc kind \"limit\" (known: pfifo_fast, "
-                          "pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel)");
+                          "pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq)");
 }
 
 TEST(Registry, LimitNeedsValue) {
@@ -709,7 +709,7 @@ TEST(Registry, MessagesStayOnOneLine) {
                "qdisc \"pfifo limit 1\\x01\": invalid limit \"1\\x01\"");
   expect_error(std::string("fo\x1bo"),
                "qdisc \"fo\\x1bo\": unknown qdisc kind \"fo\\x1bo\" (known: pfifo_fast, pfifo, "
-               "bfifo, pfifo_head_drop, prio, tbf, fq_codel)");
+               "bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq)");
   expect_error("pfifo limit \"5\"",
                "qdisc \"pfifo limit \\\"5\\\"\": invalid limit \"\\\"5\\\"\"");
 }

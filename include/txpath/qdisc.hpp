@@ -105,11 +105,12 @@ class Qdisc {
   virtual void take_dequeue_drops(PacketList& out) noexcept { (void)out; }
 
   // ---- tc -s: extended statistics ----
-  // The qdisc's xstats. May be called from any thread while the data path runs: values are read
-  // from SingleWriterCounters or relaxed atomics (each exact at a quiescent point). Default: none.
+  // The qdisc's xstats. Like every member, called in the qdisc's serialised context: a running
+  // TxQueue reads them through TxQueue::inspect_qdisc() (the driver-loop owner's context), so
+  // they need no atomics. Default: none.
   virtual Xstats xstats() const { return {}; }
   // The lines tc -s prints for xstats `x` (values of this kind, maybe from another process), each
-  // line starting with two spaces and ending in '\n', e.g. fq_codel:
+  // line with tc's own leading spaces and ending in '\n', e.g. fq_codel:
   //   "  maxpacket 1514 drop_overlimit 0 new_flow_count 2 ecn_mark 0\n"
   //   "  new_flows_len 0 old_flows_len 1\n"
   // Default: nothing.
@@ -133,6 +134,7 @@ class Qdisc {
     return "{}";
   }
   // The class's tc statistics and xstats (tc -s class show); same threading rule as xstats().
+  // htb's class xstats lines, for example, start with one space: " lended: 0 borrowed: 0 giants: 0".
   virtual QdiscStats class_stats(uint16_t minor) const {
     (void)minor;
     return {};
@@ -196,6 +198,14 @@ class Qdisc {
     return Verdict::drop;
   }
   void count_drop() noexcept { drops_.add(1); }
+  // A classful parent folds its children's changes into its own counters, the userspace form of
+  // qdisc_tree_reduce_backlog(): packets and bytes that appeared or left (dq, db; negative =
+  // left) and the children's drops (every drop of a descendant is every ancestor's drop too).
+  void account_adjust(int64_t dq, int64_t db) noexcept {
+    qlen_.add(static_cast<uint64_t>(dq));  // two's complement: adding -n subtracts n
+    backlog_.add(static_cast<uint64_t>(db));
+  }
+  void count_drops(uint64_t n) noexcept { drops_.add(n); }
   void count_overlimit() noexcept { overlimits_.add(1); }
 
  private:

@@ -31,6 +31,11 @@ class FifoQdisc : public Qdisc {
  public:
   uint32_t limit() const noexcept { return limit_; }
 
+  // tc -j: {"limit":N}, packets (pfifo, pfifo_head_drop) or bytes (bfifo), a raw number.
+  std::string options_json() const override {
+    return "{\"limit\":" + std::to_string(limit_) + "}";
+  }
+
   Packet* dequeue() noexcept override {
     Packet* p = q_.pop_front();
     if (p) account_dequeue(*p);

@@ -81,6 +81,15 @@ std::string NolockFifoQdisc::options() const {
   return BfifoQdisc(limit_, psched_mtu_).options();
 }
 
+std::string NolockFifoQdisc::options_json() const {
+  switch (mode_) {
+    case Mode::pfifo_fast: return PfifoFastQdisc(limit_).options_json();
+    case Mode::pfifo: return PfifoQdisc(limit_).options_json();
+    case Mode::bfifo: break;
+  }
+  return BfifoQdisc(limit_, psched_mtu_).options_json();
+}
+
 bool NolockFifoQdisc::can_bypass() const noexcept {
   // As the locked kinds: an empty queue of this configuration would accept any valid frame.
   switch (mode_) {

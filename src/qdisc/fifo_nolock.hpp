@@ -104,6 +104,7 @@ class NolockFifoQdisc final : public Qdisc {
 
   std::string_view kind() const noexcept override;
   std::string options() const override;
+  std::string options_json() const override;  // the locked twin's
 
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;  // any thread
   Packet* dequeue() noexcept override;                                 // owner

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "core/clock.hpp"
+#include "qdisc/ecn.hpp"
 #include "qdisc/spec.hpp"
 #include "qdisc/tc_units.hpp"
 
@@ -26,9 +27,6 @@ constexpr uint32_t kMinQuantum = 256;
 constexpr uint32_t kMaxQuantum = 1u << 20;
 constexpr uint64_t kMaxMemoryLimit = 1ull << 31;
 
-uint8_t byte_at(const Packet& p, std::size_t i) noexcept {
-  return std::to_integer<uint8_t>(p.data[i]);
-}
 
 }  // namespace
 
@@ -62,44 +60,6 @@ void FqCodelQdisc::codel_drop(Packet* p) noexcept {
   dropped_.push_back(p);
 }
 
-// RFC 3168 CE marking of an ECN-capable IPv4 or IPv6 packet behind an Ethernet header. Returns
-// true if the packet now carries CE (also when it already did), false if it is not ECN capable
-// (Not-ECT, not IP, too short).
-bool FqCodelQdisc::set_ce(Packet& p) noexcept {
-  constexpr std::size_t kEth = 14;
-  if (p.data == nullptr || p.len < kEth + 1) return false;
-  const uint16_t ethertype = static_cast<uint16_t>(byte_at(p, 12) << 8 | byte_at(p, 13));
-  if (ethertype == 0x0800) {
-    if (p.len < kEth + 20 || (byte_at(p, kEth) >> 4) != 4) return false;
-    const uint8_t tos = byte_at(p, kEth + 1);
-    const uint8_t ecn = tos & 3;
-    if (ecn == 3) return true;
-    if (ecn == 0) return false;
-    // RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), m = the 16-bit word holding version/IHL and TOS.
-    const uint16_t m = static_cast<uint16_t>(byte_at(p, kEth) << 8 | tos);
-    const uint16_t m2 = static_cast<uint16_t>(m | 3);
-    const uint16_t hc = static_cast<uint16_t>(byte_at(p, kEth + 10) << 8 | byte_at(p, kEth + 11));
-    uint32_t sum = uint32_t{static_cast<uint16_t>(~hc)} + uint32_t{static_cast<uint16_t>(~m)} + m2;
-    sum = (sum & 0xFFFF) + (sum >> 16);
-    sum = (sum & 0xFFFF) + (sum >> 16);
-    const uint16_t hc2 = static_cast<uint16_t>(~sum);
-    p.data[kEth + 1] = std::byte{static_cast<uint8_t>(tos | 3)};
-    p.data[kEth + 10] = std::byte{static_cast<uint8_t>(hc2 >> 8)};
-    p.data[kEth + 11] = std::byte{static_cast<uint8_t>(hc2 & 0xFF)};
-    return true;
-  }
-  if (ethertype == 0x86DD) {
-    // Traffic class = low nibble of byte 0 and high nibble of byte 1; ECN = its low 2 bits.
-    if (p.len < kEth + 40 || (byte_at(p, kEth) >> 4) != 6) return false;
-    const uint8_t b1 = byte_at(p, kEth + 1);
-    const uint8_t ecn = (b1 >> 4) & 3;
-    if (ecn == 3) return true;
-    if (ecn == 0) return false;
-    p.data[kEth + 1] = std::byte{static_cast<uint8_t>(b1 | 0x30)};
-    return true;
-  }
-  return false;
-}
 
 // CoDel's per-packet test (sets ldelay, maxpacket, first_above_time); true = time to act.
 bool FqCodelQdisc::should_drop(const Packet* p, Flow& f, codel::Time now) noexcept {
@@ -139,7 +99,7 @@ Packet* FqCodelQdisc::codel_dequeue(Flow& f) noexcept {
       while (v.dropping && codel::after_eq(now, v.drop_next)) {
         ++v.count;
         codel::newton_step(v);
-        if (cfg_.ecn && set_ce(*p)) {
+        if (cfg_.ecn && ecn::set_ce(*p)) {
           ++xs_.ecn_mark;
           v.drop_next = codel::control_law(v.drop_next, interval_, v.rec_inv_sqrt);
           break;  // a marked packet is delivered
@@ -155,7 +115,7 @@ Packet* FqCodelQdisc::codel_dequeue(Flow& f) noexcept {
     }
   } else if (drop) {
     // Enter the dropping state with this packet.
-    if (cfg_.ecn && set_ce(*p)) {
+    if (cfg_.ecn && ecn::set_ce(*p)) {
       ++xs_.ecn_mark;
     } else {
       codel_drop(p);
@@ -175,7 +135,7 @@ Packet* FqCodelQdisc::codel_dequeue(Flow& f) noexcept {
     v.lastcount = v.count;
     v.drop_next = codel::control_law(now, interval_, v.rec_inv_sqrt);
   }
-  if (p != nullptr && cfg_.has_ce_threshold && codel::after(v.ldelay, ce_threshold_) && set_ce(*p))
+  if (p != nullptr && cfg_.has_ce_threshold && codel::after(v.ldelay, ce_threshold_) && ecn::set_ce(*p))
     ++xs_.ce_mark;
   return p;
 }
@@ -334,6 +294,57 @@ std::string FqCodelQdisc::options() const {
   s += " interval " + time(interval_) + " memory_limit " + tc::format_size(cfg_.memory_limit);
   if (cfg_.ecn) s += " ecn";
   s += " drop_batch " + std::to_string(cfg_.drop_batch);
+  return s;
+}
+
+std::string FqCodelQdisc::options_json() const {
+  auto us = [](codel::Time t) { return std::to_string(codel::to_us(t)); };
+  std::string s = "{\"limit\":" + std::to_string(cfg_.limit) +
+                  ",\"flows\":" + std::to_string(cfg_.flows) +
+                  ",\"quantum\":" + std::to_string(cfg_.quantum) + ",\"target\":" + us(target_);
+  if (cfg_.has_ce_threshold) s += ",\"ce_threshold\":" + us(ce_threshold_);
+  s += ",\"interval\":" + us(interval_) + ",\"memory_limit\":" + std::to_string(cfg_.memory_limit);
+  if (cfg_.ecn) s += ",\"ecn\":true";
+  s += ",\"drop_batch\":" + std::to_string(cfg_.drop_batch) + "}";
+  return s;
+}
+
+Xstats FqCodelQdisc::xstats() const {
+  const FqCodelXstats d = detail_xstats();
+  Xstats x = {{"maxpacket", d.maxpacket},
+              {"drop_overlimit", d.drop_overlimit},
+              {"new_flow_count", d.new_flow_count},
+              {"ecn_mark", d.ecn_mark}};
+  if (d.ce_mark) x.emplace_back("ce_mark", d.ce_mark);
+  if (d.memory_used) x.emplace_back("memory_used", d.memory_used);
+  if (d.drop_overmemory) x.emplace_back("drop_overmemory", d.drop_overmemory);
+  x.emplace_back("new_flows_len", d.new_flows_len);
+  x.emplace_back("old_flows_len", d.old_flows_len);
+  return x;
+}
+
+std::string FqCodelQdisc::format_xstats(const Xstats& x) const {
+  if (x.empty()) return {};
+  auto find = [&x](std::string_view name) -> const int64_t* {
+    for (const auto& [k, v] : x)
+      if (k == name) return &v;
+    return nullptr;
+  };
+  // " NAME VALUE"; the mandatory fields print 0 when absent from x.
+  std::string s;
+  auto field = [&s, &find](std::string_view name, bool optional) {
+    const int64_t* v = find(name);
+    if (optional && (v == nullptr || *v == 0)) return;
+    s.append(" ").append(name).append(" ").append(std::to_string(v ? *v : 0));
+  };
+  s.append(" ");
+  for (std::string_view name : {"maxpacket", "drop_overlimit", "new_flow_count", "ecn_mark"})
+    field(name, false);
+  for (std::string_view name : {"ce_mark", "memory_used", "drop_overmemory"}) field(name, true);
+  s.append("\n ");
+  field("new_flows_len", false);
+  field("old_flows_len", false);
+  s.append("\n");
   return s;
 }
 

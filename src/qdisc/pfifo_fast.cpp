@@ -46,4 +46,14 @@ std::string PfifoFastQdisc::options() const {
   return s;
 }
 
+std::string PfifoFastQdisc::options_json() const {
+  std::string s = "{\"bands\":3,\"priomap\":[";
+  for (std::size_t i = 0; i < kPrio2Band.size(); ++i) {
+    if (i) s += ',';
+    s += static_cast<char>('0' + kPrio2Band[i]);
+  }
+  s += "],\"multiqueue\":false}";
+  return s;
+}
+
 }  // namespace txpath

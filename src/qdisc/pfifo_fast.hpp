@@ -38,6 +38,8 @@ class PfifoFastQdisc final : public Qdisc {
 
   std::string_view kind() const noexcept override { return "pfifo_fast"; }
   std::string options() const override;
+  // tc -j (pfifo_fast is printed by prio's printer): {"bands":3,"priomap":[1,2,...],"multiqueue":false}
+  std::string options_json() const override;
 
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
   Packet* dequeue() noexcept override;

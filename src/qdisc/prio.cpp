@@ -64,46 +64,18 @@ std::size_t PrioQdisc::classify(uint32_t priority) const noexcept {
   return priomap_[priority & 15u];
 }
 
-void PrioQdisc::adjust(int64_t dq, int64_t db) noexcept {
-  // qdisc.hpp exposes only per-packet accounting helpers; a stand-in packet carries the length
-  // (the helpers read nothing else). The common cases (one packet in/out) take one call.
-  constexpr int64_t kMaxLen = std::numeric_limits<uint32_t>::max();
-  Packet unit;
-  while (dq > 0) {
-    unit.len = (dq == 1 && db >= 0) ? static_cast<uint32_t>(std::min(db, kMaxLen)) : 0;
-    account_enqueue(unit);
-    db -= unit.len;
-    --dq;
-  }
-  while (dq < 0) {
-    unit.len = (dq == -1 && db <= 0) ? static_cast<uint32_t>(std::min(-db, kMaxLen)) : 0;
-    account_remove(unit);
-    db += unit.len;
-    ++dq;
-  }
-  while (db > 0) {  // backlog grew with qlen unchanged (or beyond what one packet carries)
-    unit.len = static_cast<uint32_t>(std::min(db, kMaxLen));
-    account_enqueue(unit);
-    db -= unit.len;
-    unit.len = 0;
-    account_remove(unit);
-  }
-  while (db < 0) {
-    unit.len = 0;
-    account_enqueue(unit);
-    unit.len = static_cast<uint32_t>(std::min(-db, kMaxLen));
-    account_remove(unit);
-    db += unit.len;
-  }
-}
 
 void PrioQdisc::sync_band(std::size_t b) noexcept {
   const Qdisc& c = *children_[b];
   const uint64_t q = c.qlen();
   const uint64_t bl = c.backlog();
   Seen& s = seen_[b];
+  if (const uint64_t d = c.stats().drops; d != s.drops) {
+    count_drops(d - s.drops);
+    s.drops = d;
+  }
   if (q == s.qlen && bl == s.backlog) return;
-  adjust(static_cast<int64_t>(q - s.qlen), static_cast<int64_t>(bl - s.backlog));
+  account_adjust(static_cast<int64_t>(q - s.qlen), static_cast<int64_t>(bl - s.backlog));
   s.qlen = q;
   s.backlog = bl;
 }
@@ -111,9 +83,7 @@ void PrioQdisc::sync_band(std::size_t b) noexcept {
 Verdict PrioQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   const std::size_t b = classify(p->priority);
   const Verdict v = children_[b]->enqueue(p, to_free);
-  // NET_XMIT_DROP and NET_XMIT_CN both count as a drop of the parent (net_xmit_drop_count).
-  if (v != Verdict::success) count_drop();
-  sync_band(b);  // success: +1 packet, +len bytes in one helper call
+  sync_band(b);  // +1 packet, or the child's drops (all of them, batch victims included)
   return v;
 }
 
@@ -169,6 +139,7 @@ void PrioQdisc::graft_band(std::size_t band, std::unique_ptr<Qdisc> child, Packe
   children_[band]->reset(to_free);
   sync_band(band);  // the old child's packets leave prio's qlen/backlog
   children_[band] = std::move(child);
+  seen_[band].drops = children_[band]->stats().drops;  // its earlier drops are not prio's
   sync_band(band);  // the new child's packets (if any) join them
 }
 
@@ -203,6 +174,16 @@ std::string PrioQdisc::options() const {
     s += ' ';
     s += std::to_string(b);
   }
+  return s;
+}
+
+std::string PrioQdisc::options_json() const {
+  std::string s = "{\"bands\":" + std::to_string(bands_) + ",\"priomap\":[";
+  for (std::size_t i = 0; i < priomap_.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(priomap_[i]);
+  }
+  s += "],\"multiqueue\":false}";
   return s;
 }
 

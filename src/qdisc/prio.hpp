@@ -14,16 +14,17 @@
 // means "no handle": the classid path never matches.
 //
 // Each band is a class whose queue is a child qdisc (default: pfifo with limit = txqueuelen).
-// Enqueue hands the packet to its band's child; a child drop (Verdict::drop or ::congestion) is
-// counted as a drop by the child and by prio. Dequeue/peek serve the lowest-numbered band whose
+// Enqueue hands the packet to its band's child; every drop of a child (the arriving packet, the
+// victims of a batch drop, AQM drops inside its dequeue) is counted by the child and by prio. Dequeue/peek serve the lowest-numbered band whose
 // child yields a packet (band 0 can starve the rest, by design).
 //
 // Invariants (on top of Qdisc's): qlen() == sum of the children's qlen() and backlog() == sum of
 // their backlog(), after every call into prio. prio keeps, per band, the child's qlen/backlog as
 // last seen (seen_) and folds the difference into its own counters after each call into that
 // child; this is the userspace form of qdisc_tree_reduce_backlog(), and it also covers a child
-// that drops packets inside its own dequeue (AQM). Such dequeue-side drops reduce prio's
-// qlen/backlog but, as in Linux, are counted as drops by the child only.
+// that drops packets inside its own dequeue (AQM). It folds the children's drop counts the same
+// way (Linux: qdisc_tree_reduce_backlog() adds them to every ancestor), so prio's drops — and a
+// TxQueue's "dropped", the root's — cover every packet dropped below it.
 // stats().packets/bytes count packets prio itself handed out by dequeue().
 //
 // Threading: as every Qdisc, called by one thread at a time (the strategy serialises callers);
@@ -60,6 +61,8 @@ class PrioQdisc final : public Qdisc {
   std::string_view kind() const noexcept override { return "prio"; }
   // "bands N priomap P0 P1 ... P15", as tc prints it.
   std::string options() const override;
+  // tc -j: {"bands":N,"priomap":[P0,...,P15],"multiqueue":false} (multiqueue is not modelled).
+  std::string options_json() const override;
 
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
   Packet* dequeue() noexcept override;
@@ -100,12 +103,11 @@ class PrioQdisc final : public Qdisc {
  private:
   // Folds the change of band b's child qlen/backlog since the last look into prio's counters.
   void sync_band(std::size_t b) noexcept;
-  // Moves prio's qlen by dq and backlog by db (qdisc_tree_reduce_backlog with a sign).
-  void adjust(int64_t dq, int64_t db) noexcept;
 
   struct Seen {
     uint64_t qlen = 0;
     uint64_t backlog = 0;
+    uint64_t drops = 0;
   };
 
   const std::size_t bands_;

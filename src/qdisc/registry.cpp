@@ -35,7 +35,8 @@ namespace txpath {
 
 namespace {
 
-constexpr std::string_view kKnownKinds = "pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel";
+constexpr std::string_view kKnownKinds =
+    "pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq";
 constexpr uint64_t kMaxLimit = std::numeric_limits<uint32_t>::max();
 
 bool is_space(char c) {
@@ -96,6 +97,8 @@ class SpecParser {
     if (kind == "prio") return make_prio(options(), env);
     if (kind == "tbf") return make_tbf(options(), env);
     if (kind == "fq_codel") return make_fq_codel(options(), env);
+    if (kind == "htb") return make_htb(options(), env);
+    if (kind == "fq") return make_fq(options(), env);
     fail("unknown qdisc kind " + quoted(kind) + " (known: " + std::string(kKnownKinds) + ")");
   }
 

@@ -20,8 +20,10 @@
 #include <string>
 
 #include "core/clock.hpp"
+#include "qdisc/fifo.hpp"
 #include "qdisc/spec.hpp"
 #include "qdisc/tc_units.hpp"
+#include "txpath/error.hpp"
 
 namespace txpath {
 
@@ -35,8 +37,9 @@ uint64_t default_clock() noexcept { return now_ns(); }
 
 }  // namespace
 
-TbfQdisc::TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)())
-    : cfg_(cfg), clock_(clock ? clock : &default_clock) {
+TbfQdisc::TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)(), uint32_t psched_mtu)
+    : cfg_(cfg), clock_(clock ? clock : &default_clock), psched_mtu_(psched_mtu) {
+  child_ = default_child();
   max_size_ = cfg_.burst;
   buffer_ = l2t_rate(cfg_.burst);
   if (cfg_.peakrate) {
@@ -48,7 +51,22 @@ TbfQdisc::TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)())
   t_c_ = now();
 }
 
+TbfQdisc::~TbfQdisc() = default;
+
 uint64_t TbfQdisc::now() const noexcept { return clock_(); }
+
+std::unique_ptr<Qdisc> TbfQdisc::default_child() const {
+  return std::make_unique<BfifoQdisc>(cfg_.limit, psched_mtu_);
+}
+
+void TbfQdisc::sync_child() noexcept {
+  if (const uint64_t d = child_->stats().drops; d != child_drops_) {
+    count_drops(d - child_drops_);  // every drop below tbf is tbf's too
+    child_drops_ = d;
+  }
+  account_adjust(static_cast<int64_t>(child_->qlen() - qlen()),
+                 static_cast<int64_t>(child_->backlog() - backlog()));
+}
 
 uint64_t TbfQdisc::wire_len(uint64_t len) const noexcept {
   len += cfg_.overhead;
@@ -85,15 +103,14 @@ bool TbfQdisc::eligible(const Packet& head, uint64_t t, int64_t& toks, int64_t& 
 Verdict TbfQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   // No GSO here, so an oversized packet can never be sent: drop it now.
   if (p->len > max_size_) return drop(p, to_free);
-  // The child bfifo(limit).
-  if (q_.bytes() + p->len > cfg_.limit) return drop(p, to_free);
-  q_.push_back(p);
-  account_enqueue(*p);
-  return Verdict::success;
+  const Verdict v = child_->enqueue(p, to_free);
+  sync_child();  // +1 packet, or the child's drops (every one counts as tbf's too)
+  return v;
 }
 
 Packet* TbfQdisc::dequeue() noexcept {
-  Packet* head = q_.front();
+  Packet* head = child_->peek();
+  sync_child();  // a child's peek may dequeue internally (and drop, for an AQM)
   if (!head) {
     watchdog_ = 0;
     return nullptr;
@@ -106,8 +123,20 @@ Packet* TbfQdisc::dequeue() noexcept {
     count_overlimit();
     return nullptr;
   }
-  q_.pop_front();
+  Packet* p = child_->dequeue();  // the peeked head
+  if (p != head) {
+    // A child whose dequeue() disagrees with its peek() breaks the Qdisc contract; send what
+    // it gave without spending tokens on a packet that was not measured.
+    sync_child();
+    if (p) {
+      account_enqueue(*p);  // sync_child() already removed it; count it as sent instead
+      account_dequeue(*p);
+    }
+    watchdog_ = 0;
+    return p;
+  }
   account_dequeue(*head);
+  sync_child();  // anything else the child dropped while dequeuing
   tokens_ = toks;
   ptokens_ = ptoks;
   t_c_ = t;
@@ -118,7 +147,8 @@ Packet* TbfQdisc::dequeue() noexcept {
 Packet* TbfQdisc::peek() noexcept {
   // The kernel's tbf peeks by dequeueing: only a packet that may leave now is visible. Peeking
   // spends no tokens and counts no overlimit; the buckets only grow until the next dequeue.
-  Packet* head = q_.front();
+  Packet* head = child_->peek();
+  sync_child();
   if (!head) {
     watchdog_ = 0;
     return nullptr;
@@ -133,14 +163,54 @@ Packet* TbfQdisc::peek() noexcept {
 }
 
 void TbfQdisc::reset(PacketList& to_free) noexcept {
-  while (Packet* p = q_.pop_front()) {
-    account_remove(*p);
-    to_free.push_back(p);
-  }
+  child_->reset(to_free);
+  sync_child();
   tokens_ = static_cast<int64_t>(buffer_);
   ptokens_ = static_cast<int64_t>(mtu_ns_);
   t_c_ = now();
   watchdog_ = 0;
+}
+
+uint64_t TbfQdisc::watchdog_ns() const noexcept {
+  // Our own when we hold back an eligible-later head; else a shaping child's (its peek() found
+  // nothing it may send yet).
+  return watchdog_ != 0 ? watchdog_ : child_->watchdog_ns();
+}
+
+void TbfQdisc::take_dequeue_drops(PacketList& out) noexcept { child_->take_dequeue_drops(out); }
+
+std::vector<QdiscClassInfo> TbfQdisc::classes() const {
+  return {{.minor = 1, .parent_minor = 0, .print_root = false, .leaf = true}};
+}
+
+QdiscStats TbfQdisc::class_stats(uint16_t minor) const {
+  if (minor != 1) return {};
+  return child_->stats();
+}
+
+Qdisc* TbfQdisc::child(uint16_t minor) noexcept { return minor == 1 ? child_.get() : nullptr; }
+
+void TbfQdisc::graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) {
+  if (minor != 1)
+    throw ConfigRejected("tbf has no class " + std::to_string(minor) + " (its only class is 1)");
+  if (!child) child = default_child();
+  child_->reset(to_free);
+  sync_child();  // the old child's packets leave tbf's qlen/backlog
+  child_ = std::move(child);
+  child_drops_ = child_->stats().drops;  // its earlier drops are not tbf's
+  sync_child();  // the new child's packets (if any) join them
+  watchdog_ = 0;
+}
+
+double TbfQdisc::latency_ns() const noexcept {
+  double latency = static_cast<double>(cfg_.limit) * 1e9 / static_cast<double>(cfg_.rate) -
+                   static_cast<double>(buffer_);
+  if (cfg_.peakrate) {
+    const double lat2 = static_cast<double>(cfg_.limit) * 1e9 / static_cast<double>(cfg_.peakrate) -
+                        static_cast<double>(mtu_ns_);
+    latency = std::max(latency, lat2);
+  }
+  return latency;
 }
 
 std::string TbfQdisc::options() const {
@@ -148,15 +218,11 @@ std::string TbfQdisc::options() const {
   // bucket holds (overhead, mpu and ATM cells included); "lat" when the limit leaves a
   // non-negative queueing latency, else the limit itself.
   std::string s = "rate " + tc::format_rate(cfg_.rate) + " burst " + tc::format_size(wire_len(cfg_.burst));
-  double latency = static_cast<double>(cfg_.limit) * 1e9 / static_cast<double>(cfg_.rate) -
-                   static_cast<double>(buffer_);
   if (cfg_.peakrate) {
     s += " peakrate " + tc::format_rate(cfg_.peakrate) + " minburst " +
          tc::format_size(wire_len(cfg_.minburst));
-    const double lat2 = static_cast<double>(cfg_.limit) * 1e9 / static_cast<double>(cfg_.peakrate) -
-                        static_cast<double>(mtu_ns_);
-    latency = std::max(latency, lat2);
   }
+  const double latency = latency_ns();
   if (latency >= 0) {
     s += " lat " + tc::format_time(static_cast<uint64_t>(latency));
   } else {
@@ -164,6 +230,22 @@ std::string TbfQdisc::options() const {
   }
   if (cfg_.overhead) s += " overhead " + std::to_string(cfg_.overhead);
   if (cfg_.atm) s += " linklayer atm";
+  return s;
+}
+
+std::string TbfQdisc::options_json() const {
+  std::string s = "{\"rate\":" + std::to_string(cfg_.rate) +
+                  ",\"burst\":" + std::to_string(wire_len(cfg_.burst));
+  if (cfg_.peakrate) s += ",\"minburst\":" + std::to_string(wire_len(cfg_.minburst));
+  const double latency = latency_ns();
+  if (latency >= 0) {
+    s += ",\"lat\":" + std::to_string(static_cast<uint64_t>(latency) / 1000);  // usec
+  } else {
+    s += ",\"limit\":" + std::to_string(cfg_.limit);
+  }
+  if (cfg_.overhead) s += ",\"overhead\":" + std::to_string(cfg_.overhead);
+  if (cfg_.atm) s += ",\"linklayer\":\"atm\"";
+  s += "}";
   return s;
 }
 
@@ -309,7 +391,7 @@ std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& o, const QdiscEnv& env) {
       o.fail("latency " + tc::format_time(*latency_ns) + " gives a limit above 4294967295 bytes");
     cfg.limit = static_cast<uint32_t>(lim);
   }
-  return std::make_unique<TbfQdisc>(cfg, env.clock);
+  return std::make_unique<TbfQdisc>(cfg, env.clock, env.psched_mtu());
 }
 
 }  // namespace txpath

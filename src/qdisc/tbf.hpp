@@ -16,21 +16,33 @@
 //   ptoks = min(ptokens + elapsed, mtu_ns) - l2t_peak(len)     (only with a peak rate)
 //   both >= 0 -> the head leaves; tokens = toks, ptokens = ptoks, t_c = now, watchdog = 0.
 //   else      -> nothing leaves (no reordering), overlimits++, watchdog = now + max(-toks, -ptoks).
-// Enqueue: len > max_size (= min(burst, minburst)) -> drop; otherwise the child bfifo(limit):
-//   accept iff backlog + len <= limit, else drop. (The kernel's child is a real bfifo qdisc; here
-//   it is an internal PacketList until a classful child API exists.) reset() refills both buckets.
+// Enqueue: len > max_size (= min(burst, minburst)) -> drop (counted by tbf); otherwise the packet
+//   goes to the child qdisc, by default bfifo(limit) (accept iff backlog + len <= limit); a child
+//   verdict other than success counts as a drop of tbf too (as prio does). reset() resets the
+//   child and refills both buckets.
+// The head examined at dequeue is the child's peek(); only a head that may leave is dequeued from
+//   the child (qdisc_dequeue_peeked), so nothing is reordered, whatever the child.
 //
-// Invariants (on top of Qdisc's): q_.size() == qlen(), q_.bytes() == backlog() <= limit;
-// 0 <= tokens <= buffer and 0 <= ptokens <= mtu_ns between calls; watchdog_ != 0 only after a
-// dequeue()/peek() that found a head it could not send yet.
-// Threading: like every Qdisc, called by one thread at a time; no atomics, no allocation after
-// construction.
+// Classes (tc class): one leaf class, minor 1 ("class tbf H:1 parent H:"), whose qdisc is the
+// child. graft(1, q) replaces it (nullptr: a fresh bfifo(limit)); the configured limit then no
+// longer applies, as in Linux. class_stats(1) is the child's statistics.
+//
+// Invariants (on top of Qdisc's): qlen() == child's qlen() and backlog() == child's backlog()
+// after every call (sync_child() folds in whatever the child did, including drops it made inside
+// its own enqueue/peek/dequeue, as prio's sync_band() does); with the default child backlog() <=
+// limit; 0 <= tokens <= buffer and 0 <= ptokens <= mtu_ns between calls; watchdog_ != 0 only
+// after a dequeue()/peek() that found a head it could not send yet (watchdog_ns() otherwise
+// reports the child's own, for a shaping child).
+// Threading: like every Qdisc, called by one thread at a time; no atomics besides the base
+// class's SingleWriterCounter statistics; no allocation after construction except in graft()
+// (control path).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "txpath/qdisc.hpp"
 
@@ -49,18 +61,33 @@ struct TbfConfig {
 
 class TbfQdisc final : public Qdisc {
  public:
-  // `clock` is the env clock; nullptr means txpath's now_ns().
-  TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)());
+  // `clock` is the env clock; nullptr means txpath's now_ns(). psched_mtu only configures the
+  // default child bfifo (its bypass rule, which a child never uses).
+  TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)(), uint32_t psched_mtu = 1514);
+  ~TbfQdisc() override;
 
   std::string_view kind() const noexcept override { return "tbf"; }
   std::string options() const override;
+  // tc -j: {"rate":B/s,"burst":BYTES,["minburst":BYTES,]"lat":USEC|"limit":BYTES,
+  // ["overhead":N,]["linklayer":"atm"]}, the same choices as the text; tc prints peakrate in
+  // text only, so it is not in the JSON.
+  std::string options_json() const override;
 
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
   Packet* dequeue() noexcept override;
   Packet* peek() noexcept override;
   void reset(PacketList& to_free) noexcept override;
   bool can_bypass() const noexcept override { return false; }  // a shaper is never skipped
-  uint64_t watchdog_ns() const noexcept override { return watchdog_; }
+  uint64_t watchdog_ns() const noexcept override;
+  void take_dequeue_drops(PacketList& out) noexcept override;
+
+  // ---- classful API: one class, minor 1 ----
+  std::vector<QdiscClassInfo> classes() const override;
+  QdiscStats class_stats(uint16_t minor) const override;
+  Qdisc* child(uint16_t minor) noexcept override;
+  // The old child's packets go to to_free (not drops); nullptr installs a fresh bfifo(limit).
+  // Throws ConfigRejected for a minor other than 1. Allocates (control path only).
+  void graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) override;
 
   const TbfConfig& config() const noexcept { return cfg_; }
   uint64_t max_size() const noexcept { return max_size_; }
@@ -79,6 +106,12 @@ class TbfQdisc final : public Qdisc {
   // time it becomes eligible.
   bool eligible(const Packet& head, uint64_t now, int64_t& toks, int64_t& ptoks,
                 uint64_t& when) const noexcept;
+  // The queueing latency tc prints ("lat"): limit / rate - bucket depth, or the peak bucket's if
+  // larger; negative when the limit is below the burst (tc then prints "limit").
+  double latency_ns() const noexcept;
+  // Brings qlen()/backlog() to the child's (see the invariants).
+  void sync_child() noexcept;
+  std::unique_ptr<Qdisc> default_child() const;
 
   const TbfConfig cfg_;
   uint64_t (*const clock_)();
@@ -89,7 +122,9 @@ class TbfQdisc final : public Qdisc {
   int64_t ptokens_ = 0;
   uint64_t t_c_ = 0;
   uint64_t watchdog_ = 0;
-  PacketList q_;
+  const uint32_t psched_mtu_;
+  std::unique_ptr<Qdisc> child_;  // never null
+  uint64_t child_drops_ = 0;      // the child's drops already counted as tbf's
 };
 
 }  // namespace txpath

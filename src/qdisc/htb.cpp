@@ -1,0 +1,892 @@
+// SPDX-License-Identifier: MIT
+// htb: hierarchical token bucket (see htb.hpp for the semantics and invariants) and its tc
+// option parsers. Origin: written from /work/shared/reference/qdiscs.md §0, §4, §7 and
+// tc-htb(8); no kernel or iproute2 code copied.
+//
+// Qdisc grammar (tokens after "htb", any order, each at most once):
+//   default MINOR   hexadecimal u32 (optional 0x prefix)
+//   r2q N           decimal u32 (0 is taken as 1)
+//   direct_qlen P   decimal u32
+//   offload         parsed, then refused (ConfigRejected): no hardware offload here
+// Class grammar (tokens after "htb"):
+//   rate RATE (required, > 0)  ceil RATE  burst|buffer|maxburst SIZE[/CELL]
+//   cburst|cbuffer|cmaxburst SIZE[/CELL]  prio N (0..7, else rejected)  quantum BYTES (decimal)
+//   mtu BYTES (decimal)  mpu BYTES (<= 65535)  overhead N (<= 65535)
+//   linklayer ethernet|atm|adsl
+// Every error is one line, via QdiscOptions::fail() (parse error) or reject() (refused).
+#include "qdisc/htb.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "core/clock.hpp"
+#include "qdisc/fifo.hpp"
+#include "qdisc/spec.hpp"
+#include "qdisc/tc_units.hpp"
+#include "txpath/error.hpp"
+
+namespace txpath {
+
+namespace {
+
+// Bucket depths and per-packet costs are clamped so that int64 token arithmetic cannot
+// overflow (2^62 ns is about 146 years).
+constexpr int64_t kMaxNs = int64_t{1} << 62;
+constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+
+uint64_t default_clock() noexcept { return now_ns(); }
+
+// ceil(bytes * 1e9 / rate) in ns, clamped to kMaxNs.
+int64_t bytes_to_ns(uint64_t bytes, uint64_t rate) noexcept {
+  if (rate == 0) return kMaxNs;
+  const unsigned __int128 num = static_cast<unsigned __int128>(bytes) * 1'000'000'000u;
+  const unsigned __int128 ns = (num + rate - 1) / rate;
+  return ns > static_cast<unsigned __int128>(kMaxNs) ? kMaxNs : static_cast<int64_t>(ns);
+}
+
+// Capacity for n elements, grown geometrically (add_class() calls this once per class).
+template <class V>
+void grow(V& v, std::size_t n) {
+  if (v.capacity() < n) v.reserve(std::max(n, 2 * v.capacity()));
+}
+
+std::string hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%x", v);
+  return buf;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// DRR lists
+
+void HtbQdisc::DrrList::insert(Class* c) {
+  const auto it = std::lower_bound(v.begin(), v.end(), c,
+                                   [](const Class* a, const Class* b) { return a->minor < b->minor; });
+  const auto pos = static_cast<std::size_t>(it - v.begin());
+  if (v.empty()) {
+    v.push_back(c);
+    ptr = 0;
+    return;
+  }
+  const bool at_end = ptr >= v.size();
+  v.insert(it, c);  // capacity reserved by add_class(): no allocation
+  if (at_end) ptr = v.size();
+  else if (pos <= ptr) ++ptr;  // keep pointing at the same class
+}
+
+void HtbQdisc::DrrList::remove(Class* c) noexcept {
+  const auto it = std::lower_bound(v.begin(), v.end(), c,
+                                   [](const Class* a, const Class* b) { return a->minor < b->minor; });
+  if (it == v.end() || *it != c) return;
+  const auto pos = static_cast<std::size_t>(it - v.begin());
+  v.erase(it);
+  // A pointer at the removed class now names the next one (or the end), as the kernel's
+  // "next upper classid" recovery does.
+  if (pos < ptr) --ptr;
+  if (ptr > v.size()) ptr = v.size();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Construction, helpers
+
+HtbQdisc::HtbQdisc(uint32_t defcls, uint32_t r2q, uint32_t direct_qlen, const QdiscEnv& env)
+    : clock_(env.clock ? env.clock : &default_clock),
+      defcls_(defcls),
+      r2q_(r2q == 0 ? 1 : r2q),
+      direct_qlen_(direct_qlen),
+      child_limit_(env.txqueuelen),
+      handle_major_(env.handle_major),
+      by_minor_(65536, nullptr) {
+  next_event_.fill(kNone);
+}
+
+HtbQdisc::~HtbQdisc() = default;
+
+uint64_t HtbQdisc::now() const noexcept { return clock_(); }
+
+std::unique_ptr<Qdisc> HtbQdisc::default_child() const {
+  return std::make_unique<PfifoQdisc>(child_limit_);
+}
+
+int64_t HtbQdisc::l2t(const Class& c, uint64_t rate, uint64_t len) const noexcept {
+  len += c.cfg.overhead;
+  if (len < c.cfg.mpu) len = c.cfg.mpu;
+  if (c.cfg.atm) len = (len + 47) / 48 * 53;
+  return bytes_to_ns(len, rate);
+}
+
+HtbQdisc::Class* HtbQdisc::classify(uint32_t priority) const noexcept {
+  if (priority == (uint32_t{handle_major_} << 16)) return nullptr;  // H:0 -> direct
+  if ((priority >> 16) == handle_major_) {
+    Class* c = by_minor_[priority & 0xffffu];
+    if (c && c->level == 0) return c;
+  }
+  Class* d = by_minor_[defcls_ & 0xffffu];
+  if (d && d->level == 0) return d;
+  return nullptr;
+}
+
+int HtbQdisc::class_level(uint16_t minor) const noexcept {
+  const Class* c = find(minor);
+  return c ? c->level : -1;
+}
+
+const HtbClassConfig* HtbQdisc::class_config(uint16_t minor) const noexcept {
+  const Class* c = find(minor);
+  return c ? &c->cfg : nullptr;
+}
+
+
+void HtbQdisc::sync_leaf(Class& c) noexcept {
+  const uint64_t d = c.q->stats().drops;
+  if (d != c.seen_drops) {
+    count_drops(d - c.seen_drops);
+    c.drops += d - c.seen_drops;
+    c.seen_drops = d;
+  }
+  const uint64_t q = c.q->qlen();
+  const uint64_t b = c.q->backlog();
+  if (q == c.seen_qlen && b == c.seen_backlog) return;
+  account_adjust(static_cast<int64_t>(q - c.seen_qlen), static_cast<int64_t>(b - c.seen_backlog));
+  c.seen_qlen = q;
+  c.seen_backlog = b;
+}
+
+void HtbQdisc::update_activity(Class& c) noexcept {
+  if (c.seen_qlen > 0 && c.activity == 0) activate(c);
+  else if (c.seen_qlen == 0 && c.activity != 0) deactivate(c);
+}
+
+void HtbQdisc::purge_leaf(Class& c) noexcept {
+  PacketList purged;
+  c.q->reset(purged);
+  c.q->take_dequeue_drops(parked_);  // already counted by the child
+  sync_leaf(c);
+  for (std::size_t i = purged.size(); i > 0; --i) {
+    count_drop();
+    ++c.drops;
+  }
+  parked_.splice_back(purged);
+  update_activity(c);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Activation: rows, feeds, modes, wait lists
+
+void HtbQdisc::add_to_row(Class& c, unsigned mask) noexcept {
+  row_mask_[c.level] = static_cast<uint8_t>(row_mask_[c.level] | mask);
+  for (unsigned m = mask; m; m &= m - 1) row_[c.level][std::countr_zero(m)].insert(&c);
+}
+
+void HtbQdisc::remove_from_row(Class& c, unsigned mask) noexcept {
+  for (unsigned m = mask; m; m &= m - 1) {
+    const int p = std::countr_zero(m);
+    DrrList& row = row_[c.level][p];
+    row.remove(&c);
+    if (row.v.empty()) row_mask_[c.level] = static_cast<uint8_t>(row_mask_[c.level] & ~(1u << p));
+  }
+}
+
+void HtbQdisc::activate_prios(Class& c) noexcept {
+  Class* cl = &c;
+  unsigned m = cl->activity;
+  while (cl->mode == Mode::may_borrow && cl->parent && m) {
+    Class* p = cl->parent;
+    unsigned fresh = m;  // prios the parent did not feed yet
+    for (unsigned b = m; b; b &= b - 1) {
+      const int prio = std::countr_zero(b);
+      if (!p->feed[prio].v.empty()) fresh &= ~(1u << prio);
+      p->feed[prio].insert(cl);
+    }
+    p->activity = static_cast<uint8_t>(p->activity | fresh);
+    cl = p;
+    m = fresh;
+  }
+  if (cl->mode == Mode::can_send && m) add_to_row(*cl, m);
+}
+
+void HtbQdisc::deactivate_prios(Class& c) noexcept {
+  Class* cl = &c;
+  unsigned m = cl->activity;
+  while (cl->mode == Mode::may_borrow && cl->parent && m) {
+    Class* p = cl->parent;
+    unsigned emptied = 0;
+    for (unsigned b = m; b; b &= b - 1) {
+      const int prio = std::countr_zero(b);
+      p->feed[prio].remove(cl);
+      if (p->feed[prio].v.empty()) emptied |= 1u << prio;
+    }
+    p->activity = static_cast<uint8_t>(p->activity & ~emptied);
+    cl = p;
+    m = emptied;
+  }
+  if (cl->mode == Mode::can_send && m) remove_from_row(*cl, m);
+}
+
+void HtbQdisc::activate(Class& c) noexcept {
+  if (c.activity) return;
+  c.activity = static_cast<uint8_t>(1u << c.cfg.prio);
+  activate_prios(c);
+}
+
+void HtbQdisc::deactivate(Class& c) noexcept {
+  if (!c.activity) return;
+  deactivate_prios(c);
+  c.activity = 0;
+}
+
+HtbQdisc::Mode HtbQdisc::class_mode(const Class& c, int64_t& diff) const noexcept {
+  int64_t toks = c.ctokens + diff;
+  if (toks < 0) {
+    diff = -toks;
+    return Mode::cant_send;
+  }
+  toks = c.tokens + diff;
+  if (toks >= 0) return Mode::can_send;
+  diff = -toks;
+  return Mode::may_borrow;
+}
+
+void HtbQdisc::change_mode(Class& c, int64_t& diff) noexcept {
+  const Mode m = class_mode(c, diff);
+  if (m == c.mode) return;
+  if (m == Mode::cant_send) {
+    ++c.overlimits;
+    count_overlimit();
+  }
+  if (c.activity) {
+    if (c.mode != Mode::cant_send) deactivate_prios(c);
+    c.mode = m;
+    if (m != Mode::cant_send) activate_prios(c);
+  } else {
+    c.mode = m;
+  }
+}
+
+void HtbQdisc::wait_add(Class& c, uint64_t key) noexcept {
+  std::vector<Class*>& w = wait_[c.level];
+  c.pq_key = key;
+  c.wait_pos = static_cast<std::ptrdiff_t>(w.size());
+  w.push_back(&c);  // reserved by add_class()
+  if (key < next_event_[c.level]) next_event_[c.level] = key;
+}
+
+void HtbQdisc::wait_remove(Class& c) noexcept {
+  if (c.wait_pos < 0) return;
+  std::vector<Class*>& w = wait_[c.level];
+  const auto pos = static_cast<std::size_t>(c.wait_pos);
+  w[pos] = w.back();
+  w[pos]->wait_pos = static_cast<std::ptrdiff_t>(pos);
+  w.pop_back();
+  c.wait_pos = -1;
+  // next_event_ may now be early: a spurious event scan finds nothing due and recomputes it.
+}
+
+void HtbQdisc::do_events(int level, uint64_t t) noexcept {
+  std::vector<Class*>& w = wait_[level];
+  uint64_t earliest = kNone;
+  for (std::size_t i = 0; i < w.size();) {
+    Class& c = *w[i];
+    if (c.pq_key > t) {
+      earliest = std::min(earliest, c.pq_key);
+      ++i;
+      continue;
+    }
+    int64_t diff = static_cast<int64_t>(std::min<uint64_t>(t > c.t_c ? t - c.t_c : 0, kMbufferNs));
+    change_mode(c, diff);
+    if (c.mode != Mode::can_send) {
+      c.pq_key = t + static_cast<uint64_t>(std::max<int64_t>(diff, 1));
+      earliest = std::min(earliest, c.pq_key);
+      ++i;
+    } else {
+      wait_remove(c);  // swaps the last entry into slot i: look at slot i again
+    }
+  }
+  next_event_[level] = earliest;
+}
+
+void HtbQdisc::charge(Class& leaf, int level, uint32_t len, uint64_t t) noexcept {
+  const int64_t mbuffer = static_cast<int64_t>(kMbufferNs);
+  for (Class* c = &leaf; c; c = c->parent) {
+    int64_t diff = static_cast<int64_t>(std::min<uint64_t>(t > c->t_c ? t - c->t_c : 0, kMbufferNs));
+    if (c->level >= level) {
+      if (c->level == level) ++c->lends;
+      int64_t toks = std::min(c->tokens + diff, c->buffer) - l2t(*c, c->cfg.rate, len);
+      if (toks <= -mbuffer) toks = 1 - mbuffer;
+      c->tokens = toks;
+    } else {
+      ++c->borrows;
+      c->tokens += diff;  // t_c moves: keep the elapsed credit
+    }
+    int64_t ctoks = std::min(c->ctokens + diff, c->cbuffer) - l2t(*c, c->cfg.ceil, len);
+    if (ctoks <= -mbuffer) ctoks = 1 - mbuffer;
+    c->ctokens = ctoks;
+    c->t_c = t;
+
+    const Mode old = c->mode;
+    diff = 0;
+    change_mode(*c, diff);
+    if (old != c->mode) {
+      if (old != Mode::can_send) wait_remove(*c);
+      if (c->mode != Mode::can_send) wait_add(*c, t + static_cast<uint64_t>(std::max<int64_t>(diff, 1)));
+    }
+    if (c->level) {  // leaves were counted at dequeue
+      c->bytes += len;
+      ++c->packets;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Enqueue / dequeue
+
+Verdict HtbQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
+  if (!parked_.empty()) to_free.splice_back(parked_);
+  Class* c = classify(p->priority);
+  if (!c) {
+    if (direct_.size() >= direct_qlen_) return drop(p, to_free);
+    direct_.push_back(p);
+    account_enqueue(*p);
+    ++direct_pkts_;
+    return Verdict::success;
+  }
+  const Verdict v = c->q->enqueue(p, to_free);
+  sync_leaf(*c);  // the child's drops, if any, become the class's and htb's
+  update_activity(*c);
+  return v;
+}
+
+HtbQdisc::Class* HtbQdisc::lookup_leaf(int level, int prio) noexcept {
+  std::array<DrrList*, kLevels + 1> stack{};
+  int depth = 0;
+  stack[0] = &row_[level][prio];
+  // Every list on the way is non-empty (activation keeps feeds and rows consistent); the bound
+  // only guards against a broken invariant.
+  for (std::size_t guard = 0; guard < 4 * classes_.size() + 64; ++guard) {
+    DrrList& l = *stack[depth];
+    if (l.v.empty()) return nullptr;
+    if (l.ptr >= l.v.size()) {  // past the end: rewind, and move the pointer above on
+      l.ptr = 0;
+      if (depth > 0) stack[--depth]->advance();
+      continue;
+    }
+    Class* c = l.v[l.ptr];
+    if (c->level == 0) return c;
+    if (depth == kLevels) return nullptr;
+    stack[++depth] = &c->feed[prio];
+  }
+  return nullptr;
+}
+
+Packet* HtbQdisc::dequeue_tree(int level, int prio, uint64_t t) noexcept {
+  Class* start = lookup_leaf(level, prio);
+  Class* cl = start;
+  Packet* p = nullptr;
+  for (std::size_t guard = 0; cl && guard < 2 * classes_.size() + 2; ++guard) {
+    if (cl->seen_qlen == 0) {  // cannot stay active without packets
+      deactivate(*cl);
+      if (!(row_mask_[level] & (1u << prio))) return nullptr;
+      Class* next = lookup_leaf(level, prio);
+      if (cl == start) start = next;
+      cl = next;
+      continue;
+    }
+    p = cl->q->dequeue();
+    if (p) break;
+    // A non-work-conserving child (a shaper): note its watchdog and try the next class.
+    sync_leaf(*cl);
+    if (const uint64_t w = cl->q->watchdog_ns(); w != 0 && (child_watchdog_ == 0 || w < child_watchdog_))
+      child_watchdog_ = w;
+    if (cl->seen_qlen == 0) continue;  // it dropped everything (AQM): deactivated above
+    (level ? cl->parent->feed[prio] : row_[0][prio]).advance();
+    cl = lookup_leaf(level, prio);
+    if (cl == start) break;
+  }
+  if (!p) return nullptr;
+
+  account_dequeue(*p);
+  cl->seen_qlen -= 1;
+  cl->seen_backlog -= p->len;
+  sync_leaf(*cl);  // anything the child dropped while dequeuing
+  ++cl->packets;
+  cl->bytes += p->len;
+  if (cl->cfg.mtu && p->len > cl->cfg.mtu) ++cl->giants;
+  cl->deficit[level] -= p->len;
+  if (cl->deficit[level] < 0) {
+    cl->deficit[level] += cl->cfg.quantum;
+    (level ? cl->parent->feed[prio] : row_[0][prio]).advance();
+  }
+  if (cl->seen_qlen == 0) deactivate(*cl);
+  charge(*cl, level, p->len, t);
+  return p;
+}
+
+Packet* HtbQdisc::dequeue_internal() noexcept {
+  if (Packet* p = direct_.pop_front()) {
+    account_dequeue(*p);
+    watchdog_ = 0;
+    return p;
+  }
+  if (qlen() == 0) {
+    watchdog_ = 0;
+    return nullptr;
+  }
+  const uint64_t t = now();
+  uint64_t next_event = t + kMaxWatchdogAheadNs;
+  child_watchdog_ = 0;
+  for (int level = 0; level < kLevels; ++level) {
+    if (next_event_[level] <= t) do_events(level, t);
+    next_event = std::min(next_event, next_event_[level]);
+    for (unsigned m = row_mask_[level]; m; m &= m - 1) {
+      const int prio = std::countr_zero(m);
+      if (!(row_mask_[level] & (1u << prio))) continue;  // emptied meanwhile
+      if (Packet* p = dequeue_tree(level, prio, t)) {
+        watchdog_ = 0;
+        return p;
+      }
+    }
+  }
+  if (child_watchdog_ != 0 && child_watchdog_ < next_event) next_event = child_watchdog_;
+  watchdog_ = qlen() == 0 ? 0 : std::max(next_event, t + 1);
+  return nullptr;
+}
+
+Packet* HtbQdisc::dequeue() noexcept {
+  if (Packet* p = peeked_) {
+    peeked_ = nullptr;
+    account_remove(*p);  // sent statistics were counted when it was peeked
+    return p;
+  }
+  return dequeue_internal();
+}
+
+Packet* HtbQdisc::peek() noexcept {
+  // As qdisc_peek_dequeued(): the packet really leaves its class (tokens, statistics) and is
+  // held here, still counted in qlen/backlog, until dequeue().
+  if (!peeked_) {
+    peeked_ = dequeue_internal();
+    if (peeked_) account_enqueue(*peeked_);
+  }
+  return peeked_;
+}
+
+void HtbQdisc::reset(PacketList& to_free) noexcept {
+  if (peeked_) {
+    account_remove(*peeked_);
+    to_free.push_back(peeked_);
+    peeked_ = nullptr;
+  }
+  while (Packet* p = direct_.pop_front()) {
+    account_remove(*p);
+    to_free.push_back(p);
+  }
+  for (auto& c : classes_) {
+    if (c->level == 0) {
+      c->q->reset(to_free);
+      c->q->take_dequeue_drops(to_free);
+      sync_leaf(*c);
+    } else {
+      for (DrrList& f : c->feed) {
+        f.v.clear();
+        f.ptr = 0;
+      }
+    }
+    c->activity = 0;
+    c->mode = Mode::can_send;
+    c->wait_pos = -1;
+  }
+  for (auto& level : row_)
+    for (DrrList& r : level) {
+      r.v.clear();
+      r.ptr = 0;
+    }
+  row_mask_.fill(0);
+  for (auto& w : wait_) w.clear();
+  next_event_.fill(kNone);
+  to_free.splice_back(parked_);
+  watchdog_ = 0;
+}
+
+void HtbQdisc::take_dequeue_drops(PacketList& out) noexcept {
+  out.splice_back(parked_);
+  for (Class* c : custom_children_) c->q->take_dequeue_drops(out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Classes
+
+std::vector<QdiscClassInfo> HtbQdisc::classes() const {
+  std::vector<QdiscClassInfo> out;
+  std::vector<const Class*> stack;
+  std::vector<const Class*> tops;
+  for (const auto& c : classes_)
+    if (!c->parent) tops.push_back(c.get());
+  auto by_minor_desc = [](const Class* a, const Class* b) { return a->minor > b->minor; };
+  std::sort(tops.begin(), tops.end(), by_minor_desc);
+  stack = tops;
+  while (!stack.empty()) {  // depth-first, parents before children, minors ascending
+    const Class* c = stack.back();
+    stack.pop_back();
+    out.push_back({.minor = c->minor,
+                   .parent_minor = c->parent ? c->parent->minor : uint16_t{0},
+                   .print_root = c->parent == nullptr,
+                   .leaf = c->level == 0});
+    std::vector<const Class*> kids(c->children.begin(), c->children.end());
+    std::sort(kids.begin(), kids.end(), by_minor_desc);
+    stack.insert(stack.end(), kids.begin(), kids.end());
+  }
+  return out;
+}
+
+std::string HtbQdisc::class_options(uint16_t minor) const {
+  const Class* c = find(minor);
+  if (!c) return {};
+  return "prio " + std::to_string(c->cfg.prio) + " rate " + tc::format_rate(c->cfg.rate) +
+         " ceil " + tc::format_rate(c->cfg.ceil) + " burst " + tc::format_size(c->cfg.burst) +
+         " cburst " + tc::format_size(c->cfg.cburst);
+}
+
+std::string HtbQdisc::class_options_json(uint16_t minor) const {
+  const Class* c = find(minor);
+  if (!c) return "{}";
+  return "{\"prio\":" + std::to_string(c->cfg.prio) + ",\"rate\":" + std::to_string(c->cfg.rate) +
+         ",\"ceil\":" + std::to_string(c->cfg.ceil) + ",\"burst\":" + std::to_string(c->cfg.burst) +
+         ",\"cburst\":" + std::to_string(c->cfg.cburst) + "}";
+}
+
+QdiscStats HtbQdisc::class_stats(uint16_t minor) const {
+  const Class* c = find(minor);
+  if (!c) return {};
+  QdiscStats s;
+  s.bytes = c->bytes;
+  s.packets = c->packets;
+  s.drops = c->drops;
+  s.overlimits = c->overlimits;
+  if (c->level == 0) {
+    s.qlen = c->q->qlen();
+    s.backlog = c->q->backlog();
+  }
+  return s;
+}
+
+Xstats HtbQdisc::class_xstats(uint16_t minor) const {
+  const Class* c = find(minor);
+  if (!c) return {};
+  auto ticks = [](int64_t ns) {  // psched ticks (ns >> 6), clamped to s32 as the kernel does
+    return std::clamp<int64_t>(ns >> 6, std::numeric_limits<int32_t>::min(),
+                               std::numeric_limits<int32_t>::max());
+  };
+  return {{"lended", static_cast<int64_t>(c->lends)},
+          {"borrowed", static_cast<int64_t>(c->borrows)},
+          {"giants", static_cast<int64_t>(c->giants)},
+          {"tokens", ticks(c->tokens)},
+          {"ctokens", ticks(c->ctokens)}};
+}
+
+std::string HtbQdisc::format_class_xstats(const Xstats& x) const {
+  auto get = [&](std::string_view name) -> std::string {
+    for (const auto& [k, v] : x)
+      if (k == name) return std::to_string(v);
+    return "0";
+  };
+  return " lended: " + get("lended") + " borrowed: " + get("borrowed") + " giants: " + get("giants") +
+         "\n tokens: " + get("tokens") + " ctokens: " + get("ctokens") + "\n";
+}
+
+Qdisc* HtbQdisc::child(uint16_t minor) noexcept {
+  Class* c = find(minor);
+  return c && c->level == 0 ? c->q.get() : nullptr;
+}
+
+void HtbQdisc::graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) {
+  Class* c = find(minor);
+  if (!c) throw ConfigRejected("htb has no class " + hex(handle_major_) + ":" + hex(minor));
+  if (c->level != 0)
+    throw ConfigRejected("htb class " + hex(handle_major_) + ":" + hex(minor) +
+                         " is not a leaf: it has no qdisc to replace");
+  const bool is_default = !child;
+  if (!child) child = default_child();
+  c->q->reset(to_free);
+  c->q->take_dequeue_drops(to_free);
+  sync_leaf(*c);
+  update_activity(*c);
+  c->q = std::move(child);
+  c->seen_drops = c->q->stats().drops;  // the new child's earlier drops are not this class's
+  std::erase(custom_children_, c);
+  c->default_child = is_default;
+  if (!is_default) custom_children_.push_back(c);
+  sync_leaf(*c);  // a child that already holds packets
+  update_activity(*c);
+}
+
+namespace {
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+std::optional<uint32_t> parse_u32(std::string_view s, int base = 10) {
+  if (base == 16 && s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  if (s.empty()) return std::nullopt;
+  uint32_t v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// SIZE[/CELL], CELL a power of two (only sized tc's legacy rate tables: checked, ignored).
+std::optional<uint64_t> parse_size_cell(std::string_view text) {
+  std::string_view size = text;
+  if (const auto slash = text.find('/'); slash != std::string_view::npos) {
+    size = text.substr(0, slash);
+    const auto cell = parse_u32(text.substr(slash + 1));
+    if (!cell || *cell == 0 || (*cell & (*cell - 1)) != 0) return std::nullopt;
+  }
+  return tc::parse_size(size);
+}
+
+[[noreturn]] void fail_illegal(const QdiscOptions& o, std::string_view name, std::string_view value) {
+  std::string msg = "illegal ";
+  msg.append(quoted(name)).append(" value ").append(quoted(value));
+  o.fail(msg);
+}
+
+// The class options: every field of HtbClassConfig but the quantum, which needs r2q; the
+// explicit quantum (0 = none) is returned in `quantum`.
+HtbClassConfig parse_class(const QdiscOptions& o, uint32_t& quantum) {
+  constexpr uint64_t kU32 = std::numeric_limits<uint32_t>::max();
+  std::optional<uint64_t> rate, ceil, burst, cburst;
+  std::optional<uint32_t> prio, mtu, mpu, overhead, q;
+  std::optional<bool> atm;
+  auto once = [&](bool seen, std::string_view name) {
+    if (seen) o.fail("duplicate " + quoted(name) + " specification");
+  };
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    const std::string_view opt = o[i];
+    if (opt == "rate" || opt == "ceil") {
+      auto& slot = opt == "rate" ? rate : ceil;
+      once(slot.has_value(), opt);
+      const std::string_view v = o.value(i);
+      slot = tc::parse_rate(v);
+      if (!slot) fail_illegal(o, opt, v);
+    } else if (opt == "burst" || opt == "buffer" || opt == "maxburst" || opt == "cburst" ||
+               opt == "cbuffer" || opt == "cmaxburst") {
+      const bool c = opt[0] == 'c';
+      auto& slot = c ? cburst : burst;
+      once(slot.has_value(), c ? "cburst" : "burst");
+      const std::string_view v = o.value(i);
+      slot = parse_size_cell(v);
+      if (!slot) fail_illegal(o, opt, v);
+      if (*slot > kU32) o.fail(quoted(opt) + " " + quoted(v) + " is out of range (max 4294967295 bytes)");
+    } else if (opt == "prio" || opt == "mtu" || opt == "quantum") {
+      auto& slot = opt == "prio" ? prio : opt == "mtu" ? mtu : q;
+      once(slot.has_value(), opt);
+      const std::string_view v = o.value(i);
+      slot = parse_u32(v);
+      if (!slot) fail_illegal(o, opt, v);
+    } else if (opt == "mpu" || opt == "overhead") {
+      auto& slot = opt == "mpu" ? mpu : overhead;
+      once(slot.has_value(), opt);
+      const std::string_view v = o.value(i);
+      const auto n = all_digits(v) ? parse_u32(v) : std::nullopt;
+      if (!n || *n > 65535) fail_illegal(o, opt, v);
+      slot = n;
+    } else if (opt == "linklayer") {
+      once(atm.has_value(), opt);
+      const std::string_view v = o.value(i);
+      if (v == "ethernet") atm = false;
+      else if (v == "atm" || v == "adsl") atm = true;
+      else o.fail("illegal \"linklayer\" value " + quoted(v) + " (known: ethernet, atm, adsl)");
+    } else {
+      o.fail("unknown option " + quoted(opt) +
+             " (known: rate, ceil, burst, cburst, prio, quantum, mtu, mpu, overhead, linklayer)");
+    }
+  }
+  if (!rate || *rate == 0) o.fail("\"rate\" is required");
+  HtbClassConfig cfg;
+  cfg.rate = *rate;
+  cfg.ceil = ceil && *ceil ? *ceil : *rate;
+  cfg.mtu = mtu.value_or(1600);
+  // tc: a burst of 0 (or none) is rate / hz + mtu, with hz = 1e9 on high-resolution kernels.
+  cfg.burst = burst && *burst ? *burst : cfg.rate / 1'000'000'000u + cfg.mtu;
+  cfg.cburst = cburst && *cburst ? *cburst : cfg.ceil / 1'000'000'000u + cfg.mtu;
+  cfg.mpu = mpu.value_or(0);
+  cfg.overhead = overhead.value_or(0);
+  cfg.atm = atm.value_or(false);
+  if (prio && *prio >= static_cast<uint32_t>(HtbQdisc::kPrios))
+    o.reject("prio " + std::to_string(*prio) + " is out of range (0..7)");
+  cfg.prio = prio.value_or(0);
+  quantum = q.value_or(0);
+  return cfg;
+}
+
+}  // namespace
+
+void HtbQdisc::apply_config(Class& c, const HtbClassConfig& given) {
+  HtbClassConfig cfg = given;
+  if (cfg.quantum == 0) {
+    const uint64_t q = cfg.rate / r2q_;
+    cfg.quantum = static_cast<uint32_t>(std::clamp<uint64_t>(q, 1000, 200000));
+  }
+  const bool reprio = c.level == 0 && c.activity && cfg.prio != c.cfg.prio;
+  if (reprio) deactivate(c);
+  c.cfg = cfg;
+  c.buffer = bytes_to_ns(cfg.burst, cfg.rate);
+  c.cbuffer = bytes_to_ns(cfg.cburst, cfg.ceil);
+  if (reprio) activate(c);
+}
+
+void HtbQdisc::reserve_all() {
+  const std::size_t n = classes_.size();
+  for (auto& level : row_)
+    for (DrrList& r : level) grow(r.v, n);
+  for (auto& w : wait_) grow(w, n);
+  for (auto& c : classes_)
+    for (DrrList& f : c->feed) grow(f.v, c->children.size());
+  grow(custom_children_, n);
+}
+
+void HtbQdisc::add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
+                         const QdiscEnv& env) {
+  uint32_t quantum = 0;
+  HtbClassConfig cfg = parse_class(options, quantum);
+  cfg.quantum = quantum;
+  const std::string id = hex(handle_major_) + ":" + hex(minor);
+  if (minor == 0) options.reject("class " + id + " is the qdisc itself");
+  if (find(minor)) options.reject("class " + id + " already exists");
+  Class* parent = nullptr;
+  if (parent_minor != 0) {
+    parent = find(parent_minor);
+    if (!parent)
+      options.reject("parent class " + hex(handle_major_) + ":" + hex(parent_minor) + " does not exist");
+    if (parent->parent && parent->parent->level < 2) options.reject("htb: tree is too deep (max 8 levels)");
+  }
+
+  auto owned = std::make_unique<Class>();
+  Class& c = *owned;
+  c.minor = minor;
+  c.parent = parent;
+  c.level = 0;
+  apply_config(c, cfg);
+  c.tokens = c.buffer;
+  c.ctokens = c.cbuffer;
+  c.t_c = now();
+  c.mode = Mode::can_send;
+  c.q = std::make_unique<PfifoQdisc>(env.txqueuelen);
+
+  if (parent && parent->level == 0) {
+    // The leaf becomes an inner class: its queue is purged, its child destroyed.
+    purge_leaf(*parent);
+    if (parent->mode != Mode::can_send) {
+      wait_remove(*parent);
+      parent->mode = Mode::can_send;
+    }
+    std::erase(custom_children_, parent);
+    parent->q.reset();
+    parent->seen_qlen = parent->seen_backlog = 0;
+    parent->level = (parent->parent ? parent->parent->level : kLevels) - 1;
+    for (DrrList& f : parent->feed) {
+      f.v.clear();
+      f.ptr = 0;
+    }
+  }
+  if (parent) parent->children.push_back(&c);
+  by_minor_[minor] = &c;
+  classes_.push_back(std::move(owned));
+  reserve_all();
+}
+
+void HtbQdisc::change_class(uint16_t minor, const QdiscOptions& options, const QdiscEnv& env) {
+  (void)env;
+  uint32_t quantum = 0;
+  HtbClassConfig cfg = parse_class(options, quantum);
+  cfg.quantum = quantum;
+  Class* c = find(minor);
+  if (!c) options.reject("class " + hex(handle_major_) + ":" + hex(minor) + " does not exist");
+  apply_config(*c, cfg);
+}
+
+void HtbQdisc::delete_class(uint16_t minor) {
+  Class* c = find(minor);
+  const std::string id = hex(handle_major_) + ":" + hex(minor);
+  if (!c) throw ConfigRejected("htb has no class " + id);
+  if (!c->children.empty()) throw ConfigRejected("htb class " + id + " has children: delete them first");
+  purge_leaf(*c);
+  deactivate(*c);
+  wait_remove(*c);
+  std::erase(custom_children_, c);
+  Class* parent = c->parent;
+  by_minor_[minor] = nullptr;
+  if (parent) {
+    std::erase(parent->children, c);
+    if (parent->children.empty()) {
+      // The last child went: the parent becomes a leaf again, with a fresh default child and
+      // full buckets.
+      if (parent->activity) deactivate_prios(*parent);  // (its feeds emptied with c's removal)
+      wait_remove(*parent);
+      for (DrrList& f : parent->feed) {
+        f.v.clear();
+        f.ptr = 0;
+      }
+      parent->level = 0;
+      parent->activity = 0;
+      parent->q = default_child();
+      parent->default_child = true;
+      parent->seen_qlen = parent->seen_backlog = 0;
+      parent->seen_drops = 0;
+      parent->tokens = parent->buffer;
+      parent->ctokens = parent->cbuffer;
+      parent->t_c = now();
+      parent->mode = Mode::can_send;
+    }
+  }
+  std::erase_if(classes_, [c](const std::unique_ptr<Class>& x) { return x.get() == c; });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Qdisc options
+
+std::string HtbQdisc::options() const {
+  return "r2q " + std::to_string(r2q_) + " default " + (defcls_ ? "0x" + hex(defcls_) : std::string("0")) +
+         " direct_packets_stat " + std::to_string(direct_pkts_) + " direct_qlen " +
+         std::to_string(direct_qlen_);
+}
+
+std::string HtbQdisc::options_json() const {
+  return "{\"r2q\":" + std::to_string(r2q_) + ",\"default\":\"" +
+         (defcls_ ? "0x" + hex(defcls_) : std::string("0")) +
+         "\",\"direct_packets_stat\":" + std::to_string(direct_pkts_) +
+         ",\"direct_qlen\":" + std::to_string(direct_qlen_) + "}";
+}
+
+std::unique_ptr<Qdisc> make_htb(const QdiscOptions& o, const QdiscEnv& env) {
+  std::optional<uint32_t> defcls, r2q, direct_qlen;
+  bool offload = false;
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    const std::string_view opt = o[i];
+    if (opt == "default" || opt == "r2q" || opt == "direct_qlen") {
+      auto& slot = opt == "default" ? defcls : opt == "r2q" ? r2q : direct_qlen;
+      if (slot) o.fail("duplicate " + quoted(opt) + " specification");
+      const std::string_view v = o.value(i);
+      slot = parse_u32(v, opt == "default" ? 16 : 10);
+      if (!slot) fail_illegal(o, opt, v);
+    } else if (opt == "offload") {
+      offload = true;
+    } else {
+      o.fail("unknown option " + quoted(opt) + " (known: default, r2q, direct_qlen, offload)");
+    }
+  }
+  if (offload) o.reject("htb offload needs a device with hardware tc offload (none here)");
+  // The kernel's default direct queue is the device's txqueuelen, at least 2.
+  const uint32_t dq = direct_qlen ? *direct_qlen : std::max<uint32_t>(env.txqueuelen, 2);
+  return std::make_unique<HtbQdisc>(defcls.value_or(0), r2q.value_or(10), dq, env);
+}
+
+}  // namespace txpath
