@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,6 +28,8 @@ struct TxQueueConfig {
   std::string strategy = "busylock";  // see strategy_names()
   std::string lock = "ticket";        // see lock_names(); used by lock-based strategies
   std::string qdisc = "pfifo_fast";   // tc-style spec, see make_qdisc()
+  // If set, builds the root qdisc instead of `qdisc` (a tc configuration's tree, see tc.hpp).
+  std::function<std::unique_ptr<Qdisc>(const QdiscEnv&)> root_qdisc;
   uint32_t txqueuelen = 1000;         // dev->tx_queue_len: default limit of fifo qdiscs
   int quota = 64;                     // dev_tx_weight: packets per driver-loop run
   uint32_t max_burst = 1000;          // qdisc_max_burst: cap of the `llist` defer list
@@ -87,6 +90,19 @@ class TxQueue {
   virtual std::string_view lock_kind() const noexcept = 0;
   // The root qdisc; nullptr for the peer baselines ("peer:..."), which have none.
   virtual const Qdisc* qdisc() const noexcept = 0;
+  // Runs fn(root qdisc) in the qdisc's serialised context — the driver-loop owner's, root lock
+  // held (Linux dumps qdisc stats under the root lock) — so that a reading of statistics and
+  // xstats is consistent while senders run. Any thread except one inside fn. Waits up to
+  // `timeout`; false on timeout or for a strategy without a qdisc (peer:*). Without the service
+  // thread it is served by the next send() or service() call.
+  // Concurrent calls are served one after the other (each within its own timeout); a queue being
+  // destroyed answers false. fn runs on a thread of the queue (sender, service or drainer
+  // thread) and should be short: the qdisc is stopped meanwhile. An exception thrown by fn is
+  // rethrown here. With strategy `nolock` the senders' enqueues into the lockless rings are not
+  // excluded (as in Linux), only the driver loop; its qlen/backlog live in the rings' per-thread
+  // counters, not in Qdisc::stats().
+  virtual bool inspect_qdisc(const std::function<void(const Qdisc&)>& fn,
+                             std::chrono::milliseconds timeout) = 0;
   virtual Device& device() noexcept = 0;
 };
 

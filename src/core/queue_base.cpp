@@ -3,6 +3,9 @@
 
 #include <sys/prctl.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "core/clock.hpp"
 
 namespace txpath {
@@ -12,6 +15,8 @@ namespace {
 // kicked (still waking every kIdleWake to reap device completions).
 constexpr int kActiveTicks = 20;
 constexpr std::chrono::milliseconds kIdleWake{1};
+// How often a waiting inspect_qdisc() asks for another deferred run.
+constexpr std::chrono::milliseconds kInspectRetry{1};
 
 }  // namespace
 
@@ -56,6 +61,7 @@ bool QueueBase::service() noexcept {
 }
 
 void QueueBase::shutdown() noexcept {
+  close_inspect();  // first: no inspect_qdisc() waits for a service thread that is gone
   if (service_.joinable()) {
     {
       std::lock_guard lock(service_mutex_);
@@ -157,6 +163,68 @@ void QueueBase::service_main() {
     }
     service_idle_.store(false, std::memory_order_relaxed);  // only a hint for schedule()
   }
+}
+
+bool QueueBase::inspect_qdisc(const std::function<void(const Qdisc&)>& fn,
+                              std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  std::unique_lock lock(inspect_mutex_);
+  if (inspect_closed_) return false;
+  ++inspect_callers_;
+  // Wait for the slot: one request at a time.
+  inspect_cv_.wait_until(lock, deadline, [this] { return inspect_closed_ || !inspect_fn_; });
+  bool served = false;
+  std::exception_ptr error;
+  if (!inspect_closed_ && !inspect_fn_) {
+    inspect_fn_ = &fn;
+    inspect_done_ = false;
+    inspect_error_ = nullptr;
+    for (;;) {
+      // seq_cst: set before the schedule() below (whose SCHED exchange the service thread
+      // acquires), so the deferred run it asks for sees it; read relaxed by owners in run_end().
+      inspect_pending_.store(true, std::memory_order_seq_cst);
+      lock.unlock();
+      schedule();  // an idle queue gets a deferred run, whose run_end() serves the request
+      lock.lock();
+      const Clock::time_point slice = std::min(deadline, Clock::now() + kInspectRetry);
+      inspect_cv_.wait_until(lock, slice, [this] { return inspect_done_ || inspect_closed_; });
+      if (inspect_done_ || inspect_closed_ || Clock::now() >= deadline) break;
+    }
+    served = inspect_done_;
+    error = std::exchange(inspect_error_, nullptr);
+    // Withdraw (on timeout or shutdown): fn is never called once the slot is cleared.
+    // relaxed: under inspect_mutex_, which serve_inspect_slow() takes before reading the slot.
+    inspect_pending_.store(false, std::memory_order_relaxed);
+    inspect_fn_ = nullptr;
+    inspect_done_ = false;
+  }
+  --inspect_callers_;
+  inspect_cv_.notify_all();  // the next caller in line, or close_inspect() waiting for us
+  lock.unlock();
+  if (error) std::rethrow_exception(error);
+  return served;
+}
+
+void QueueBase::serve_inspect_slow() noexcept {
+  std::lock_guard lock(inspect_mutex_);
+  if (!inspect_fn_ || inspect_done_) return;  // withdrawn, or served by an earlier owner
+  // relaxed: under inspect_mutex_ (see inspect_qdisc()).
+  inspect_pending_.store(false, std::memory_order_relaxed);
+  try {
+    (*inspect_fn_)(*qdisc_);
+  } catch (...) {
+    inspect_error_ = std::current_exception();  // rethrown by the caller
+  }
+  inspect_done_ = true;
+  inspect_cv_.notify_all();
+}
+
+void QueueBase::close_inspect() noexcept {
+  std::unique_lock lock(inspect_mutex_);
+  inspect_closed_ = true;
+  inspect_cv_.notify_all();
+  inspect_cv_.wait(lock, [this] { return inspect_callers_ == 0; });
 }
 
 int QueueBase::xmit_list(PacketList& batch) noexcept {

@@ -25,12 +25,25 @@
 // the owner. Every other way the loop ends leaves a scheduled run (quota, requeue) or a device
 // wake that will schedule one (queue stopped: the stop is observed under the root lock, and the
 // wake, which follows the stop, schedules a run that takes the root lock after it).
+//
+// Inspection (TxQueue::inspect_qdisc, tc -s on a running queue). A caller puts fn into a request
+// slot (inspect_mutex_), sets inspect_pending_ and schedule()s, so that an idle queue gets a
+// deferred run. Every driver-loop owner checks the flag in run_end() — with the root lock (or the
+// strategy's serialisation) still held and RUNNING still owned — and runs fn there; strategies
+// whose batch end can skip the loop on an empty queue (combining's epilogue) call
+// serve_inspect() themselves. Why it is served: a deferred run either wins RUNNING (and its
+// run_end() serves) or finds an owner, which takes the root lock after the deferred run released
+// it and so sees the flag at its own run_end(). Where that argument is weaker (nolock's trylock
+// with MISSED) the waiting caller simply schedule()s again every millisecond. Cost when nobody
+// inspects: one relaxed load per run, on the RUNNING cache line the owner writes anyway.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,6 +73,8 @@ class QueueBase : public TxQueue {
   std::string_view lock_kind() const noexcept override { return lock_kind_; }
   const Qdisc* qdisc() const noexcept override { return qdisc_.get(); }
   Device& device() noexcept override { return device_; }
+  bool inspect_qdisc(const std::function<void(const Qdisc&)>& fn,
+                     std::chrono::milliseconds timeout) override;
 
   // Starts the service thread; called by the factory once the most-derived object exists.
   void start_service();
@@ -105,7 +120,16 @@ class QueueBase : public TxQueue {
     return true;
   }
   void run_end() noexcept {
+    serve_inspect();  // still the owner: an inspect_qdisc() request is served here
     running_.store(false, std::memory_order_relaxed);  // relaxed: as run_begin()
+  }
+  // Serves a pending inspect_qdisc() request. Only in the qdisc's serialised context (root lock
+  // held, combiner role, nolock seqlock), i.e. where the qdisc may be read consistently.
+  void serve_inspect() noexcept {
+    // relaxed: a hint that costs one load when nobody inspects; pairs with nothing — the request
+    // itself (fn) is handed over under inspect_mutex_. A set not yet visible here is seen by a
+    // later owner (the waiter schedules a deferred run again every millisecond).
+    if (inspect_pending_.load(std::memory_order_relaxed)) [[unlikely]] serve_inspect_slow();
   }
   // qdisc_is_running(), read without the root lock: a racy hint by design (busylock's test).
   bool is_running() const noexcept {
@@ -250,6 +274,9 @@ class QueueBase : public TxQueue {
   int xmit_list(PacketList& batch) noexcept;  // dev_hard_start_xmit under the tx lock
   void requeue(PacketList& rest) noexcept;    // dev_requeue_skb: tail of the requeue list
   void service_main();
+  void serve_inspect_slow() noexcept;
+  // Refuses further inspect_qdisc() calls, wakes the waiting ones and waits until they have left.
+  void close_inspect() noexcept;
 
   Device& device_;
   std::unique_ptr<Qdisc> qdisc_;
@@ -261,6 +288,10 @@ class QueueBase : public TxQueue {
 
   // RUNNING; see run_begin(). Own cache line: every sender of busylock reads it.
   alignas(64) std::atomic<bool> running_{false};
+  // An inspect_qdisc() request waits in the slot below. On RUNNING's line: the owner reads it in
+  // run_end() next to its RUNNING store. Set seq_cst (then schedule()) and cleared under
+  // inspect_mutex_; read relaxed by owners (see serve_inspect()).
+  std::atomic<bool> inspect_pending_{false};
 
   // Owned by the RUNNING owner under the root lock.
   alignas(64) PacketList requeue_;
@@ -283,6 +314,15 @@ class QueueBase : public TxQueue {
   std::mutex service_mutex_;
   std::condition_variable service_cv_;
   std::thread service_;
+
+  // The inspect_qdisc() request slot (control path only); all fields under inspect_mutex_.
+  std::mutex inspect_mutex_;
+  std::condition_variable inspect_cv_;  // request served, slot freed, or closed
+  const std::function<void(const Qdisc&)>* inspect_fn_ = nullptr;  // the request; null: slot free
+  bool inspect_done_ = false;                                     // fn has run
+  std::exception_ptr inspect_error_;                              // what fn threw
+  bool inspect_closed_ = false;                                   // shutdown() began
+  int inspect_callers_ = 0;                                       // threads inside inspect_qdisc()
 };
 
 // Wraps a strategy so that its service thread stops before any part of it is destroyed.

@@ -27,7 +27,8 @@
 //                     one doorbell per packet;
 //  * deferred_run():  a no-op request; its batch's epilogue runs the loop (net_tx_action);
 //  * quiescent():     !running && backlog == 0, evaluated inside the section.
-// Epilogue (once per batch, by the combiner): if anything is queued, run_begin + run + run_end.
+// Epilogue (once per batch, by the combiner): if anything is queued, run_begin + run + run_end;
+// else serve a pending inspect_qdisc() (QueueBase::serve_inspect; run_end() does it otherwise).
 //
 // Invariants:
 //  * the qdisc, the requeue list, RUNNING and the driver loop are touched only inside the
@@ -117,9 +118,14 @@ class CombiningQueue : public QueueBase {
     void unlock() noexcept {}
   };
 
-  // The combiner's batch end: run the loop if anything is queued (qdisc_run).
+  // The combiner's batch end: run the loop if anything is queued (qdisc_run). An empty queue
+  // skips the loop, and with it run_end(): serve a pending inspect_qdisc() here instead (a
+  // deferred run is a no-op request whose batch ends here, still inside the section).
   void epilogue() noexcept {
-    if (backlog_packets() == 0) return;
+    if (backlog_packets() == 0) {
+      serve_inspect();
+      return;
+    }
     if (run_begin()) {  // always wins: RUNNING is never held outside the section
       run(held_);
       run_end();

@@ -35,6 +35,10 @@ class PeerQueue : public TxQueue {
   std::string_view strategy() const noexcept override { return name_; }
   std::string_view lock_kind() const noexcept override { return "-"; }
   const Qdisc* qdisc() const noexcept override { return nullptr; }
+  // No qdisc to inspect.
+  bool inspect_qdisc(const std::function<void(const Qdisc&)>&, std::chrono::milliseconds) override {
+    return false;
+  }
   Device& device() noexcept override { return device_; }
 
   // Starts the drainer; called by the factory once the most-derived object exists.

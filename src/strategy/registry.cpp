@@ -69,7 +69,10 @@ std::unique_ptr<TxQueue> TxQueue::create(Device& device, const TxQueueConfig& co
     QdiscEnv env;
     env.txqueuelen = config.txqueuelen;
     env.mtu = device.mtu();
-    std::unique_ptr<QueueBase> queue = e.make(device, make_qdisc(config.qdisc, env), config);
+    std::unique_ptr<Qdisc> root =
+        config.root_qdisc ? config.root_qdisc(env) : make_qdisc(config.qdisc, env);
+    if (!root) throw ConfigError("the root qdisc factory built no qdisc");
+    std::unique_ptr<QueueBase> queue = e.make(device, std::move(root), config);
     queue->start_service();
     return queue;
   }
