@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages txpath needs to build, test and benchmark (run as root).
+# python3: only the tdc conformance runner (scripts/tdc_run.py), standard library only.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev
       libhwloc-dev libnuma-dev libck-dev liburcu-dev jq
-      iproute2 tcpdump libxdp-dev libbpf-dev)
+      iproute2 tcpdump libxdp-dev libbpf-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -148,6 +148,10 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   cmd->add_option("--qdisc", o.qdisc, "Root qdisc, tc syntax (e.g. 'pfifo limit 1000')")
       ->capture_default_str();
+  cmd->add_option("--tc-config", o.tc_config,
+                  "Root qdisc tree from this txpath tc configuration file (instead of --qdisc); "
+                  "txpath tc -s qdisc show reads its live counters while a row runs");
+  cmd->add_option("--tc-dev", o.tc_dev, "Device of --tc-config to use (default: its only device)");
   cmd->add_option("--payload", o.payload, "UDP payload bytes")
       ->check(CLI::Range(16, 9000))
       ->capture_default_str();
@@ -184,6 +188,8 @@ int run_bench_command(const BenchOptions& o) {
     cfg.park = parse_park(o.park);
     cfg.device = o.device;
     cfg.qdisc = o.qdisc;
+    cfg.tc_config = o.tc_config;
+    cfg.tc_dev = o.tc_dev;
     cfg.payload = o.payload;
     cfg.pin = !o.no_pin;
     cfg.repeat = o.repeat;

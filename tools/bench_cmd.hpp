@@ -17,6 +17,8 @@ struct BenchOptions {
   std::string park = "on";  // on | off | on,off
   std::string device = "nic";
   std::string qdisc = "pfifo_fast";
+  std::string tc_config;  // --tc-config FILE
+  std::string tc_dev;     // --tc-dev NAME
   std::size_t payload = 32;
   std::string json;
   std::string csv;

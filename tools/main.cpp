@@ -2,16 +2,26 @@
 // The `txpath` command line: parses, calls the library, prints. Nothing else lives here.
 //
 // Exit codes: 0 ok; 1 a check failed (conservation); 2 bad usage or configuration.
+// `txpath tc` exits as tc does: 1 parse error, 2 rejected configuration, 255 bad arguments.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include <cstdio>
+#include <iostream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "bench_cmd.hpp"
 #include "net_cmds.hpp"
+#include "txpath/tc.hpp"
 
 int main(int argc, char** argv) {
+  // `txpath tc ...` takes tc's own grammar (-s, -batch FILE, ...), which CLI11 does not parse.
+  if (argc > 1 && std::string_view(argv[1]) == "tc") {
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    return txpath::tc::run(args, std::cout, std::cerr);
+  }
   CLI::App app{"txpath: the Linux transmit path (qdisc + contention strategies) in userspace"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "txpath 0.1.0");

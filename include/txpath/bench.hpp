@@ -17,6 +17,11 @@ struct BenchConfig {
   std::string lock = "ticket";
   std::string device = "nic";            // --device spec, see make_device()
   std::string qdisc = "pfifo_fast";      // tc-style spec, see make_qdisc()
+  // --tc-config FILE: the root qdisc tree is device `tc_dev` of this tc configuration (tc.hpp)
+  // instead of `qdisc`, and `txpath tc -s ... show` reads its live counters while a row runs.
+  // tc_dev empty: the configuration's only device.
+  std::string tc_config;
+  std::string tc_dev;
   std::size_t payload = 32;              // UDP payload bytes
   uint32_t txqueuelen = 1000;
   int repeat = 3;                        // rounds; each point reports the median (and min/max)

@@ -26,6 +26,7 @@
 #include "txpath/pool.hpp"
 #include "txpath/sink.hpp"
 #include "txpath/spin.hpp"
+#include "txpath/tc.hpp"
 #include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -248,7 +249,19 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
   qcfg.lock = cfg.lock;
   qcfg.qdisc = cfg.qdisc;
   qcfg.txqueuelen = cfg.txqueuelen;
+  auto tc_tree = std::make_shared<tc::Tree>();
+  if (!cfg.tc_config.empty())
+    qcfg.root_qdisc = tc::Config::load(cfg.tc_config).root_factory(cfg.tc_dev, tc_tree);
   auto txq = TxQueue::create(*device, qcfg);
+  // tc -s reads this row's counters while it runs (a second process on the same file: no).
+  std::unique_ptr<tc::LiveStats> live;
+  if (!cfg.tc_config.empty() && txq->qdisc()) {
+    try {
+      live = std::make_unique<tc::LiveStats>(cfg.tc_config, cfg.tc_dev, *txq, tc_tree);
+    } catch (const ConfigError&) {
+      // the endpoint is served by another process; the row runs without live counters
+    }
+  }
 
   FrameSpec spec;
   spec.payload = cfg.payload;
@@ -436,6 +449,20 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
                       std::to_string(topology().numa_nodes) + " (NUMA nodes on this machine)");
   for (int t : cfg.threads)
     if (t < 1 || t > 4096) throw ConfigError("thread count " + std::to_string(t) + " out of range 1..4096");
+  // A tc configuration: pick its device and check that it builds.
+  if (!cfg.tc_config.empty()) {
+    const tc::Config tcc = tc::Config::load(cfg.tc_config);
+    if (cfg.tc_dev.empty()) {
+      const auto devs = tcc.devices();
+      if (devs.size() != 1)
+        throw ConfigError("tc configuration \"" + cfg.tc_config + "\" has " + std::to_string(devs.size()) +
+                          " devices: name one with --tc-dev");
+      cfg.tc_dev = devs[0].name;
+    }
+    const tc::Tree tree = tcc.build(cfg.tc_dev, QdiscEnv{.txqueuelen = cfg.txqueuelen});
+    cfg.qdisc = std::string(tree.root->kind()) + " " + tree.root->options() + " (tc config " +
+                cfg.tc_config + ", dev " + cfg.tc_dev + ")";
+  }
   // Validate everything up front, so a typo fails before minutes of measuring.
   {
     auto device = make_device(cfg.device);
@@ -466,6 +493,8 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
       q.qdisc = cfg.qdisc;
       q.txqueuelen = cfg.txqueuelen;
       q.service_thread = false;
+      if (!cfg.tc_config.empty())
+        q.root_qdisc = tc::Config::load(cfg.tc_config).root_factory(cfg.tc_dev, nullptr);
       TxQueue::create(*device, q);
     }
     FrameSpec spec;

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+// tc for txpath: a configuration file of devices and their qdisc trees, edited with tc's own
+// command grammar (`txpath tc qdisc add dev eth0 root handle 1: htb default 10`), loaded by the
+// library (TxQueueConfig::root_qdisc) and by `txpath bench --tc-config FILE`, and read back with
+// tc's text and JSON output, including the live counters of a running process.
+//
+//   auto cfg  = txpath::tc::Config::load("txpath.tc");
+//   auto tree = std::make_shared<txpath::tc::Tree>();
+//   txq_cfg.root_qdisc = cfg.root_factory("eth0", tree);   // tree->nodes filled when built
+//   auto txq  = txpath::TxQueue::create(dev, txq_cfg);
+//   txpath::tc::LiveStats live("txpath.tc", "eth0", *txq, tree);  // tc -s reads it now
+//
+// The file is a tc batch file: one command per line, '#' comments. txpath tc rewrites it in a
+// canonical form after every change (devices, then each device's qdiscs and classes, parents
+// first), under an exclusive lock (flock) on the file.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "txpath/error.hpp"
+#include "txpath/qdisc.hpp"
+
+namespace txpath {
+class TxQueue;
+}
+
+namespace txpath::tc {
+
+constexpr uint32_t kRoot = 0xFFFFFFFFu;  // TC_H_ROOT: the device's root
+constexpr uint32_t major_of(uint32_t h) noexcept { return h >> 16; }
+constexpr uint32_t minor_of(uint32_t h) noexcept { return h & 0xFFFFu; }
+
+// tc's handle syntax (hex): "1:" / "1" (a qdisc handle, minor 0), "1:10" (a class id), "root".
+std::optional<uint32_t> parse_qdisc_handle(std::string_view text);  // major only: "1:", "ffff:"
+std::optional<uint32_t> parse_classid(std::string_view text);       // "1:10", "1:", "root", "none"
+std::string format_handle(uint32_t h);                              // "1:", "1:10", "root"
+
+// A tc argument error (an invalid handle, a missing "dev"): tc's exit(-1), status 255.
+class TcArgError : public ConfigError {
+ public:
+  explicit TcArgError(const std::string& what) : ConfigError(what) {}
+};
+// The exit status tc gives an error: TcArgError 255, ConfigRejected 2, other ConfigError 1.
+int exit_status(const ConfigError& e) noexcept;
+
+struct DeviceConfig {
+  std::string name;
+  uint32_t txqueuelen = 1000;
+  uint32_t mtu = 1500;
+};
+
+// A qdisc of a device's tree as configured: what tc was told, tokens as given (after `change`,
+// merged with the earlier ones the way the kernel merges them).
+struct QdiscConfig {
+  uint32_t handle = 0;  // major:0; 0 = the device's default root (not configured)
+  uint32_t parent = kRoot;  // kRoot or a classid major:minor
+  std::string kind;
+  std::vector<std::string> options;
+};
+struct ClassConfig {
+  uint32_t classid = 0;
+  uint32_t parent = 0;  // major:0 (the qdisc) or major:minor (a parent class)
+  std::string kind;
+  std::vector<std::string> options;
+};
+
+// A built qdisc tree: the root (owned here until handed to a TxQueue) and every qdisc in it.
+// Pointers stay valid as long as the root lives.
+struct TreeNode {
+  uint32_t handle = 0;
+  uint32_t parent = kRoot;
+  Qdisc* qdisc = nullptr;
+};
+struct Tree {
+  std::unique_ptr<Qdisc> root;
+  std::vector<TreeNode> nodes;  // nodes[0] is the root, parents before children
+};
+
+class Config {
+ public:
+  // Reads a configuration file; a missing file is an empty configuration. Throws ConfigError
+  // "FILE:LINE: message" for a line that fails.
+  static Config load(const std::string& path);
+  // Parses configuration text (origin names it in errors).
+  static Config parse(std::string_view text, std::string_view origin = "config");
+  std::string serialize() const;
+
+  std::vector<DeviceConfig> devices() const;
+  const DeviceConfig* device(std::string_view name) const noexcept;
+  // Configured qdiscs and classes of a device (parents before children).
+  std::vector<QdiscConfig> qdiscs(std::string_view dev) const;
+  std::vector<ClassConfig> classes(std::string_view dev) const;
+
+  // Executes one tc command given as tokens after "tc" without global options, e.g.
+  // {"qdisc","add","dev","eth0","root","handle","1:","fq"}. Mutations are validated by building
+  // the device's tree; on error the configuration is unchanged and the ConfigError says why.
+  // Show commands print to `out`.
+  struct ShowOptions {
+    bool stats = false;    // -s
+    bool details = false;  // -d
+    bool json = false;     // -j
+    bool pretty = false;   // -p
+    // Live counters: endpoint name → snapshot document (LiveStats), or nullopt.
+    std::function<std::optional<std::string>(const std::string& dev)> fetch_live;
+  };
+  // Returns true if the configuration changed.
+  bool execute(std::span<const std::string> args, std::ostream& out, const ShowOptions& show);
+
+  // Builds the tree of device `dev` (its configured root, or the default pfifo_fast).
+  Tree build(std::string_view dev, QdiscEnv env = {}) const;
+  // A TxQueueConfig::root_qdisc factory building `dev`'s tree; the built tree's nodes are left
+  // in *tree (root ownership goes to the TxQueue). Throws ConfigError for an unknown device.
+  std::function<std::unique_ptr<Qdisc>(const QdiscEnv&)> root_factory(
+      std::string_view dev, std::shared_ptr<Tree> tree) const;
+
+ private:
+  struct Device {
+    DeviceConfig config;
+    std::vector<QdiscConfig> qdiscs;  // configured ones; the first has parent kRoot if any
+    std::vector<ClassConfig> classes;
+  };
+  Device* find(std::string_view dev) noexcept;
+  const Device* find(std::string_view dev) const noexcept;
+  Device& need(std::string_view dev);
+  const Device& need(std::string_view dev) const;
+  Tree build(const Device& d, QdiscEnv env) const;
+  bool qdisc_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
+                     const ShowOptions& show);
+  bool class_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
+                     const ShowOptions& show);
+  bool link_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out);
+  void show_qdiscs(const Device* only, std::ostream& out, const ShowOptions& show) const;
+  void show_classes(const Device& d, std::ostream& out, const ShowOptions& show) const;
+  // Builds d's tree after a change, turning any error into the command's error; the caller
+  // restores the previous state on throw.
+  void validate(const Device& d) const;
+
+  std::vector<Device> devs_;
+};
+
+// The `txpath tc` command line: args after "tc" (global options included: -s -d -j -p,
+// -batch FILE, -force, --config FILE). The configuration file is --config FILE, else $TXPATH_TC,
+// else ./txpath.tc. Prints to out/err; returns tc's exit status (0, 1 parse error, 2 rejected,
+// 255 argument error).
+int run(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+// The configuration path run() uses when no --config is given.
+std::string default_config_path();
+
+// A JSON document of every counter of a built tree (qdisc stats and xstats, class stats and
+// xstats), taken in the qdisc's serialised context (call it inside TxQueue::inspect_qdisc, or on a
+// tree no thread is using). `root`, if given, replaces the root qdisc's generic counters: a
+// TxQueue's view (TxQueueStats::qdisc) adds the driver loop's requeue list and a lockless
+// (nolock) qdisc's per-thread counts, which the qdisc's own stats() leave out.
+std::string stats_document(const std::vector<TreeNode>& nodes,
+                           const std::optional<QdiscStats>& root = std::nullopt);
+
+// Serves the live counters of a TxQueue built from `dev` of configuration `config_path` to
+// `txpath tc -s ... show` (a unix-socket endpoint named after the file and the device). RAII.
+class LiveStats {
+ public:
+  LiveStats(const std::string& config_path, const std::string& dev, TxQueue& txq,
+            std::shared_ptr<const Tree> tree);
+  ~LiveStats();
+  LiveStats(const LiveStats&) = delete;
+  LiveStats& operator=(const LiveStats&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace txpath::tc

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+// tc qdisc show / tc class show: text and JSON (-j) in tc's formats, with -s statistics taken from
+// a running process (LiveStats) when one serves this configuration, else from the configuration's
+// own idle tree (all zero).
+//
+// Text:  qdisc fq_codel 1: root refcnt 2 limit 10240p flows 1024 ... drop_batch 64
+//         Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0)
+//         backlog 0b 0p requeues 0
+//          maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0      (the qdisc's xstats)
+//        class htb 1:10 parent 1:1 leaf 10: prio 0 rate 3Mbit ceil 10Mbit burst 1599b cburst 1600b
+// JSON:  [{"kind":"fq_codel","handle":"1:","root":true,"refcnt":2,"options":{...},"bytes":0,...}]
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "qdisc/tc_units.hpp"
+#include "txpath/tc.hpp"
+
+namespace txpath::tc {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct Counters {
+  QdiscStats stats;
+  Xstats xstats;
+};
+
+Json parse_object(const std::string& text) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : Json::object();
+}
+
+// The live counters of `key` ("1:" / "1:10") in section "qdiscs" / "classes" of a document.
+std::optional<Counters> live_counters(const Json* doc, const char* section, const std::string& key) {
+  if (!doc || !doc->contains(section)) return std::nullopt;
+  const Json& sec = (*doc)[section];
+  if (!sec.is_object() || !sec.contains(key)) return std::nullopt;
+  const Json& n = sec[key];
+  Counters c;
+  auto u = [&](const char* k) -> uint64_t {
+    return n.contains(k) && n[k].is_number_unsigned() ? n[k].get<uint64_t>() : 0;
+  };
+  c.stats.bytes = u("bytes");
+  c.stats.packets = u("packets");
+  c.stats.drops = u("drops");
+  c.stats.overlimits = u("overlimits");
+  c.stats.requeues = u("requeues");
+  c.stats.backlog = u("backlog");
+  c.stats.qlen = u("qlen");
+  if (n.contains("xstats") && n["xstats"].is_array()) {
+    for (const auto& kv : n["xstats"]) {
+      if (kv.is_array() && kv.size() == 2 && kv[0].is_string() && kv[1].is_number_integer())
+        c.xstats.emplace_back(kv[0].get<std::string>(), kv[1].get<int64_t>());
+    }
+  }
+  return c;
+}
+
+void print_stats_text(std::ostream& out, const QdiscStats& s) {
+  out << " Sent " << s.bytes << " bytes " << s.packets << " pkt (dropped " << s.drops
+      << ", overlimits " << s.overlimits << " requeues " << s.requeues << ") \n";
+  out << " backlog " << format_size(s.backlog) << " " << s.qlen << "p requeues " << s.requeues << "\n";
+}
+
+void add_stats_json(Json& j, const QdiscStats& s, const Xstats& x) {
+  j["bytes"] = s.bytes;
+  j["packets"] = s.packets;
+  j["drops"] = s.drops;
+  j["overlimits"] = s.overlimits;
+  j["requeues"] = s.requeues;
+  j["backlog"] = s.backlog;
+  j["qlen"] = s.qlen;
+  for (const auto& [k, v] : x) j[k] = v;
+}
+
+void emit_json(std::ostream& out, const Json& arr, bool pretty) {
+  out << (pretty ? arr.dump(4) : arr.dump()) << "\n";
+}
+
+}  // namespace
+
+void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOptions& show) const {
+  Json arr = Json::array();
+  for (const auto& d : devs_) {
+    if (only && &d != only) continue;
+    const Tree tree = build(d, QdiscEnv{});
+    std::optional<Json> doc;
+    if (show.stats && show.fetch_live) {
+      if (auto text = show.fetch_live(d.config.name)) doc = parse_object(*text);
+    }
+    for (const TreeNode& n : tree.nodes) {
+      const Qdisc& q = *n.qdisc;
+      const std::string handle = format_handle(n.handle);
+      Counters c{q.stats(), q.xstats()};
+      if (auto live = live_counters(doc ? &*doc : nullptr, "qdiscs", handle)) c = *live;
+      if (show.json) {
+        Json j;
+        j["kind"] = std::string(q.kind());
+        j["handle"] = handle;
+        if (!only) j["dev"] = d.config.name;
+        if (n.parent == kRoot) j["root"] = true;
+        else j["parent"] = format_handle(n.parent);
+        if (n.parent == kRoot) j["refcnt"] = 2;
+        j["options"] = parse_object(q.options_json());
+        if (show.stats) add_stats_json(j, c.stats, c.xstats);
+        arr.push_back(std::move(j));
+        continue;
+      }
+      out << "qdisc " << q.kind() << " " << handle << " ";
+      if (!only) out << "dev " << d.config.name << " ";
+      if (n.parent == kRoot) out << "root refcnt 2 ";
+      else out << "parent " << format_handle(n.parent) << " ";
+      const std::string opts = q.options();
+      if (!opts.empty()) out << opts << " ";
+      out << "\n";
+      if (show.stats) {
+        print_stats_text(out, c.stats);
+        out << q.format_xstats(c.xstats);
+      }
+    }
+  }
+  if (show.json) emit_json(out, arr, show.pretty);
+}
+
+void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions& show) const {
+  Json arr = Json::array();
+  const Tree tree = build(d, QdiscEnv{});
+  std::optional<Json> doc;
+  if (show.stats && show.fetch_live) {
+    if (auto text = show.fetch_live(d.config.name)) doc = parse_object(*text);
+  }
+  for (const TreeNode& n : tree.nodes) {
+    const Qdisc& q = *n.qdisc;
+    const uint32_t major = n.handle & 0xFFFF0000u;
+    for (const QdiscClassInfo& info : q.classes()) {
+      const uint32_t classid = major | info.minor;
+      const std::string id = format_handle(classid);
+      const uint32_t parent = major | info.parent_minor;
+      std::optional<uint32_t> leaf;
+      for (const TreeNode& child : tree.nodes)
+        if (child.parent == classid) leaf = child.handle;
+      Counters c{q.class_stats(info.minor), q.class_xstats(info.minor)};
+      if (auto live = live_counters(doc ? &*doc : nullptr, "classes", id)) c = *live;
+      if (show.json) {
+        Json j;
+        j["class"] = std::string(q.kind());
+        j["handle"] = id;
+        if (info.print_root) j["root"] = true;
+        else j["parent"] = format_handle(parent);
+        if (leaf) j["leaf"] = format_handle(*leaf);
+        j["options"] = parse_object(q.class_options_json(info.minor));
+        if (show.stats) add_stats_json(j, c.stats, c.xstats);
+        arr.push_back(std::move(j));
+        continue;
+      }
+      out << "class " << q.kind() << " " << id << " ";
+      if (info.print_root) out << "root ";
+      else out << "parent " << format_handle(parent) << " ";
+      if (leaf) out << "leaf " << format_handle(*leaf) << " ";
+      const std::string opts = q.class_options(info.minor);
+      if (!opts.empty()) out << opts << " ";
+      out << "\n";
+      if (show.stats) {
+        print_stats_text(out, c.stats);
+        out << q.format_class_xstats(c.xstats);
+      }
+    }
+  }
+  if (show.json) emit_json(out, arr, show.pretty);
+}
+
+// ---- the live document ----
+
+std::string stats_document(const std::vector<TreeNode>& nodes, const std::optional<QdiscStats>& root) {
+  Json doc;
+  doc["qdiscs"] = Json::object();
+  doc["classes"] = Json::object();
+  auto entry = [](const QdiscStats& s, const Xstats& x) {
+    Json j;
+    j["bytes"] = s.bytes;
+    j["packets"] = s.packets;
+    j["drops"] = s.drops;
+    j["overlimits"] = s.overlimits;
+    j["requeues"] = s.requeues;
+    j["backlog"] = s.backlog;
+    j["qlen"] = s.qlen;
+    Json xs = Json::array();
+    for (const auto& [k, v] : x) xs.push_back(Json::array({k, v}));
+    j["xstats"] = std::move(xs);
+    return j;
+  };
+  for (const TreeNode& n : nodes) {
+    const Qdisc& q = *n.qdisc;
+    const QdiscStats s = n.parent == kRoot && root ? *root : q.stats();
+    doc["qdiscs"][format_handle(n.handle)] = entry(s, q.xstats());
+    const uint32_t major = n.handle & 0xFFFF0000u;
+    for (const QdiscClassInfo& info : q.classes())
+      doc["classes"][format_handle(major | info.minor)] =
+          entry(q.class_stats(info.minor), q.class_xstats(info.minor));
+  }
+  return doc.dump();
+}
+
+}  // namespace txpath::tc
