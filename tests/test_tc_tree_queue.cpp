@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Classful trees from a tc configuration through a TxQueue: prio, htb and tbf roots with an
-// fq_codel child that drops on enqueue (limit, drop_batch) and inside dequeue (CoDel). Every drop
+// fq_codel child that drops on enqueue (limit, drop_batch) and inside dequeue (CoDel), and a
+// pacing fq root (its watchdog must finish the backlog: drain() succeeds with nobody sending). Every drop
 // below the root must reach the root's count (qdisc_tree_reduce_backlog), so that the queue's
 // conservation holds: submitted == sent + dropped, nothing left queued, every buffer returned.
 #include <gtest/gtest.h>
@@ -35,6 +36,9 @@ std::string tree_config(const std::string& root) {
     c += "class add dev d0 parent 1: classid 1:1 htb rate 80mbit\n";
     c += "class add dev d0 parent 1:1 classid 1:10 htb rate 40mbit ceil 80mbit\n";
     c += std::string("qdisc add dev d0 parent 1:10 handle 10: ") + kCodel + "\n";
+  } else if (root == "fq") {
+    // A paced root: flows held to maxrate are re-run by the watchdog; flow_limit drops.
+    c += "qdisc add dev d0 root handle 1: fq maxrate 40mbit flow_limit 50 quantum 1514\n";
   } else {
     c += "qdisc add dev d0 root handle 1: tbf rate 80mbit burst 20k latency 50ms\n";
     c += std::string("qdisc add dev d0 parent 1:1 handle 10: ") + kCodel + "\n";
@@ -55,8 +59,8 @@ TEST_P(TcTreeQueue, EveryDropBelowTheRootIsCounted) {
     auto tree = std::make_shared<tc::Tree>();
     qc.root_qdisc = cfg.root_factory("d0", tree);
     auto q = TxQueue::create(*dev, qc);
-    ASSERT_EQ(tree->nodes.size(), 2u);
-    const Qdisc& child = *tree->nodes[1].qdisc;
+    ASSERT_EQ(tree->nodes.size(), root == "fq" ? 1u : 2u);
+    const Qdisc& child = *tree->nodes.back().qdisc;  // fq_codel, or fq itself
     FrameSpec spec;
     spec.payload = 1000 - kHeadersLen;
     const FrameTemplate tmpl(spec);
@@ -84,7 +88,7 @@ TEST_P(TcTreeQueue, EveryDropBelowTheRootIsCounted) {
     EXPECT_EQ(st.submitted, uint64_t{kSenders} * 2000u);
     EXPECT_EQ(st.submitted, st.sent + st.dropped) << root << " under " << strategy;
     EXPECT_EQ(st.queued, 0u);
-    EXPECT_GT(child.stats().drops, 0u) << "fq_codel never dropped: the test lost its point";
+    EXPECT_GT(child.stats().drops, 0u) << "nothing dropped: the test lost its point";
     EXPECT_GE(st.qdisc.drops, child.stats().drops) << "a child's drops did not reach the root";
     q.reset();
     dev.reset();
@@ -95,7 +99,7 @@ TEST_P(TcTreeQueue, EveryDropBelowTheRootIsCounted) {
 INSTANTIATE_TEST_SUITE_P(
     Trees, TcTreeQueue,
     ::testing::Combine(::testing::Values("busylock", "llist", "drainer", "combining"),
-                       ::testing::Values("prio", "htb", "tbf")),
+                       ::testing::Values("prio", "htb", "tbf", "fq")),
     [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
 
 }  // namespace
