@@ -143,8 +143,11 @@ class Config {
   // Builds d's tree after a change, turning any error into the command's error; the caller
   // restores the previous state on throw.
   void validate(const Device& d) const;
+  static Config parse_lines(std::string_view text, std::string_view origin, bool defer);
 
   std::vector<Device> devs_;
+  // While a file is read, trees are built once at the end rather than after every line.
+  bool defer_validation_ = false;
 };
 
 // The `txpath tc` command line: args after "tc" (global options included: -s -d -j -p,

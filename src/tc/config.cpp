@@ -316,7 +316,9 @@ std::function<std::unique_ptr<Qdisc>(const QdiscEnv&)> Config::root_factory(
   };
 }
 
-void Config::validate(const Device& d) const { (void)build(d, QdiscEnv{}); }
+void Config::validate(const Device& d) const {
+  if (!defer_validation_) (void)build(d, QdiscEnv{});
+}
 
 // ---- commands ----
 
@@ -708,7 +710,23 @@ std::vector<std::string> batch_words(std::string_view line) { return split_line(
 
 
 Config Config::parse(std::string_view text, std::string_view origin) {
+  // Fast path: run every line without building trees, then build each device once. If that
+  // fails, the slow path below builds after every line to name the line at fault.
+  {
+    Config fast = parse_lines(text, origin, /*defer=*/true);
+    fast.defer_validation_ = false;
+    try {
+      for (const auto& d : fast.devs_) fast.validate(d);
+      return fast;
+    } catch (const ConfigError&) {
+    }
+  }
+  return parse_lines(text, origin, /*defer=*/false);
+}
+
+Config Config::parse_lines(std::string_view text, std::string_view origin, bool defer) {
   Config cfg;
+  cfg.defer_validation_ = defer;
   std::size_t line_no = 0;
   std::ostringstream sink;
   while (!text.empty()) {
