@@ -166,6 +166,7 @@ class Qdisc {
 
   uint64_t qlen() const noexcept { return qlen_.get(); }
   uint64_t backlog() const noexcept { return backlog_.get(); }
+  uint64_t drops() const noexcept { return drops_.get(); }  // stats().drops, one load
   QdiscStats stats() const noexcept;
 
   // A packet sent by the empty-queue bypass still counts as sent by the qdisc (bstats).

@@ -145,7 +145,7 @@ const HtbClassConfig* HtbQdisc::class_config(uint16_t minor) const noexcept {
 
 
 void HtbQdisc::sync_leaf(Class& c) noexcept {
-  const uint64_t d = c.q->stats().drops;
+  const uint64_t d = c.q->drops();
   if (d != c.seen_drops) {
     count_drops(d - c.seen_drops);
     c.drops += d - c.seen_drops;
@@ -618,7 +618,7 @@ void HtbQdisc::graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& t
   sync_leaf(*c);
   update_activity(*c);
   c->q = std::move(child);
-  c->seen_drops = c->q->stats().drops;  // the new child's earlier drops are not this class's
+  c->seen_drops = c->q->drops();  // the new child's earlier drops are not this class's
   std::erase(custom_children_, c);
   c->default_child = is_default;
   if (!is_default) custom_children_.push_back(c);

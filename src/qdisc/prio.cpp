@@ -70,7 +70,7 @@ void PrioQdisc::sync_band(std::size_t b) noexcept {
   const uint64_t q = c.qlen();
   const uint64_t bl = c.backlog();
   Seen& s = seen_[b];
-  if (const uint64_t d = c.stats().drops; d != s.drops) {
+  if (const uint64_t d = c.drops(); d != s.drops) {
     count_drops(d - s.drops);
     s.drops = d;
   }
@@ -139,7 +139,7 @@ void PrioQdisc::graft_band(std::size_t band, std::unique_ptr<Qdisc> child, Packe
   children_[band]->reset(to_free);
   sync_band(band);  // the old child's packets leave prio's qlen/backlog
   children_[band] = std::move(child);
-  seen_[band].drops = children_[band]->stats().drops;  // its earlier drops are not prio's
+  seen_[band].drops = children_[band]->drops();  // its earlier drops are not prio's
   sync_band(band);  // the new child's packets (if any) join them
 }
 

@@ -60,7 +60,7 @@ std::unique_ptr<Qdisc> TbfQdisc::default_child() const {
 }
 
 void TbfQdisc::sync_child() noexcept {
-  if (const uint64_t d = child_->stats().drops; d != child_drops_) {
+  if (const uint64_t d = child_->drops(); d != child_drops_) {
     count_drops(d - child_drops_);  // every drop below tbf is tbf's too
     child_drops_ = d;
   }
@@ -197,7 +197,7 @@ void TbfQdisc::graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& t
   child_->reset(to_free);
   sync_child();  // the old child's packets leave tbf's qlen/backlog
   child_ = std::move(child);
-  child_drops_ = child_->stats().drops;  // its earlier drops are not tbf's
+  child_drops_ = child_->drops();  // its earlier drops are not tbf's
   sync_child();  // the new child's packets (if any) join them
   watchdog_ = 0;
 }
