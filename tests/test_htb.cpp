@@ -23,6 +23,7 @@
 #include "qdisc/spec.hpp"
 #include "txpath/error.hpp"
 #include "txpath/packet.hpp"
+#include "support/test_child_qdisc.hpp"
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
@@ -665,41 +666,7 @@ TEST(Htb, LeafBecomesInnerAndBackWithAccounting) {
   EXPECT_EQ(q->qlen(), 0u);
 }
 
-// A FIFO child that can drop packets inside dequeue (like an AQM) onto its own list.
-class AqmChild final : public Qdisc {
- public:
-  std::string_view kind() const noexcept override { return "aqm"; }
-  std::string options() const override { return ""; }
-  Verdict enqueue(Packet* p, PacketList&) noexcept override {
-    q_.push_back(p);
-    account_enqueue(*p);
-    return Verdict::success;
-  }
-  Packet* dequeue() noexcept override {
-    for (; drop_on_dequeue > 0 && !q_.empty(); --drop_on_dequeue) {
-      Packet* d = q_.pop_front();
-      account_remove(*d);
-      count_drop();
-      dropped_.push_back(d);
-    }
-    Packet* p = q_.pop_front();
-    if (p) account_dequeue(*p);
-    return p;
-  }
-  Packet* peek() noexcept override { return q_.front(); }
-  void reset(PacketList& to_free) noexcept override {
-    while (Packet* p = q_.pop_front()) {
-      account_remove(*p);
-      to_free.push_back(p);
-    }
-  }
-  void take_dequeue_drops(PacketList& out) noexcept override { out.splice_back(dropped_); }
-  int drop_on_dequeue = 0;
-
- private:
-  PacketList q_;
-  PacketList dropped_;
-};
+using AqmChild = test::TestChildQdisc;
 
 TEST(Htb, GraftedChildDequeueDropsAreForwarded) {
   auto q = make("");

@@ -22,6 +22,7 @@
 #include "txpath/frame.hpp"
 #include "txpath/packet.hpp"
 #include "txpath/pool.hpp"
+#include "support/test_child_qdisc.hpp"
 #include "txpath/qdisc.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -93,46 +94,7 @@ std::string error_of(const std::string& spec) {
   return "";
 }
 
-// A FIFO child for tests: optionally reports a watchdog time, or drops `drop_on_dequeue`
-// head packets inside dequeue() (like an AQM) onto its own `dropped` list.
-class TestChild final : public Qdisc {
- public:
-  std::string_view kind() const noexcept override { return "test"; }
-  std::string options() const override { return ""; }
-  Verdict enqueue(Packet* p, PacketList&) noexcept override {
-    q_.push_back(p);
-    account_enqueue(*p);
-    return Verdict::success;
-  }
-  Packet* dequeue() noexcept override {
-    for (; drop_on_dequeue > 0 && !q_.empty(); --drop_on_dequeue) {
-      Packet* d = q_.pop_front();
-      account_remove(*d);
-      count_drop();
-      dropped.push_back(d);
-    }
-    if (throttled) return nullptr;
-    Packet* p = q_.pop_front();
-    if (p) account_dequeue(*p);
-    return p;
-  }
-  Packet* peek() noexcept override { return throttled ? nullptr : q_.front(); }
-  void reset(PacketList& to_free) noexcept override {
-    while (Packet* p = q_.pop_front()) {
-      account_remove(*p);
-      to_free.push_back(p);
-    }
-  }
-  uint64_t watchdog_ns() const noexcept override { return watchdog; }
-
-  uint64_t watchdog = 0;
-  bool throttled = false;
-  int drop_on_dequeue = 0;
-  PacketList dropped;
-
- private:
-  PacketList q_;
-};
+using TestChild = test::TestChildQdisc;
 
 // ---------------------------------------------------------------------------------------------
 // Spec parsing and tc output
