@@ -16,6 +16,7 @@
 #include "qdisc/fq.hpp"
 #include "txpath/error.hpp"
 #include "txpath/packet.hpp"
+#include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
@@ -56,39 +57,19 @@ std::string with(std::string s, const std::string& from, const std::string& to) 
 }
 
 // Packets backed by local buffers, recycled through a free list.
-class Packets {
+class Packets : public test::PacketArena {
  public:
-  explicit Packets(std::size_t n) : pkts_(n), buf_(n * kBuf) {
-    for (std::size_t i = 0; i < n; ++i) {
-      pkts_[i].data = buf_.data() + i * kBuf;
-      pkts_[i].capacity = kBuf;
-      free_.push_back(&pkts_[n - 1 - i]);
-    }
-  }
+  using PacketArena::PacketArena;
   Packet* get(uint32_t len, uint32_t flow, uint64_t pacing_rate = 0, uint64_t tstamp = 0,
               uint32_t priority = 0) {
-    if (free_.empty()) return nullptr;
-    Packet* p = free_.back();
-    free_.pop_back();
-    p->len = len;
+    Packet* p = take(len);
+    if (!p) return nullptr;
     p->flow_hash = flow;
     p->pacing_rate = pacing_rate;
     p->tstamp_ns = tstamp;
     p->priority = priority;
-    p->enqueue_ns = 0;
     return p;
   }
-  void put(Packet* p) { free_.push_back(p); }
-  void put(PacketList& l) {
-    while (Packet* p = l.pop_front()) put(p);
-  }
-  std::size_t free_count() const { return free_.size(); }
-  static constexpr uint32_t kBuf = 2048;
-
- private:
-  std::vector<Packet> pkts_;
-  std::vector<std::byte> buf_;
-  std::vector<Packet*> free_;
 };
 
 // Dequeues until `n` packets left, following the watchdog whenever nothing is eligible (the

@@ -20,6 +20,7 @@
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/packet.hpp"
+#include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
@@ -50,27 +51,15 @@ uint32_t hash_for(uint32_t flow, uint32_t flows) {
 constexpr uint32_t kBuf = 2048;
 
 // Packets backed by local buffers (no Pool), identified by index.
-class Packets {
+class Packets : public test::PacketArena {
  public:
-  explicit Packets(std::size_t n, uint32_t len = 100) : pkts_(n), buf_(n * kBuf) {
-    for (std::size_t i = 0; i < n; ++i) {
-      pkts_[i].data = buf_.data() + i * kBuf;
-      pkts_[i].capacity = kBuf;
-      pkts_[i].len = len;
-    }
-  }
-  Packet* operator[](std::size_t i) { return &pkts_[i]; }
-  std::size_t size() const { return pkts_.size(); }
-  std::size_t id(const Packet* p) const { return static_cast<std::size_t>(p - pkts_.data()); }
+  using PacketArena::PacketArena;
   Packet* with(std::size_t i, uint32_t len, uint32_t hash) {
-    pkts_[i].len = len;
-    pkts_[i].flow_hash = hash;
-    return &pkts_[i];
+    Packet* p = (*this)[i];
+    p->len = len;
+    p->flow_hash = hash;
+    return p;
   }
-
- private:
-  std::vector<Packet> pkts_;
-  std::vector<std::byte> buf_;
 };
 
 // ---- fixed point ----------------------------------------------------------------------------

@@ -24,6 +24,7 @@
 #include "txpath/error.hpp"
 #include "txpath/packet.hpp"
 #include "support/test_child_qdisc.hpp"
+#include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
@@ -98,34 +99,15 @@ std::string outcome(F&& f) {
 bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
 
 // Test packets backed by local buffers, recycled through a free list.
-class Packets {
+class Packets : public test::PacketArena {
  public:
-  explicit Packets(std::size_t n) : pkts_(n), buf_(n * kBuf) {
-    for (std::size_t i = 0; i < n; ++i) {
-      pkts_[i].data = buf_.data() + i * kBuf;
-      pkts_[i].capacity = kBuf;
-      free_.push_back(&pkts_[n - 1 - i]);
-    }
-  }
+  using PacketArena::PacketArena;
   Packet* get(uint32_t len, uint32_t priority) {
-    if (free_.empty()) return nullptr;
-    Packet* p = free_.back();
-    free_.pop_back();
-    p->len = len;
-    p->priority = priority;
+    Packet* p = take(len);
+    if (p) p->priority = priority;
     return p;
   }
-  void put(Packet* p) { free_.push_back(p); }
-  void put(PacketList& l) {
-    while (Packet* p = l.pop_front()) put(p);
-  }
-  std::size_t available() const { return free_.size(); }
-  static constexpr uint32_t kBuf = 2048;
-
- private:
-  std::vector<Packet> pkts_;
-  std::vector<std::byte> buf_;
-  std::vector<Packet*> free_;
+  std::size_t available() const { return free_count(); }
 };
 
 // qdisc.hpp's invariant for htb: its qlen/backlog are the leaves' children's plus the direct

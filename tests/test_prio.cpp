@@ -23,6 +23,7 @@
 #include "txpath/packet.hpp"
 #include "txpath/pool.hpp"
 #include "support/test_child_qdisc.hpp"
+#include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -32,27 +33,15 @@ namespace txpath {
 namespace {
 
 // Test packets backed by local buffers (no Pool), identified by index.
-class Packets {
+class Packets : public test::PacketArena {
  public:
-  explicit Packets(std::size_t n, uint32_t len = 100) : pkts_(n), buf_(n * kBuf) {
-    for (std::size_t i = 0; i < n; ++i) {
-      pkts_[i].data = buf_.data() + i * kBuf;
-      pkts_[i].capacity = kBuf;
-      pkts_[i].len = len;
-    }
-  }
-  Packet* operator[](std::size_t i) { return &pkts_[i]; }
-  std::size_t id(const Packet* p) const { return static_cast<std::size_t>(p - pkts_.data()); }
+  using PacketArena::PacketArena;
   Packet* with(std::size_t i, uint32_t len, uint32_t priority) {
-    pkts_[i].len = len;
-    pkts_[i].priority = priority;
-    return &pkts_[i];
+    Packet* p = (*this)[i];
+    p->len = len;
+    p->priority = priority;
+    return p;
   }
-
- private:
-  static constexpr uint32_t kBuf = 2048;
-  std::vector<Packet> pkts_;
-  std::vector<std::byte> buf_;
 };
 
 std::vector<std::size_t> drain(Packets& pk, Qdisc& q) {

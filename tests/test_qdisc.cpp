@@ -11,6 +11,7 @@
 #include "qdisc/pfifo_fast.hpp"
 #include "txpath/error.hpp"
 #include "txpath/packet.hpp"
+#include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
@@ -18,27 +19,15 @@ namespace {
 
 // A fixed set of test packets backed by local buffers (no Pool). Packets are identified by their
 // index in `pkts`.
-class Packets {
+class Packets : public test::PacketArena {
  public:
-  explicit Packets(std::size_t n, uint32_t len = 100) : pkts_(n), buf_(n * kBuf) {
-    for (std::size_t i = 0; i < n; ++i) {
-      pkts_[i].data = buf_.data() + i * kBuf;
-      pkts_[i].capacity = kBuf;
-      pkts_[i].len = len;
-    }
-  }
-  Packet* operator[](std::size_t i) { return &pkts_[i]; }
-  std::size_t id(const Packet* p) const { return static_cast<std::size_t>(p - pkts_.data()); }
+  using PacketArena::PacketArena;
   Packet* with(std::size_t i, uint32_t len, uint32_t priority = 0) {
-    pkts_[i].len = len;
-    pkts_[i].priority = priority;
-    return &pkts_[i];
+    Packet* p = (*this)[i];
+    p->len = len;
+    p->priority = priority;
+    return p;
   }
-
- private:
-  static constexpr uint32_t kBuf = 2048;
-  std::vector<Packet> pkts_;
-  std::vector<std::byte> buf_;
 };
 
 std::vector<std::size_t> ids(const Packets& pk, const PacketList& l) {

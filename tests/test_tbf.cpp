@@ -12,6 +12,7 @@
 #include "qdisc/tbf.hpp"
 #include "txpath/error.hpp"
 #include "txpath/packet.hpp"
+#include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
@@ -37,34 +38,10 @@ std::unique_ptr<TbfQdisc> make(const std::string& opts, uint64_t start = 0) {
 }
 
 // Packets backed by local buffers, recycled through a free list.
-class Packets {
+class Packets : public test::PacketArena {
  public:
-  explicit Packets(std::size_t n, uint32_t len = 1500) : pkts_(n), buf_(n * kBuf) {
-    for (std::size_t i = 0; i < n; ++i) {
-      pkts_[i].data = buf_.data() + i * kBuf;
-      pkts_[i].capacity = kBuf;
-      pkts_[i].len = len;
-      free_.push_back(&pkts_[n - 1 - i]);
-    }
-  }
-  Packet* get(uint32_t len) {
-    if (free_.empty()) return nullptr;
-    Packet* p = free_.back();
-    free_.pop_back();
-    p->len = len;
-    return p;
-  }
-  void put(Packet* p) { free_.push_back(p); }
-  void put(PacketList& l) {
-    while (Packet* p = l.pop_front()) put(p);
-  }
-  std::size_t id(const Packet* p) const { return static_cast<std::size_t>(p - pkts_.data()); }
-  static constexpr uint32_t kBuf = 2048;
-
- private:
-  std::vector<Packet> pkts_;
-  std::vector<std::byte> buf_;
-  std::vector<Packet*> free_;
+  explicit Packets(std::size_t n, uint32_t len = 1500) : PacketArena(n, len) {}
+  Packet* get(uint32_t len) { return take(len); }
 };
 
 void expect_consistent(const Qdisc& q, uint64_t qlen, uint64_t backlog) {
