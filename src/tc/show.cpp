@@ -67,7 +67,8 @@ void print_stats_text(std::ostream& out, const QdiscStats& s) {
   out << " backlog " << format_size(s.backlog) << " " << s.qlen << "p requeues " << s.requeues << "\n";
 }
 
-void add_stats_json(Json& j, const QdiscStats& s, const Xstats& x) {
+// tc's generic counters as JSON keys of `j` (tc -s -j, and the live document).
+void add_counters_json(Json& j, const QdiscStats& s) {
   j["bytes"] = s.bytes;
   j["packets"] = s.packets;
   j["drops"] = s.drops;
@@ -75,7 +76,30 @@ void add_stats_json(Json& j, const QdiscStats& s, const Xstats& x) {
   j["requeues"] = s.requeues;
   j["backlog"] = s.backlog;
   j["qlen"] = s.qlen;
-  for (const auto& [k, v] : x) j[k] = v;
+}
+
+void add_stats_json(Json& j, const QdiscStats& s, const Xstats& x) {
+  add_counters_json(j, s);
+  for (const auto& [k, v] : x) j[k] = v;  // tc -j puts xstats at the top level
+}
+
+// One text entry: "HEAD OPTIONS \n", then with -s the counters and the xstats lines.
+void print_entry(std::ostream& out, const std::string& head, const std::string& opts,
+                 bool stats, const Counters& c, const std::string& xstats_text) {
+  out << head;
+  if (!opts.empty()) out << opts << " ";
+  out << "\n";
+  if (stats) {
+    print_stats_text(out, c.stats);
+    out << xstats_text;
+  }
+}
+
+// The live document of `dev` when -s asks for statistics and a process serves them.
+std::optional<Json> live_document(const Config::ShowOptions& show, const std::string& dev) {
+  if (!show.stats || !show.fetch_live) return std::nullopt;
+  if (auto text = show.fetch_live(dev)) return parse_object(*text);
+  return std::nullopt;
 }
 
 void emit_json(std::ostream& out, const Json& arr, bool pretty) {
@@ -89,10 +113,7 @@ void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOption
   for (const auto& d : devs_) {
     if (only && &d != only) continue;
     const Tree tree = build(d, QdiscEnv{});
-    std::optional<Json> doc;
-    if (show.stats && show.fetch_live) {
-      if (auto text = show.fetch_live(d.config.name)) doc = parse_object(*text);
-    }
+    const std::optional<Json> doc = live_document(show, d.config.name);
     for (const TreeNode& n : tree.nodes) {
       const Qdisc& q = *n.qdisc;
       const std::string handle = format_handle(n.handle);
@@ -111,17 +132,10 @@ void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOption
         arr.push_back(std::move(j));
         continue;
       }
-      out << "qdisc " << q.kind() << " " << handle << " ";
-      if (!only) out << "dev " << d.config.name << " ";
-      if (n.parent == kRoot) out << "root refcnt 2 ";
-      else out << "parent " << format_handle(n.parent) << " ";
-      const std::string opts = q.options();
-      if (!opts.empty()) out << opts << " ";
-      out << "\n";
-      if (show.stats) {
-        print_stats_text(out, c.stats);
-        out << q.format_xstats(c.xstats);
-      }
+      std::string head = "qdisc " + std::string(q.kind()) + " " + handle + " ";
+      if (!only) head += "dev " + d.config.name + " ";
+      head += n.parent == kRoot ? std::string("root refcnt 2 ") : "parent " + format_handle(n.parent) + " ";
+      print_entry(out, head, q.options(), show.stats, c, show.stats ? q.format_xstats(c.xstats) : "");
     }
   }
   if (show.json) emit_json(out, arr, show.pretty);
@@ -130,10 +144,7 @@ void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOption
 void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions& show) const {
   Json arr = Json::array();
   const Tree tree = build(d, QdiscEnv{});
-  std::optional<Json> doc;
-  if (show.stats && show.fetch_live) {
-    if (auto text = show.fetch_live(d.config.name)) doc = parse_object(*text);
-  }
+  const std::optional<Json> doc = live_document(show, d.config.name);
   for (const TreeNode& n : tree.nodes) {
     const Qdisc& q = *n.qdisc;
     const uint32_t major = n.handle & 0xFFFF0000u;
@@ -158,17 +169,11 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
         arr.push_back(std::move(j));
         continue;
       }
-      out << "class " << q.kind() << " " << id << " ";
-      if (info.print_root) out << "root ";
-      else out << "parent " << format_handle(parent) << " ";
-      if (leaf) out << "leaf " << format_handle(*leaf) << " ";
-      const std::string opts = q.class_options(info.minor);
-      if (!opts.empty()) out << opts << " ";
-      out << "\n";
-      if (show.stats) {
-        print_stats_text(out, c.stats);
-        out << q.format_class_xstats(c.xstats);
-      }
+      std::string head = "class " + std::string(q.kind()) + " " + id + " ";
+      head += info.print_root ? std::string("root ") : "parent " + format_handle(parent) + " ";
+      if (leaf) head += "leaf " + format_handle(*leaf) + " ";
+      print_entry(out, head, q.class_options(info.minor), show.stats, c,
+                  show.stats ? q.format_class_xstats(c.xstats) : "");
     }
   }
   if (show.json) emit_json(out, arr, show.pretty);
@@ -182,14 +187,8 @@ std::string stats_document(const std::vector<TreeNode>& nodes, const std::option
   doc["classes"] = Json::object();
   auto entry = [](const QdiscStats& s, const Xstats& x) {
     Json j;
-    j["bytes"] = s.bytes;
-    j["packets"] = s.packets;
-    j["drops"] = s.drops;
-    j["overlimits"] = s.overlimits;
-    j["requeues"] = s.requeues;
-    j["backlog"] = s.backlog;
-    j["qlen"] = s.qlen;
-    Json xs = Json::array();
+    add_counters_json(j, s);
+    Json xs = Json::array();  // [name, value] pairs: keeps tc's order and repeated names
     for (const auto& [k, v] : x) xs.push_back(Json::array({k, v}));
     j["xstats"] = std::move(xs);
     return j;
