@@ -41,6 +41,22 @@ TEST(Bench, TopologyIsSane) {
   EXPECT_FALSE(t.cpu_model.empty());
 }
 
+// Every strategy by default means every strategy that can run the qdisc: nolock (fifos only) is
+// left out under htb; named explicitly it is an error, and a bad qdisc still fails.
+TEST(Bench, DefaultStrategiesAreThoseThatRunTheQdisc) {
+  BenchConfig c;
+  c.qdisc = "htb default 1";
+  const BenchConfig r = resolve_bench_config(c);
+  auto want = strategy_names();
+  std::erase(want, std::string("nolock"));
+  EXPECT_EQ(r.strategies, want);
+  c.strategies = {"busylock", "nolock"};
+  EXPECT_THROW(resolve_bench_config(c), ConfigError);
+  BenchConfig bad;
+  bad.qdisc = "htb nosuchoption";
+  EXPECT_THROW(resolve_bench_config(bad), ConfigError);
+}
+
 TEST(Bench, ResolveFillsDefaultsAndRejectsBadConfigs) {
   const BenchConfig resolved = resolve_bench_config({});
   EXPECT_EQ(resolved.strategies, strategy_names());

@@ -58,7 +58,7 @@ std::vector<bool> parse_park(const std::string& s) {
 }
 
 std::vector<std::string> parse_strategies(const std::string& s) {
-  if (s == "all") return strategy_names();
+  if (s == "all") return {};  // the library: every strategy that can run the qdisc
   auto known = strategy_names();
   known.emplace_back(kKernelStrategy);  // the kernel's own path, with a real device
   std::vector<std::string> out;

@@ -436,7 +436,10 @@ std::vector<int> default_thread_counts() {
 
 BenchConfig resolve_bench_config(const BenchConfig& config) {
   BenchConfig cfg = config;
-  if (cfg.strategies.empty()) cfg.strategies = strategy_names();
+  // Every strategy by default; those that cannot run the qdisc (nolock: fifos only) are left out
+  // below. A strategy named explicitly that cannot run it is an error.
+  const bool every_strategy = cfg.strategies.empty();
+  if (every_strategy) cfg.strategies = strategy_names();
   if (cfg.threads.empty()) cfg.threads = default_thread_counts();
   if (cfg.park.empty()) cfg.park = {true};
   if (std::count(cfg.park.begin(), cfg.park.end(), true) > 1 ||
@@ -485,10 +488,9 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
       }
     }
     bench_detail::resolve_sink(cfg.sink, *device, frames);  // checks the --sink text
-    for (const auto& s : cfg.strategies) {
-      if (s == kKernelStrategy) continue;
+    auto try_create = [&](const std::string& strategy) {
       TxQueueConfig q;
-      q.strategy = s;
+      q.strategy = strategy;
       q.lock = cfg.lock;
       q.qdisc = cfg.qdisc;
       q.txqueuelen = cfg.txqueuelen;
@@ -496,7 +498,23 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
       if (!cfg.tc_config.empty())
         q.root_qdisc = tc::Config::load(cfg.tc_config).root_factory(cfg.tc_dev, nullptr);
       TxQueue::create(*device, q);
+    };
+    // busylock runs every qdisc and lock: if it fails, the qdisc or lock is bad, whatever the list.
+    if (every_strategy) try_create("busylock");
+    std::vector<std::string> runnable;
+    for (const auto& s : cfg.strategies) {
+      if (s == kKernelStrategy) {
+        runnable.push_back(s);
+        continue;
+      }
+      try {
+        try_create(s);
+        runnable.push_back(s);
+      } catch (const ConfigError&) {
+        if (!every_strategy) throw;  // named by the user: say why it cannot run
+      }
     }
+    cfg.strategies = std::move(runnable);
     FrameSpec spec;
     spec.payload = cfg.payload;
     const FrameTemplate tmpl(spec);
