@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/senders.hpp"
 #include "txpath/device.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/pool.hpp"
@@ -33,24 +34,9 @@ TEST_P(AqmQueue, CodelDropsAreFreedAndConservationHolds) {
     auto q = TxQueue::create(*dev, cfg);
     FrameSpec spec;
     spec.payload = 1000 - kHeadersLen;
-    const FrameTemplate tmpl(spec);
-    std::vector<std::thread> senders;
-    for (int t = 0; t < 2; ++t) {
-      senders.emplace_back([&, t] {
-        Pool::Cache cache(pool);
-        for (uint64_t i = 0; i < 3000; ++i) {
-          Packet* p = cache.get();
-          while (!p) {
-            std::this_thread::yield();
-            p = cache.get();
-          }
-          p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), i));
-          p->flow_hash = static_cast<uint32_t>(t) * 0x80000000u;
-          q->send(p);
-        }
-      });
-    }
-    for (auto& s : senders) s.join();
+    test::send_from_threads(*q, pool, 2, 3000, [](Packet& p, int t, uint64_t) {
+      p.flow_hash = static_cast<uint32_t>(t) * 0x80000000u;
+    }, spec);
     ASSERT_TRUE(q->drain(20s));
     const TxQueueStats st = q->stats();
     EXPECT_EQ(st.submitted, 6000u);

@@ -22,6 +22,7 @@
 #include "txpath/frame.hpp"
 #include "txpath/packet.hpp"
 #include "txpath/pool.hpp"
+#include "support/senders.hpp"
 #include "support/test_child_qdisc.hpp"
 #include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
@@ -514,33 +515,10 @@ TEST_P(PrioStress, InvariantsHoldUnderFaults) {
   EXPECT_EQ(txq->qdisc()->kind(), "prio");
 
   const uint64_t per_thread = kStressPackets / kThreads + 1;
-  std::atomic<bool> go{false};
-  std::vector<std::thread> senders;
-  std::vector<uint64_t> refused(kThreads, 0);
-  for (int t = 0; t < kThreads; ++t) {
-    senders.emplace_back([&, t] {
-      Pool::Cache cache(pool);
-      FrameTemplate tmpl;
-      // acquire: pairs with the release store below; all senders start together.
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      for (uint64_t seq = 0; seq < per_thread; ++seq) {
-        Packet* p = cache.get();
-        while (!p) {
-          std::this_thread::yield();
-          p = cache.get();
-        }
-        p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq));
-        p->priority = static_cast<uint32_t>((seq * 5 + static_cast<uint64_t>(t)) % 16);
-        if (txq->send(p) == SendStatus::too_big) {
-          ++refused[static_cast<std::size_t>(t)];
-          cache.put(p);
-        }
-      }
-    });
-  }
-  // release: pairs with the senders' acquire loads.
-  go.store(true, std::memory_order_release);
-  for (auto& s : senders) s.join();
+  const std::vector<uint64_t> refused =
+      test::send_from_threads(*txq, pool, kThreads, per_thread, [](Packet& p, int t, uint64_t seq) {
+        p.priority = static_cast<uint32_t>((seq * 5 + static_cast<uint64_t>(t)) % 16);
+      });
 
   ASSERT_TRUE(txq->drain(20s)) << "packets stranded: " << txq->stats().queued << " still queued";
   const TxQueueStats s = txq->stats();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device/fault_device.hpp"
+#include "support/senders.hpp"
 #include "support/scripted_device.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -68,32 +69,10 @@ TEST_P(Stress, InvariantsHoldUnderFaults) {
   auto txq = TxQueue::create(dev, cfg);
 
   const uint64_t per_thread = kPacketsTotal / static_cast<uint64_t>(prm.threads) + 1;
-  std::atomic<bool> go{false};
-  std::vector<std::thread> senders;
-  std::vector<uint64_t> refused(static_cast<std::size_t>(prm.threads), 0);
-  for (int t = 0; t < prm.threads; ++t) {
-    senders.emplace_back([&, t] {
-      Pool::Cache cache(pool);
-      FrameTemplate tmpl;
-      // acquire: pairs with the release store below; all senders start together.
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      for (uint64_t seq = 0; seq < per_thread; ++seq) {
-        Packet* p = cache.get();
-        while (!p) {  // pool momentarily empty: buffers are in flight; wait for completions
-          std::this_thread::yield();
-          p = cache.get();
-        }
-        p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq));
-        p->priority = static_cast<uint32_t>((seq * 7 + static_cast<uint64_t>(t)) % 16);
-        if (txq->send(p) == SendStatus::too_big) {
-          ++refused[static_cast<std::size_t>(t)];
-          cache.put(p);
-        }
-      }
-    });
-  }
-  go.store(true, std::memory_order_release);
-  for (auto& s : senders) s.join();
+  const std::vector<uint64_t> refused =
+      test::send_from_threads(*txq, pool, prm.threads, per_thread, [](Packet& p, int t, uint64_t seq) {
+        p.priority = static_cast<uint32_t>((seq * 7 + static_cast<uint64_t>(t)) % 16);
+      });
 
   // Nothing stranded: with no further send(), the service thread and device wakes finish it.
   ASSERT_TRUE(txq->drain(20s)) << "packets stranded: " << txq->stats().queued << " still queued";
@@ -112,7 +91,9 @@ TEST_P(Stress, InvariantsHoldUnderFaults) {
   EXPECT_GT(s.sent, 0u);
   // The faults really happened: refusals were requeued and the queue was stopped and woken.
   EXPECT_GT(s.device.busy, 0u);
-  if (!is_peer(prm.strategy)) EXPECT_GT(s.requeues, 0u);  // peers keep no requeue list
+  if (!is_peer(prm.strategy)) {
+    EXPECT_GT(s.requeues, 0u);  // peers keep no requeue list
+  }
   EXPECT_GT(s.device.stops, 0u);
   // The last stop may still be pending (drain() needs an empty queue, not a running device);
   // its wake must come without any further send().

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "support/senders.hpp"
 #include "txpath/device.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/pool.hpp"
@@ -63,26 +64,11 @@ TEST_P(TcTreeQueue, EveryDropBelowTheRootIsCounted) {
     const Qdisc& child = *tree->nodes.back().qdisc;  // fq_codel, or fq itself
     FrameSpec spec;
     spec.payload = 1000 - kHeadersLen;
-    const FrameTemplate tmpl(spec);
-    std::vector<std::thread> senders;
     constexpr int kSenders = 3;  // more threads than the 2 cores of CI
-    for (int t = 0; t < kSenders; ++t) {
-      senders.emplace_back([&, t] {
-        Pool::Cache cache(pool);
-        for (uint64_t i = 0; i < 2000; ++i) {
-          Packet* p = cache.get();
-          while (!p) {
-            std::this_thread::yield();
-            p = cache.get();
-          }
-          p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), i));
-          p->flow_hash = static_cast<uint32_t>(t) * 0x55555555u;
-          p->priority = 0;
-          q->send(p);
-        }
-      });
-    }
-    for (auto& s : senders) s.join();
+    test::send_from_threads(*q, pool, kSenders, 2000, [](Packet& p, int t, uint64_t) {
+      p.flow_hash = static_cast<uint32_t>(t) * 0x55555555u;
+      p.priority = 0;
+    }, spec);
     ASSERT_TRUE(q->drain(30s));
     const TxQueueStats st = q->stats();
     EXPECT_EQ(st.submitted, uint64_t{kSenders} * 2000u);
