@@ -171,25 +171,6 @@ class SpecParser {
 
 }  // namespace
 
-std::string escape_user_text(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 std::unique_ptr<Qdisc> make_qdisc(std::string_view spec, const QdiscEnv& env) {
   return SpecParser(spec).build(env);
 }

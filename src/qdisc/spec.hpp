@@ -14,18 +14,9 @@
 #include <string_view>
 
 #include "txpath/qdisc.hpp"
+#include "txpath/text.hpp"  // escape_user_text, quoted: every error quotes user text through them
 
 namespace txpath {
-
-// User text for a one-line error message: '"' and '\' backslash-escaped, control characters as
-// \xNN (registry.cpp). quoted() adds the surrounding double quotes.
-std::string escape_user_text(std::string_view s);
-inline std::string quoted(std::string_view s) {
-  std::string out(1, '"');  // appended piecewise: GCC 12 warns (-Wrestrict) on "\"" + ... + "\""
-  out += escape_user_text(s);
-  out += '"';
-  return out;
-}
 
 class QdiscOptions {
  public:
