@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,7 +86,20 @@ class TxQueue {
   // Thread-safe; needed only with service_thread = false.
   virtual bool service() noexcept = 0;
 
+  // Reads every counter on its own, without stopping anything: cheap, and any thread may call
+  // it while senders run. The fields are not one snapshot: while a driver-loop run is in flight
+  // (the service thread, or a peer's drainer, can still be moving the last batch after every
+  // sender has returned) a batch taken from the qdisc but not yet counted as sent is in neither
+  // `queued` nor `sent`, so submitted == sent + dropped + queued may not hold at that instant.
+  // It holds after drain(), and always in consistent_stats().
   virtual TxQueueStats stats() const = 0;
+  // One consistent snapshot, taken where Linux dumps qdisc statistics: in the qdisc's serialised
+  // context (root lock held, RUNNING owned; for the peers, by their drainer between bursts), so
+  // no batch is between the qdisc and the device. Once every sender has returned from send(),
+  // submitted == sent + dropped + queued holds in it. Waits up to `timeout` (the queue stops for
+  // the time of one stats() read); nullopt on timeout or while the queue is being destroyed.
+  // Without the service thread it is served by the next send() or service() call.
+  virtual std::optional<TxQueueStats> consistent_stats(std::chrono::milliseconds timeout) = 0;
   virtual std::string_view strategy() const noexcept = 0;
   virtual std::string_view lock_kind() const noexcept = 0;
   // The root qdisc; nullptr for the peer baselines ("peer:..."), which have none.

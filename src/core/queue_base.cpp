@@ -289,4 +289,12 @@ TxQueueStats QueueBase::stats() const {
   return s;
 }
 
+std::optional<TxQueueStats> QueueBase::consistent_stats(std::chrono::milliseconds timeout) {
+  // Served by the driver-loop owner at run_end(): no batch is between the qdisc and the device
+  // there, and nothing else dequeues or sends.
+  TxQueueStats s;
+  if (!inspect_qdisc([&](const Qdisc&) { s = stats(); }, timeout)) return std::nullopt;
+  return s;
+}
+
 }  // namespace txpath

@@ -69,6 +69,7 @@ class QueueBase : public TxQueue {
   bool drain(std::chrono::milliseconds timeout) override;
   bool service() noexcept override;
   TxQueueStats stats() const override;
+  std::optional<TxQueueStats> consistent_stats(std::chrono::milliseconds timeout) override;
   std::string_view strategy() const noexcept override { return strategy_; }
   std::string_view lock_kind() const noexcept override { return lock_kind_; }
   const Qdisc* qdisc() const noexcept override { return qdisc_.get(); }

@@ -74,6 +74,7 @@ void PeerQueue::drainer_main() {
     const uint64_t req = drain_req_.load(std::memory_order_acquire);
     const uint64_t poll_at = device_.next_poll_ns();
     if (poll_at != 0 && poll_at <= now_ns()) device_.poll();
+    serve_snapshot();  // between bursts: pending_ and the counters agree here
 
     if (pending_.empty()) {
       const std::size_t n = pop_burst(burst, kBurst);
@@ -125,6 +126,25 @@ TxQueueStats PeerQueue::stats() const {
   s.device = device_.stats();
   s.batches = s.device.doorbells;
   return s;
+}
+
+void PeerQueue::serve_snapshot() noexcept {
+  // relaxed: a hint, one load per burst; the request itself is read under snapshot_mutex_.
+  if (snapshot_req_.load(std::memory_order_relaxed) == snapshot_served_) return;
+  std::lock_guard lock(snapshot_mutex_);
+  snapshot_ = stats();
+  snapshot_served_ = snapshot_req_.load(std::memory_order_relaxed);  // relaxed: under the mutex
+  snapshot_cv_.notify_all();
+}
+
+std::optional<TxQueueStats> PeerQueue::consistent_stats(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(snapshot_mutex_);
+  // relaxed: under snapshot_mutex_, which the drainer takes before it answers; its unlocked
+  // read of the counter is only a hint (a request it misses is seen at its next burst).
+  const uint64_t req = snapshot_req_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (!snapshot_cv_.wait_for(lock, timeout, [&] { return snapshot_served_ >= req; }))
+    return std::nullopt;
+  return snapshot_;
 }
 
 }  // namespace txpath

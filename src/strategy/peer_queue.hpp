@@ -12,6 +12,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,6 +35,8 @@ class PeerQueue : public TxQueue {
   bool drain(std::chrono::milliseconds timeout) override;
   bool service() noexcept override { return false; }  // the drainer does all the work
   TxQueueStats stats() const override;
+  // Served by the drainer between bursts (it alone moves packets from the queue to the device).
+  std::optional<TxQueueStats> consistent_stats(std::chrono::milliseconds timeout) override;
   std::string_view strategy() const noexcept override { return name_; }
   std::string_view lock_kind() const noexcept override { return "-"; }
   const Qdisc* qdisc() const noexcept override { return nullptr; }
@@ -59,6 +64,7 @@ class PeerQueue : public TxQueue {
  private:
   void drainer_main();
   int xmit_pending() noexcept;
+  void serve_snapshot() noexcept;
 
   Device& device_;
   const std::string name_;
@@ -68,6 +74,13 @@ class PeerQueue : public TxQueue {
   alignas(64) std::atomic<uint64_t> drain_req_{0};
   std::atomic<uint64_t> drain_ack_{0};
   std::atomic<bool> stop_{false};
+  // consistent_stats() requests: a caller bumps snapshot_req_ and waits on snapshot_cv_; the
+  // drainer answers between bursts. snapshot_, snapshot_served_ under snapshot_mutex_.
+  std::atomic<uint64_t> snapshot_req_{0};
+  std::mutex snapshot_mutex_;
+  std::condition_variable snapshot_cv_;
+  TxQueueStats snapshot_;
+  uint64_t snapshot_served_ = 0;
   std::thread drainer_;
   bool shut_down_ = false;
 };
