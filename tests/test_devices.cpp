@@ -628,3 +628,23 @@ TEST(DeviceRegistry, ErrorsAreOneLineAndNameTheSpec) {
     }
   }
 }
+
+// Hostile specs: ESC, a byte that is not UTF-8, a 128 KiB option. One short line, no raw
+// control byte, the user text escaped and cut (txpath/text.hpp).
+TEST(DeviceSpec, HostileTextIsEscapedAndCut) {
+  const std::string huge(128 * 1024, 'K');
+  for (const std::string& spec : {std::string("nic:\x1b[2J=1"), std::string("nic:pkt=\xff"),
+                                  "nic:" + huge + "=1", "nosuch" + huge, "afpacket:" + huge}) {
+    try {
+      make_device(spec);
+      ADD_FAILURE() << "no error for a hostile spec";
+    } catch (const ConfigError& e) {
+      const std::string msg = e.what();
+      EXPECT_LT(msg.size(), 1000u) << msg.substr(0, 300);
+      for (const char c : msg) {
+        const auto u = static_cast<unsigned char>(c);
+        EXPECT_FALSE(u < 0x20 || u == 0x7f || u >= 0x80) << "raw byte " << int(u) << " in " << msg;
+      }
+    }
+  }
+}

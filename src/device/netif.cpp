@@ -11,6 +11,7 @@
 
 #include "txpath/error.hpp"
 #include "txpath/testbed.hpp"
+#include "txpath/text.hpp"
 
 namespace txpath::netif {
 
@@ -27,9 +28,12 @@ Fd& Fd::operator=(Fd&& o) noexcept {
 }
 
 void fail(std::string_view spec, const std::string& what) {
-  std::string line = "device '" + std::string(spec) + "': " + what;
+  // The spec is user text (escaped and cut); `what` quotes its own user text, e.g. an interface
+  // name through escape_user_text(); only line breaks are left to fix in it.
+  std::string line = what;
   for (char& c : line)
-    if (static_cast<unsigned char>(c) < 0x20) c = '?';
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  line = "device '" + escape_user_text(spec) + "': " + line;
   throw DeviceError(line);
 }
 
@@ -43,11 +47,11 @@ void fail_errno(std::string_view spec, const std::string& what, int err) {
 void check_ifname(std::string_view spec, const std::string& ifname) {
   if (ifname.empty()) fail(spec, "missing interface name");
   if (ifname.size() >= IFNAMSIZ)
-    fail(spec, "interface name '" + ifname + "' is longer than " + std::to_string(IFNAMSIZ - 1) +
+    fail(spec, "interface name '" + escape_user_text(ifname) + "' is longer than " + std::to_string(IFNAMSIZ - 1) +
                    " characters");
   for (char c : ifname) {
     if (c == '/' || c == ':' || c == ',' || static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
-      fail(spec, "invalid interface name '" + ifname + "'");
+      fail(spec, "invalid interface name '" + escape_user_text(ifname) + "'");
   }
 }
 

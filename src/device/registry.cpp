@@ -32,6 +32,7 @@
 #include "device/real_devices.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
+#include "txpath/text.hpp"
 
 namespace txpath {
 
@@ -39,22 +40,20 @@ namespace {
 
 constexpr std::string_view kKnownKinds = "null, nic, fault, pcap, tun, afpacket, udp, afxdp";
 
-// The spec as it appears inside an error message: control characters are replaced so that the
-// message stays one line whatever the user typed.
-std::string printable(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return out;
-}
+// User text inside an error message: escaped and cut (txpath/text.hpp), so that the message
+// stays one short line whatever the user typed.
+std::string printable(std::string_view s) { return escape_user_text(s); }
 
 class SpecParser {
  public:
   explicit SpecParser(std::string_view spec) : spec_(spec) {}
 
   [[noreturn]] void fail(const std::string& problem) const {
-    throw ConfigError("device '" + printable(spec_) + "': " + printable(problem));
+    // The problem quotes its own user text through printable(); only line breaks are left to fix.
+    std::string line = problem;
+    for (char& c : line)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    throw ConfigError("device '" + printable(spec_) + "': " + line);
   }
 
   struct Option {
@@ -71,18 +70,18 @@ class SpecParser {
       const std::string_view item = text.substr(0, comma);
       if (item.empty()) fail("empty option (stray ',')");
       const std::size_t eq = item.find('=');
-      if (eq == std::string_view::npos) fail("option '" + std::string(item) + "' is not KEY=VALUE");
+      if (eq == std::string_view::npos) fail("option '" + printable(item) + "' is not KEY=VALUE");
       Option o{item.substr(0, eq), item.substr(eq + 1)};
       bool ok = false;
       for (auto k : known) ok = ok || k == o.key;
       if (!ok) {
         std::string list;
         for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-        fail("unknown key '" + std::string(o.key) + "' for " + std::string(kind) +
+        fail("unknown key '" + printable(o.key) + "' for " + printable(kind) +
              " (known: " + list + ")");
       }
       for (const auto& prev : out) {
-        if (prev.key == o.key) fail("key '" + std::string(o.key) + "' given twice");
+        if (prev.key == o.key) fail("key '" + printable(o.key) + "' given twice");
       }
       out.push_back(o);
       if (comma == std::string_view::npos) break;
@@ -97,11 +96,11 @@ class SpecParser {
     const char* last = first + o.value.size();
     auto [ptr, ec] = std::from_chars(first, last, v);
     if (o.value.empty() || ec == std::errc::invalid_argument || ptr != last) {
-      fail("bad number '" + std::string(o.value) + "' for " + std::string(o.key) +
+      fail("bad number '" + printable(o.value) + "' for " + printable(o.key) +
            " (expected an unsigned integer)");
     }
     if (ec == std::errc::result_out_of_range || v < lo || v > hi) {
-      fail(std::string(o.key) + "=" + std::string(o.value) + " is out of range [" +
+      fail(printable(o.key) + "=" + printable(o.value) + " is out of range [" +
            std::to_string(lo) + ", " + std::to_string(hi) + "]");
     }
     return v;
@@ -114,11 +113,11 @@ class SpecParser {
     // general: "0.05", "10", "1e-5"; "inf"/"nan" parse but are rejected below.
     auto [ptr, ec] = std::from_chars(first, last, v, std::chars_format::general);
     if (o.value.empty() || ec != std::errc() || ptr != last || !std::isfinite(v)) {
-      fail("bad number '" + std::string(o.value) + "' for " + std::string(o.key) +
+      fail("bad number '" + printable(o.value) + "' for " + printable(o.key) +
            " (expected a decimal number)");
     }
     if (v < lo || v > hi) {
-      fail(std::string(o.key) + "=" + std::string(o.value) + " is out of range [" +
+      fail(printable(o.key) + "=" + printable(o.value) + " is out of range [" +
            std::string(fmt(lo)) + ", " + std::string(fmt(hi)) + "]");
     }
     return v;
@@ -261,7 +260,7 @@ std::unique_ptr<Device> make_device(std::string_view spec) {
     // A constructor's own check ("nic: ring=3 must be ..."): name the spec as well.
     parser.fail(std::string(what));
   }
-  parser.fail("unknown device kind '" + std::string(kind) +
+  parser.fail("unknown device kind '" + printable(kind) +
               "' (known: " + std::string(kKnownKinds) + ")");
 }
 
