@@ -17,7 +17,6 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "net_cmds.hpp"
 #include "txpath/error.hpp"
