@@ -11,7 +11,7 @@
 //   - Per sender, the sink remembers which of the last kSinkWindow sequence numbers (up to the
 //     highest accepted one) it has seen: a bitmap of kSinkWindow bits, allocated on the sender's
 //     first frame. Per-sender state is therefore O(1); all of it together is at most
-//     kSinkMaxStateBytes (about 8.4 MiB), whatever arrives, and `state_bytes` reports it.
+//     kSinkMaxStateBytes (8.5 MiB), whatever arrives, and `state_bytes` reports it.
 //
 // Counting rules, per sender id (a frame's sequence number `seq`; `next` is one past the highest
 // accepted sequence number, 0 before the first):

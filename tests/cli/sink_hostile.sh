@@ -108,7 +108,7 @@ rss_kb=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$sink_pid/statu
 wait "$sink_pid"
 rc=$?
 [ "$rc" -eq 0 ] || { echo "FAIL: sink exit $rc (134: std::bad_alloc)"; tail -n 5 "$tmp/sink.err"; fail=1; }
-# The receive ring is 32 MiB and the per-sender state at most ~8.4 MiB.
+# The receive ring is 32 MiB and the per-sender state at most 8.5 MiB.
 [ -n "$rss_kb" ] && [ "$rss_kb" -lt 131072 ] || { echo "FAIL: sink peak RSS ${rss_kb:-?} kB"; fail=1; }
 if ! jq -e '
   (.out_of_window == 400) and (.lost == 0) and (.foreign == 1) and (.received == 10) and
