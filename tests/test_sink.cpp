@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The sink (sink.hpp) on a real veth testbed: frames sent from the host end with a plain
 // AF_PACKET socket (a known sequence with a gap, a duplicate and a reordering) are counted
-// exactly per sender on the peer end inside its netns; `other`, reset(), wait_for(), errors; a
-// TUN interface (no link header); and parse_ipv4_packet() (frame.hpp) without any kernel.
+// exactly per sender on the peer end inside its netns; `other`, `foreign`, reset(), wait_for(),
+// errors; hostile frames (huge sequence numbers from many new senders) in a child process with
+// a limited address space; a TUN interface (no link header); parse_ipv4_packet() (frame.hpp)
+// without any kernel; and the accounting alone (SinkTally, src/net/sink_tally.hpp): honest
+// traffic, the window, the caps and hostile sequences, frame by frame.
 #include <fcntl.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
@@ -11,19 +14,24 @@
 #include <net/ethernet.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <random>
 #include <span>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "net/sink_tally.hpp"
 #include "support/net_test_util.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
@@ -152,6 +160,8 @@ TEST_F(SinkTest, CountsPerSenderExactly) {
   EXPECT_EQ(r.lost, 1u);
   EXPECT_EQ(r.duplicated, 1u);
   EXPECT_EQ(r.out_of_order, 1u);
+  EXPECT_EQ(r.out_of_window, 0u);
+  EXPECT_EQ(r.foreign, 0u);
   EXPECT_EQ(r.socket_drops, 0u);
   ASSERT_EQ(r.senders.size(), 3u);
   const auto* s0 = find_sender(r, 0);
@@ -178,22 +188,69 @@ TEST_F(SinkTest, CountsPerSenderExactly) {
   EXPECT_GT(sink.cpu_ns(), 0u);
 }
 
-TEST_F(SinkTest, ForeignFramesAndHugeSenderIdsCountAsOther) {
+TEST_F(SinkTest, NonTxpathFramesAreOtherAndSenderIdsOverTheCapForeign) {
   Sink sink(sink_config());
   sink.start();
   {
     RawSender tx(config_.host_if);
     send_foreign(tx);
-    send(tx, 70000, 0);  // sender id above the cap
+    send(tx, 70000, 0);            // sender ids at and above the cap
+    send(tx, kSinkMaxSenders, 0);
+    send(tx, kSinkMaxSenders - 1, 0);  // the last id counted
     send(tx, 7, 0);
   }
-  ASSERT_TRUE(sink.wait_for(1, 5s, 20s));
-  ASSERT_TRUE(eventually([&] { return sink.report().other >= 2; }));
+  ASSERT_TRUE(sink.wait_for(2, 5s, 20s));
+  ASSERT_TRUE(eventually([&] { return sink.report().foreign >= 2 && sink.report().other >= 1; }));
   const SinkReport r = sink.stop();
-  ASSERT_EQ(r.senders.size(), 1u);
+  ASSERT_EQ(r.senders.size(), 2u);
   EXPECT_EQ(r.senders[0].sender, 7u);
-  EXPECT_EQ(r.frames, 1u);
-  EXPECT_GE(r.other, 2u);
+  EXPECT_EQ(r.senders[1].sender, kSinkMaxSenders - 1);
+  EXPECT_EQ(r.frames, 2u);
+  EXPECT_EQ(r.foreign, 2u);
+  EXPECT_GE(r.other, 1u);  // and whatever else the kernel sent (none expected)
+}
+
+// Reads a number from /proc/self/status ("VmSize:  1234 kB" -> bytes).
+uint64_t proc_status_bytes(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + ":", 0) == 0) return std::stoull(line.substr(key.size() + 1)) * 1024;
+  return 0;
+}
+
+// Issue 12 item 8: 400 frames numbered 2^36-1 from 400 new sender ids took the old sink to
+// std::bad_alloc. Here a forked child, its address space limited to what it has plus 512 MiB,
+// runs a sink through them and honest frames; it exits 0 only if the counts are sane.
+TEST_F(SinkTest, HostileSequenceNumbersKeepMemoryBounded) {
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0) << std::strerror(errno);
+  if (pid == 0) {
+    const rlim_t limit = proc_status_bytes("VmSize") + (rlim_t{512} << 20);
+    const rlimit rl{limit, limit};
+    if (::setrlimit(RLIMIT_AS, &rl) != 0) ::_exit(10);
+    Sink sink(sink_config());
+    sink.start();
+    {
+      RawSender tx(config_.host_if);
+      for (uint32_t id = 100; id < 500; ++id) send(tx, id, (uint64_t{1} << 36) - 1);
+      send(tx, kSinkMaxSenders + 1, 0);
+      for (uint64_t seq = 0; seq < 10; ++seq) send(tx, 0, seq);
+    }
+    if (!sink.wait_for(10, 5s, 20s)) ::_exit(11);
+    if (!eventually([&] { return sink.report().frames >= 410; })) ::_exit(12);
+    const SinkReport r = sink.stop();
+    if (r.lost != 0) ::_exit(13);
+    if (r.out_of_window != 400 || r.received != 10 || r.foreign != 1) ::_exit(14);
+    if (r.state_bytes > kSinkMaxStateBytes) ::_exit(15);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the sink child died of signal " << WTERMSIG(status)
+                                 << " (std::bad_alloc aborts with SIGABRT)";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "child exit codes: 11/12 frames missing, 13 lost, 14 counts, 15 state size";
 }
 
 TEST_F(SinkTest, ResetZeroesAndWaitForStopsWhenQuiet) {
@@ -295,7 +352,7 @@ TEST_F(SinkTest, MissingInterfaceIsOneLineDeviceError) {
     ADD_FAILURE() << "no DeviceError";
   } catch (const DeviceError& e) {
     const std::string what = e.what();
-    EXPECT_EQ(what, "sink 'nosuchif0' in netns '" + config_.netns + "': no such interface");
+    EXPECT_EQ(what, "sink \"nosuchif0\" in netns \"" + config_.netns + "\": no such interface");
   }
   // The peer end is not in the caller's netns either.
   EXPECT_THROW(Sink(SinkConfig{.ifname = config_.peer_if, .netns = "", .absorb_port = 0}),
@@ -309,13 +366,31 @@ TEST(SinkErrors, MissingNetnsIsOneLineDeviceError) {
     Sink sink(SinkConfig{.ifname = "lo", .netns = ns, .absorb_port = 0});
     ADD_FAILURE() << "no DeviceError";
   } catch (const DeviceError& e) {
-    EXPECT_EQ(std::string(e.what()), "sink 'lo' in netns '" + ns + "': no such netns");
+    EXPECT_EQ(std::string(e.what()), "sink \"lo\" in netns \"" + ns + "\": no such netns");
   }
 }
 
 TEST(SinkErrors, InvalidNamesAreDeviceErrors) {
   EXPECT_THROW(Sink(SinkConfig{.ifname = "", .netns = "", .absorb_port = 0}), DeviceError);
   EXPECT_THROW(Sink(SinkConfig{.ifname = "lo", .netns = "../x", .absorb_port = 0}), DeviceError);
+}
+
+// Issue 12 item 7: names are quoted and escaped in the one error line, and cut when huge.
+TEST(SinkErrors, ControlCharactersInNamesAreEscapedOnOneLine) {
+  const auto what = [](const std::string& ifname, const std::string& netns) {
+    try {
+      Sink sink(SinkConfig{.ifname = ifname, .netns = netns, .absorb_port = 0});
+    } catch (const DeviceError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(what("l\no", ""), "sink \"l\\x0ao\": not a valid interface name");
+  EXPECT_EQ(what("lo", "a\x1b[31mb"),
+            "sink \"lo\" in netns \"a\\x1b[31mb\": not a valid netns name");
+  const std::string huge = what(std::string(128 * 1024, 'x'), "");
+  EXPECT_LT(huge.size(), 300u);
+  EXPECT_NE(huge.find("...\": not a valid interface name"), std::string::npos) << huge;
 }
 
 namespace {
@@ -418,4 +493,259 @@ TEST(FrameIpv4, RejectsTrailingBytesTruncationAndCorruption) {
   auto trailing = f;
   trailing.resize(61, std::byte{0});
   EXPECT_FALSE(parse_frame(trailing).has_value());
+}
+
+// --- the accounting alone (SinkTally): no socket, no root ------------------------------------
+
+namespace {
+
+using net::SinkTally;
+
+const SinkSenderCounts& sender_of(const SinkReport& r, uint32_t id) {
+  const SinkSenderCounts* s = find_sender(r, id);
+  if (s == nullptr) throw std::runtime_error("sender " + std::to_string(id) + " not reported");
+  return *s;
+}
+
+// The identities every report keeps (sink.hpp): frames = received + duplicated + out_of_window,
+// totals are the sums over senders, state within its bound.
+void expect_consistent(const SinkReport& r) {
+  EXPECT_EQ(r.frames, r.received + r.duplicated + r.out_of_window);
+  uint64_t received = 0, lost = 0, dup = 0, ooo = 0, oow = 0;
+  for (const auto& s : r.senders) {
+    received += s.received;
+    lost += s.lost;
+    dup += s.duplicated;
+    ooo += s.out_of_order;
+    oow += s.out_of_window;
+    EXPECT_LE(s.out_of_order, s.received);
+    if (s.resyncs == 0 && s.received > 0) EXPECT_EQ(s.received + s.lost, s.max_seq + 1) << s.sender;
+  }
+  EXPECT_EQ(r.received, received);
+  EXPECT_EQ(r.lost, lost);
+  EXPECT_EQ(r.duplicated, dup);
+  EXPECT_EQ(r.out_of_order, ooo);
+  EXPECT_EQ(r.out_of_window, oow);
+  EXPECT_LE(r.state_bytes, kSinkMaxStateBytes);
+}
+
+}  // namespace
+
+// The same honest sequences as CountsPerSenderExactly, counted as before.
+TEST(SinkTally, HonestGapDuplicateAndReorderingCountedAsBefore) {
+  SinkTally t;
+  for (const uint64_t seq : {0, 1, 2, 4, 5}) t.count(0, seq, 60);
+  for (const uint64_t seq : {0, 1, 2, 2, 3}) t.count(1, seq, 60);
+  for (const uint64_t seq : {0, 2, 1, 3}) t.count(2, seq, 60);
+  t.count_other();
+  const SinkReport r = t.report();
+  expect_consistent(r);
+  EXPECT_EQ(r.frames, 14u);
+  EXPECT_EQ(r.received, 13u);
+  EXPECT_EQ(r.lost, 1u);
+  EXPECT_EQ(r.duplicated, 1u);
+  EXPECT_EQ(r.out_of_order, 1u);
+  EXPECT_EQ(r.out_of_window, 0u);
+  EXPECT_EQ(r.other, 1u);
+  EXPECT_EQ(t.received(), 13u);
+  ASSERT_EQ(r.senders.size(), 3u);
+  EXPECT_EQ(sender_of(r, 0).lost, 1u);
+  EXPECT_EQ(sender_of(r, 0).max_seq, 5u);
+  EXPECT_EQ(sender_of(r, 0).bytes, 300u);
+  EXPECT_EQ(sender_of(r, 1).duplicated, 1u);
+  EXPECT_EQ(sender_of(r, 2).out_of_order, 1u);
+}
+
+// The old sink's rules with unbounded memory, as the reference for honest traffic (no frame
+// later than the window): a bit per sequence number, ever.
+struct UnboundedCounts {
+  std::vector<bool> seen;
+  uint64_t received = 0, duplicated = 0, out_of_order = 0, max_seq = 0;
+  void count(uint64_t seq) {
+    if (seq >= seen.size()) seen.resize(seq + 1);
+    if (seen[seq]) {
+      ++duplicated;
+      return;
+    }
+    seen[seq] = true;
+    if (received++ > 0 && seq < max_seq) ++out_of_order;
+    else max_seq = seq;
+  }
+};
+
+// A long honest stream slides the window 40 times: loss is the gaps it slid past, reordering up
+// to the window's edge and duplicates inside it are seen, and the state does not grow.
+TEST(SinkTally, SlidingWindowKeepsHonestCountsExact) {
+  SinkTally t;
+  UnboundedCounts want;
+  const auto deliver = [&](uint64_t seq) {
+    t.count(0, seq, 60);
+    want.count(seq);
+  };
+  const uint64_t n = 40 * kSinkWindow;
+  for (uint64_t seq = 0; seq < n; ++seq) {
+    const bool never = seq % 10 == 3;
+    const bool late = seq % 1000 == 500;  // arrives after seq + kSinkWindow - 1: just inside
+    if (!never && !late) deliver(seq);
+    if (seq % 5000 == 7 && seq > 100) deliver(seq - 100);  // a duplicate
+    if (seq >= kSinkWindow - 1 && (seq - (kSinkWindow - 1)) % 1000 == 500)
+      deliver(seq - (kSinkWindow - 1));
+  }
+  const SinkReport r = t.report();
+  expect_consistent(r);
+  const auto& s = sender_of(r, 0);
+  EXPECT_EQ(s.received, want.received);
+  EXPECT_EQ(s.duplicated, want.duplicated);
+  EXPECT_EQ(s.out_of_order, want.out_of_order);
+  EXPECT_EQ(s.max_seq, want.max_seq);
+  EXPECT_EQ(s.lost, want.max_seq + 1 - want.received);
+  EXPECT_EQ(s.out_of_window, 0u);
+  EXPECT_GT(s.out_of_order, 600u);
+  EXPECT_GT(s.duplicated, 100u);
+  EXPECT_EQ(t.state_bytes(), SinkTally().state_bytes() + kSinkWindow / 8) << "one bitmap";
+}
+
+// Later than the window, or far ahead of it: out_of_window, never accepted, never millions lost.
+TEST(SinkTally, FramesOutsideTheWindowAreOutOfWindow) {
+  SinkTally t;
+  for (uint64_t seq = 0; seq <= kSinkWindow; ++seq)
+    if (seq != 0 && seq != 1) t.count(0, seq, 60);
+  t.count(0, 1, 60);  // exactly kSinkWindow behind the next expected number: still inside
+  t.count(0, 0, 60);  // one further: too late (it was counted lost when the window passed it)
+  t.count(0, 2, 60);  // a duplicate inside the window
+  SinkReport r = t.report();
+  expect_consistent(r);
+  EXPECT_EQ(r.received, kSinkWindow);
+  EXPECT_EQ(r.out_of_order, 1u);
+  EXPECT_EQ(r.out_of_window, 1u);
+  EXPECT_EQ(r.duplicated, 1u);
+  EXPECT_EQ(r.lost, 1u);
+
+  const uint64_t next = kSinkWindow + 1;
+  t.count(0, next + kSinkMaxGap, 60);  // too far ahead
+  t.count(0, kSinkMaxSeq + 5, 60);     // beyond the sequence space (and not a resync partner)
+  t.count(0, ~uint64_t{0}, 60);
+  r = t.report();
+  expect_consistent(r);
+  EXPECT_EQ(r.out_of_window, 4u);
+  EXPECT_EQ(r.lost, 1u);
+  EXPECT_EQ(r.senders[0].max_seq, kSinkWindow);
+  t.count(0, next + kSinkMaxGap - 1, 60);  // just close enough: accepted, the gap is lost
+  r = t.report();
+  expect_consistent(r);
+  EXPECT_EQ(r.lost, 1 + kSinkMaxGap - 1);
+  EXPECT_EQ(r.senders[0].max_seq, next + kSinkMaxGap - 1);
+}
+
+// Issue 12 item 8: 400 frames numbered 2^36-1 from 400 new sender ids. The old sink allocated
+// 8 MiB per sender for them (and died at 400); `lost` became 2^36-1 per sender.
+TEST(SinkTally, HugeSequenceNumbersFromNewSendersNeitherGrowStateNorCountLost) {
+  SinkTally t;
+  for (uint32_t id = 0; id < 400; ++id) t.count(id, (uint64_t{1} << 36) - 1, 60);
+  const SinkReport r = t.report();
+  expect_consistent(r);
+  EXPECT_EQ(r.frames, 400u);
+  EXPECT_EQ(r.received, 0u);
+  EXPECT_EQ(r.lost, 0u);
+  EXPECT_EQ(r.out_of_window, 400u);
+  EXPECT_EQ(r.senders.size(), 400u);
+  EXPECT_EQ(r.state_bytes, SinkTally().state_bytes() + 400 * kSinkWindow / 8);
+  EXPECT_LE(r.state_bytes, kSinkMaxStateBytes);
+}
+
+TEST(SinkTally, SenderIdsFromTheCapOnAreForeignAndStateStaysBounded) {
+  SinkTally t;
+  for (uint32_t id = 0; id < kSinkMaxSenders; ++id) t.count(id, 0, 60);
+  for (const uint32_t id : {kSinkMaxSenders, kSinkMaxSenders + 1, 70000u, ~uint32_t{0}})
+    t.count(id, 0, 60);
+  const SinkReport r = t.report();
+  expect_consistent(r);
+  EXPECT_EQ(r.senders.size(), kSinkMaxSenders);
+  EXPECT_EQ(r.received, kSinkMaxSenders);
+  EXPECT_EQ(r.foreign, 4u);
+  EXPECT_EQ(r.frames, kSinkMaxSenders);
+  EXPECT_EQ(r.state_bytes, t.state_bytes());
+  EXPECT_LE(r.state_bytes, kSinkMaxStateBytes);
+  t.clear();
+  EXPECT_EQ(t.state_bytes(), SinkTally().state_bytes()) << "clear() frees the bitmaps";
+  EXPECT_TRUE(t.report().senders.empty());
+  EXPECT_EQ(t.report().foreign, 0u);
+}
+
+// A sender that really jumped (its frames vanished for more than kSinkMaxGap numbers, or the sink
+// started late) is followed again after two frames; the jump is not counted as lost.
+TEST(SinkTally, TwoConsecutiveFarFramesResync) {
+  SinkTally t;
+  for (uint64_t seq = 0; seq < 10; ++seq) t.count(0, seq, 60);
+  const uint64_t far = 5 * kSinkMaxGap;
+  t.count(0, far, 60);
+  SinkReport r = t.report();
+  EXPECT_EQ(r.out_of_window, 1u);
+  EXPECT_EQ(r.resyncs, 0u);
+  t.count(0, far + 2, 60);  // the partner: the window restarts at `far`
+  t.count(0, far + 1, 60);  // reordered inside the new window
+  t.count(0, far - 1, 60);  // skipped over: below the new window
+  t.count(0, 10, 60);       // likewise
+  r = t.report();
+  expect_consistent(r);
+  const auto& s = sender_of(r, 0);
+  EXPECT_EQ(s.resyncs, 1u);
+  EXPECT_EQ(s.received, 13u);
+  EXPECT_EQ(s.lost, 0u);
+  EXPECT_EQ(s.out_of_order, 1u);
+  EXPECT_EQ(s.out_of_window, 2u);
+  EXPECT_EQ(s.max_seq, far + 2);
+  // A far frame followed by an accepted one is forgotten: no resync from one far frame each time.
+  t.count(1, 0, 60);
+  t.count(1, far, 60);
+  t.count(1, 1, 60);
+  t.count(1, far + 1, 60);
+  r = t.report();
+  expect_consistent(r);
+  EXPECT_EQ(sender_of(r, 1).resyncs, 0u);
+  EXPECT_EQ(sender_of(r, 1).out_of_window, 2u);
+  EXPECT_EQ(sender_of(r, 1).lost, 0u);
+}
+
+// Whatever arrives, one frame moves each count by at most 1 (lost by less than kSinkMaxGap), the
+// identities hold, and the state stays in its bound: random frames from hostile and honest mixes.
+TEST(SinkTally, NoSingleFrameMovesACountFar) {
+  std::mt19937_64 rng(12);
+  SinkTally t;
+  SinkReport before = t.report();
+  std::vector<uint64_t> next_of(8, 0);
+  for (int i = 0; i < 200000; ++i) {
+    const uint32_t id = static_cast<uint32_t>(rng() % 8) + (rng() % 64 == 0 ? kSinkMaxSenders : 0);
+    uint64_t seq = 0;
+    switch (rng() % 6) {
+      case 0: seq = rng(); break;                                        // anything
+      case 1: seq = rng() % (uint64_t{1} << 40); break;                  // far, in range
+      case 2: seq = next_of[id % 8] + rng() % (2 * kSinkMaxGap); break;  // near the gap limit
+      case 3: seq = next_of[id % 8] - std::min(next_of[id % 8], rng() % (2 * kSinkWindow)); break;
+      default: seq = next_of[id % 8]++; break;                           // honest
+    }
+    t.count(id, seq, 60);
+    if (i % 97 != 0) continue;  // a report every 97 frames: moves bounded by 97 frames' worth
+    const SinkReport r = t.report();
+    expect_consistent(r);
+    for (const auto& s : r.senders) {
+      const SinkSenderCounts* b = find_sender(before, s.sender);
+      const SinkSenderCounts zero{};
+      const SinkSenderCounts& p = b ? *b : zero;
+      ASSERT_LE(s.received - p.received, 97u);
+      ASSERT_LE(s.duplicated - p.duplicated, 97u);
+      ASSERT_LE(s.out_of_window - p.out_of_window + 97, 2 * 97u);  // a resync takes one back
+      ASSERT_LE(s.resyncs - p.resyncs, 97u);
+      ASSERT_LT(s.lost, p.lost + 97 * kSinkMaxGap) << "sender " << s.sender;
+      ASSERT_GE(s.lost + 97, p.lost) << "only late frames inside the window fill gaps";
+    }
+    ASSERT_LE(r.foreign - before.foreign, 97u);
+    before = r;
+  }
+  // The mix reached every rule.
+  EXPECT_GT(before.resyncs, 0u);
+  EXPECT_GT(before.out_of_window, 0u);
+  EXPECT_GT(before.out_of_order, 0u);
+  EXPECT_GT(before.duplicated, 0u);
+  EXPECT_GT(before.foreign, 0u);
 }

@@ -15,6 +15,7 @@
 #include "bench_cmd.hpp"
 #include "net_cmds.hpp"
 #include "txpath/tc.hpp"
+#include "txpath/text.hpp"
 
 int main(int argc, char** argv) {
   // `txpath tc ...` takes tc's own grammar (-s, -batch FILE, ...), which CLI11 does not parse.
@@ -40,10 +41,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::string what = e.what();
-    for (char& c : what)
-      if (c == '\n') c = ' ';
-    fmt::print(stderr, "txpath: error: {}\n", what);
+    // CLI11 echoes the offending argument: escaped and cut, so the error stays one line.
+    fmt::print(stderr, "txpath: error: {}\n", txpath::escape_user_text(e.what()));
     return 2;
   }
   if (app.got_subcommand("bench")) return txpath::cli::run_bench_command(bench);

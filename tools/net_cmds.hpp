@@ -21,9 +21,9 @@ struct TestbedOptions {
 struct SinkOptions {
   std::string ifname;
   std::string netns;
-  double duration = 0;  // 0: until SIGINT/SIGTERM
+  std::string duration = "0";  // seconds; 0: until SIGINT/SIGTERM (parsed by run_sink_command)
   std::string json;
-  int absorb_port = 9000;
+  std::string absorb_port = "9000";
 };
 
 void add_testbed_command(CLI::App& app, TestbedOptions& options);

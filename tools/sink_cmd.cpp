@@ -3,21 +3,26 @@
 // --duration passes or SIGINT/SIGTERM arrives, then prints a per-sender table (and JSON).
 // Signals: main() blocks SIGINT/SIGTERM before any thread exists (prepare_sink_signals), so every
 // thread inherits the mask and the main thread alone takes them with sigtimedwait().
-// Exit codes: 0 ok; 2 bad option or the interface/netns cannot be opened (one line).
+// Exit codes: 0 ok; 2 bad option, the interface/netns cannot be opened or --json cannot be
+// created (one line, user text quoted and escaped: txpath/text.hpp); 1 --json could not be
+// written at the end (one line naming the file, after the table).
 #include <fmt/core.h>
 
+#include <charconv>
 #include <csignal>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "net_cmds.hpp"
 #include "txpath/error.hpp"
+#include "txpath/file.hpp"
 #include "txpath/sink.hpp"
+#include "txpath/text.hpp"
 
 namespace txpath::cli {
 
@@ -28,25 +33,53 @@ nlohmann::json to_json(const SinkOptions& o, const SinkReport& r, uint64_t cpu_n
   for (const auto& s : r.senders) {
     senders.push_back({{"sender", s.sender}, {"received", s.received}, {"lost", s.lost},
                        {"duplicated", s.duplicated}, {"out_of_order", s.out_of_order},
+                       {"out_of_window", s.out_of_window}, {"resyncs", s.resyncs},
                        {"max_seq", s.max_seq}, {"bytes", s.bytes}});
   }
   return {{"interface", o.ifname}, {"netns", o.netns}, {"seconds", r.seconds},
           {"frames", r.frames}, {"received", r.received}, {"lost", r.lost},
-          {"duplicated", r.duplicated}, {"out_of_order", r.out_of_order}, {"other", r.other},
-          {"socket_drops", r.socket_drops}, {"cpu_ns", cpu_ns}, {"senders", senders}};
+          {"duplicated", r.duplicated}, {"out_of_order", r.out_of_order},
+          {"out_of_window", r.out_of_window}, {"resyncs", r.resyncs}, {"foreign", r.foreign},
+          {"other", r.other}, {"socket_drops", r.socket_drops}, {"state_bytes", r.state_bytes},
+          {"cpu_ns", cpu_ns}, {"senders", senders}};
 }
 
 void print_table(std::FILE* out, const SinkOptions& o, const SinkReport& r, uint64_t cpu_ns) {
   fmt::print(out, "sink {}{}: {:.3f} s, receive thread CPU {:.3f} s\n", o.ifname,
              o.netns.empty() ? "" : " (netns " + o.netns + ")", r.seconds, cpu_ns / 1e9);
-  fmt::print(out, "{:>8} {:>14} {:>12} {:>12} {:>12} {:>14}\n", "sender", "received", "lost",
-             "duplicated", "out_of_order", "max_seq");
+  fmt::print(out, "{:>8} {:>14} {:>12} {:>12} {:>12} {:>13} {:>14}\n", "sender", "received",
+             "lost", "duplicated", "out_of_order", "out_of_window", "max_seq");
   for (const auto& s : r.senders)
-    fmt::print(out, "{:>8} {:>14} {:>12} {:>12} {:>12} {:>14}\n", s.sender, s.received, s.lost,
-               s.duplicated, s.out_of_order, s.max_seq);
-  fmt::print(out, "{:>8} {:>14} {:>12} {:>12} {:>12}\n", "total", r.received, r.lost,
-             r.duplicated, r.out_of_order);
-  fmt::print(out, "other frames: {}, socket drops: {}\n", r.other, r.socket_drops);
+    fmt::print(out, "{:>8} {:>14} {:>12} {:>12} {:>12} {:>13} {:>14}\n", s.sender, s.received,
+               s.lost, s.duplicated, s.out_of_order, s.out_of_window, s.max_seq);
+  fmt::print(out, "{:>8} {:>14} {:>12} {:>12} {:>12} {:>13}\n", "total", r.received, r.lost,
+             r.duplicated, r.out_of_order, r.out_of_window);
+  fmt::print(out, "other frames: {}, foreign frames (sender id >= {}): {}, socket drops: {}\n",
+             r.other, kSinkMaxSenders, r.foreign, r.socket_drops);
+  if (r.resyncs != 0)
+    fmt::print(out, "resyncs: {} (a sender's numbers jumped {} or more ahead; not counted lost)\n",
+               r.resyncs, kSinkMaxGap);
+}
+
+// --duration: seconds, a plain decimal number (an exponent is allowed, hex is not), 0 to 1e9.
+double parse_duration(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v, std::chars_format::general);
+  if (text.empty() || ec != std::errc{} || ptr != end || !std::isfinite(v) || v < 0 || v > 1e9)
+    throw ConfigError("--duration: " + txpath::quoted(text) +
+                      " is not a number of seconds in 0..1e9");
+  return v;
+}
+
+uint16_t parse_port(const std::string& text) {
+  unsigned v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc{} || ptr != end || v > 65535)
+    throw ConfigError("--absorb-port: " + txpath::quoted(text) +
+                      " is not a port number in 0..65535");
+  return static_cast<uint16_t>(v);
 }
 
 }  // namespace
@@ -56,12 +89,11 @@ void add_sink_command(CLI::App& app, SinkOptions& o) {
       "sink", "count txpath frames arriving on an interface (e.g. the testbed's peer end)");
   sink->add_option("IFNAME", o.ifname, "interface to receive on")->required();
   sink->add_option("--netns", o.netns, "named network namespace of the interface (ip netns)");
-  sink->add_option("--duration", o.duration, "seconds to count (default: until SIGINT/SIGTERM)")
-      ->check(CLI::NonNegativeNumber);
+  sink->add_option("--duration", o.duration,
+                   "seconds to count, 0..1e9 (default 0: until SIGINT/SIGTERM)");
   sink->add_option("--json", o.json, "also write the counts as JSON to FILE ('-': stdout, the table then goes to stderr)");
   sink->add_option("--absorb-port", o.absorb_port,
                    "bind a UDP socket to this port so the receiver sends no ICMP unreachables (0: don't)")
-      ->check(CLI::Range(0, 65535))
       ->capture_default_str();
 }
 
@@ -73,59 +105,70 @@ void prepare_sink_signals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+namespace {
+
+// Returns after `duration` seconds (0: never) or at SIGINT/SIGTERM, whichever comes first.
+void wait_for_end(double duration) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  if (duration <= 0) {
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0) {
+    }
+    return;
+  }
+  timespec end{};
+  clock_gettime(CLOCK_MONOTONIC, &end);
+  const auto whole = static_cast<time_t>(duration);
+  end.tv_sec += whole;
+  end.tv_nsec += static_cast<long>((duration - static_cast<double>(whole)) * 1e9);
+  if (end.tv_nsec >= 1000000000L) {
+    end.tv_sec += 1;
+    end.tv_nsec -= 1000000000L;
+  }
+  for (;;) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+      return;
+    timespec left{end.tv_sec - now.tv_sec, end.tv_nsec - now.tv_nsec};
+    if (left.tv_nsec < 0) {
+      left.tv_sec -= 1;
+      left.tv_nsec += 1000000000L;
+    }
+    const int sig = sigtimedwait(&set, nullptr, &left);
+    if (sig > 0) return;        // SIGINT/SIGTERM: stop early
+    if (errno != EINTR) return;  // EAGAIN: time is up
+  }
+}
+
+}  // namespace
+
 int run_sink_command(const SinkOptions& o) {
   SinkReport report;
   uint64_t cpu_ns = 0;
+  double duration = 0;
+  std::unique_ptr<OutputFile> json;  // opened before counting: a bad path fails at once
   try {
-    if (!std::isfinite(o.duration)) throw ConfigError("--duration: not a finite number");
-    if (!o.json.empty() && o.json != "-") {
-      std::ofstream probe(o.json, std::ios::app);
-      if (!probe) throw ConfigError("--json: cannot write \"" + o.json + "\"");
-    }
-    Sink sink(SinkConfig{.ifname = o.ifname, .netns = o.netns,
-                         .absorb_port = static_cast<uint16_t>(o.absorb_port)});
+    duration = parse_duration(o.duration);
+    const uint16_t port = parse_port(o.absorb_port);
+    if (!o.json.empty() && o.json != "-") json = std::make_unique<OutputFile>(o.json, "--json");
+    Sink sink(SinkConfig{.ifname = o.ifname, .netns = o.netns, .absorb_port = port});
     sink.start();
     std::FILE* info = o.json == "-" ? stderr : stdout;
     fmt::print(info, "txpath sink: counting on {}{}{}\n", o.ifname,
                o.netns.empty() ? "" : " in netns " + o.netns,
-               o.duration > 0 ? fmt::format(" for {} s", o.duration) : " until SIGINT/SIGTERM");
+               duration > 0 ? fmt::format(" for {} s", duration) : " until SIGINT/SIGTERM");
     std::fflush(info);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    if (o.duration > 0) {
-      timespec end{};
-      clock_gettime(CLOCK_MONOTONIC, &end);
-      const auto whole = static_cast<time_t>(o.duration);
-      end.tv_sec += whole;
-      end.tv_nsec += static_cast<long>((o.duration - static_cast<double>(whole)) * 1e9);
-      if (end.tv_nsec >= 1000000000L) {
-        end.tv_sec += 1;
-        end.tv_nsec -= 1000000000L;
-      }
-      for (;;) {
-        timespec now{};
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
-          break;
-        timespec left{end.tv_sec - now.tv_sec, end.tv_nsec - now.tv_nsec};
-        if (left.tv_nsec < 0) {
-          left.tv_sec -= 1;
-          left.tv_nsec += 1000000000L;
-        }
-        const int sig = sigtimedwait(&set, nullptr, &left);
-        if (sig > 0) break;  // SIGINT/SIGTERM: stop early
-        if (errno != EINTR) break;  // EAGAIN: time is up
-      }
-    } else {
-      int sig = 0;
-      while (sigwait(&set, &sig) != 0) {
-      }
-    }
+    wait_for_end(duration);
     report = sink.stop();
     cpu_ns = sink.cpu_ns();
   } catch (const ConfigError& e) {
+    fmt::print(stderr, "txpath: error: {}\n", e.what());
+    return 2;
+  } catch (const FileError& e) {
     fmt::print(stderr, "txpath: error: {}\n", e.what());
     return 2;
   }
@@ -133,16 +176,18 @@ int run_sink_command(const SinkOptions& o) {
     print_table(stderr, o, report, cpu_ns);
     std::cout << to_json(o, report, cpu_ns).dump(2) << "\n";
     std::cout.flush();
-    if (!std::cout) return 2;
-  } else {
-    print_table(stdout, o, report, cpu_ns);
-    if (!o.json.empty()) {
-      std::ofstream out(o.json, std::ios::trunc);
-      out << to_json(o, report, cpu_ns).dump(2) << "\n";
-      if (!out) {
-        fmt::print(stderr, "txpath: error: --json: cannot write \"{}\"\n", o.json);
-        return 2;
-      }
+    if (!std::cout) return 1;
+    return 0;
+  }
+  print_table(stdout, o, report, cpu_ns);
+  std::fflush(stdout);
+  if (json) {
+    try {
+      json->write(to_json(o, report, cpu_ns).dump(2) + "\n");
+      json->commit();
+    } catch (const FileError& e) {
+      fmt::print(stderr, "txpath: error: {}\n", e.what());
+      return 1;
     }
   }
   return 0;

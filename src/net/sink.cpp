@@ -8,8 +8,9 @@
 //   - a ring block belongs to the receive thread while its block_status has TP_STATUS_USER and
 //     to the kernel otherwise; the thread hands it back by storing TP_STATUS_KERNEL after it has
 //     read every packet in it;
-//   - all counts are written by the receive thread under `mu` (one lock per ring block, not per
-//     frame) and read by report()/wait_for() under `mu`: snapshots are consistent;
+//   - all counts (the SinkTally, sink_tally.hpp: bounded per-sender state) are written by the
+//     receive thread under `mu` (one lock per ring block, not per frame) and read by
+//     report()/wait_for() under `mu`: snapshots are consistent;
 //   - socket drops: PACKET_STATISTICS resets on read, so every read is added to `socket_drops`
 //     under `mu`.
 // Memory ordering: block_status is read with acquire (pairs with the kernel's write barrier before
@@ -42,17 +43,15 @@
 #include <utility>
 
 #include "net/netns.hpp"
+#include "net/sink_tally.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
+#include "txpath/text.hpp"
 
 namespace txpath {
 
 namespace {
 
-constexpr uint32_t kMaxSender = 65535;        // larger ids count as `other`
-constexpr uint64_t kMaxSeq = uint64_t{1} << 36;  // larger sequence numbers count as `other`
-constexpr unsigned kChunkBits = 16;           // a bitmap chunk covers 2^16 sequence numbers
-constexpr uint64_t kChunkWords = (uint64_t{1} << kChunkBits) / 64;
 constexpr unsigned kBlockSize = 1u << 20;     // ring block (1 MiB)
 constexpr unsigned kBlockCount = 32;          // 32 MiB of ring
 constexpr unsigned kFrameSize = 2048;         // nominal, required by the ring request
@@ -81,13 +80,6 @@ class Fd {
   int fd_ = -1;
 };
 
-// Seen sequence numbers of one sender: a two-level bitmap (chunks allocated on first use).
-struct SenderState {
-  std::vector<std::unique_ptr<uint64_t[]>> chunks;
-  bool active = false;
-  uint64_t received = 0, duplicated = 0, out_of_order = 0, max_seq = 0, bytes = 0;
-};
-
 }  // namespace
 
 struct Sink::Impl {
@@ -104,8 +96,7 @@ struct Sink::Impl {
 
   mutable std::mutex mu;
   mutable std::condition_variable arrived;
-  std::vector<SenderState> senders;  // by id
-  uint64_t frames = 0, other = 0;
+  net::SinkTally tally;
   mutable uint64_t socket_drops = 0;
   std::chrono::steady_clock::time_point since{}, last_frame{}, stopped_at{};
   bool running = false, stopped = false;
@@ -206,35 +197,8 @@ void Sink::Impl::read_drops_locked() const {
 void Sink::Impl::count(const std::byte* data, std::size_t len) {
   const std::span<const std::byte> bytes(data, len);
   const auto info = link_header ? parse_frame(bytes) : parse_ipv4_packet(bytes);
-  if (!info || info->sender > kMaxSender || info->seq >= kMaxSeq) {
-    ++other;
-    return;
-  }
-  if (info->sender >= senders.size()) senders.resize(info->sender + 1);
-  SenderState& s = senders[info->sender];
-  ++frames;
-  s.bytes += len;
-  const uint64_t chunk = info->seq >> kChunkBits;
-  if (chunk >= s.chunks.size()) s.chunks.resize(chunk + 1);
-  auto& bits = s.chunks[chunk];
-  if (!bits) bits = std::make_unique<uint64_t[]>(kChunkWords);  // zeroed
-  const uint64_t bit = info->seq & ((uint64_t{1} << kChunkBits) - 1);
-  uint64_t& word = bits[bit / 64];
-  const uint64_t mask = uint64_t{1} << (bit % 64);
-  if (word & mask) {
-    ++s.duplicated;
-    return;
-  }
-  word |= mask;
-  ++s.received;
-  if (!s.active) {
-    s.active = true;
-    s.max_seq = info->seq;
-  } else if (info->seq < s.max_seq) {
-    ++s.out_of_order;
-  } else {
-    s.max_seq = info->seq;
-  }
+  if (info) tally.count(info->sender, info->seq, len);
+  else tally.count_other();
 }
 
 void Sink::Impl::loop() {
@@ -271,7 +235,7 @@ void Sink::Impl::loop() {
     bool any_txpath = false;
     {
       std::lock_guard lock(mu);
-      const uint64_t before = frames;
+      const uint64_t before = tally.frames();
       for (uint32_t i = 0; i < n; ++i) {
         const auto* hdr = reinterpret_cast<const tpacket3_hdr*>(p);
         const auto* ll = reinterpret_cast<const sockaddr_ll*>(
@@ -283,7 +247,7 @@ void Sink::Impl::loop() {
         }
         p += hdr->tp_next_offset;
       }
-      any_txpath = frames != before;
+      any_txpath = tally.frames() != before;
       if (any_txpath) last_frame = std::chrono::steady_clock::now();
     }
     // release: our reads of the block happen before the kernel refills it.
@@ -301,36 +265,17 @@ void Sink::Impl::loop() {
 
 SinkReport Sink::Impl::report_locked() const {
   read_drops_locked();
-  SinkReport r;
-  r.frames = frames;
-  r.other = other;
+  SinkReport r = tally.report();
   r.socket_drops = socket_drops;
   const auto end = stopped ? stopped_at : std::chrono::steady_clock::now();
   r.seconds = running || stopped ? std::chrono::duration<double>(end - since).count() : 0.0;
-  for (std::size_t id = 0; id < senders.size(); ++id) {
-    const SenderState& s = senders[id];
-    if (!s.active && s.duplicated == 0) continue;
-    SinkSenderCounts c;
-    c.sender = static_cast<uint32_t>(id);
-    c.received = s.received;
-    c.duplicated = s.duplicated;
-    c.out_of_order = s.out_of_order;
-    c.max_seq = s.max_seq;
-    c.lost = s.active ? s.max_seq + 1 - s.received : 0;
-    c.bytes = s.bytes;
-    r.received += c.received;
-    r.lost += c.lost;
-    r.duplicated += c.duplicated;
-    r.out_of_order += c.out_of_order;
-    r.senders.push_back(c);
-  }
   return r;
 }
 
 void Sink::Impl::zero_locked() {
   read_drops_locked();
-  senders.clear();
-  frames = other = socket_drops = 0;
+  tally.clear();
+  socket_drops = 0;
   since = last_frame = std::chrono::steady_clock::now();
   if (stopped) stopped_at = since;
 }
@@ -338,8 +283,9 @@ void Sink::Impl::zero_locked() {
 Sink::Sink(const SinkConfig& config) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.config = config;
-  m.label = "sink '" + config.ifname + "'" +
-            (config.netns.empty() ? "" : " in netns '" + config.netns + "'");
+  // txpath::quoted, not std::quoted (found by ADL for a std::string where <iomanip> is seen).
+  m.label = "sink " + txpath::quoted(config.ifname) +
+            (config.netns.empty() ? "" : " in netns " + txpath::quoted(config.netns));
   if (!net::valid_ifname(config.ifname)) m.fail("not a valid interface name");
   if (!config.netns.empty() && !net::valid_netns_name(config.netns)) m.fail("not a valid netns name");
   m.wake = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -384,9 +330,7 @@ bool Sink::wait_for(uint64_t frames, std::chrono::milliseconds quiet,
   const auto deadline = start + timeout;
   std::unique_lock lock(m.mu);
   for (;;) {
-    uint64_t received = 0;
-    for (const auto& s : m.senders) received += s.received;
-    if (received >= frames) return true;
+    if (m.tally.received() >= frames) return true;
     const auto now = std::chrono::steady_clock::now();
     const auto quiet_end = std::max(start, m.last_frame) + quiet;
     if (now >= deadline || now >= quiet_end) return false;
