@@ -19,6 +19,7 @@ tmp=$(mktemp -d)
 mnt=""
 bg=""
 cleanup() {
+  [ "$BASHPID" = "$$" ] || return 0  # a forked child about to exec the bench is not the test
   [ -n "$bg" ] && kill -KILL "$bg" 2>/dev/null
   [ -n "$mnt" ] && umount "$mnt" 2>/dev/null
   rm -rf "$tmp"
@@ -134,6 +135,7 @@ want_hex=$(printf '%s' "pcap:$odd" | od -An -tx1 | tr -d ' \n')
 # Starts a long bench in the background (SIGINT not ignored, as it would be for a background job
 # of a script); waits for its first progress line.
 start_long() {  # $1: --json target
+  rm -f "$tmp/sig.out" "$tmp/sig.err"  # the previous run's progress line must not count
   env --default-signal=INT,TERM "$bin" bench --device null --strategy busylock,rootlock --threads 1,2 --duration 30 --repeat 3 \
     --json "$1" --csv "$tmp/sig.csv" --plot "$tmp/sig.svg" >"$tmp/sig.out" 2>"$tmp/sig.err" &
   bg=$!
