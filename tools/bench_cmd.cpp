@@ -204,15 +204,12 @@ extern "C" void on_stop_signal(int sig) {
 }
 
 // SIGINT and SIGTERM stop the bench while this lives; the previous handlers come back after.
+// A signal ignored when txpath started (a shell's background job, nohup) stays ignored.
 class StopOnSignals {
  public:
   StopOnSignals() {
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;  // stdout writes and sleeps go on; the loops poll the flag
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
+    catch_unless_ignored(SIGINT, old_int_);
+    catch_unless_ignored(SIGTERM, old_term_);
   }
   ~StopOnSignals() {
     ::sigaction(SIGINT, &old_int_, nullptr);
@@ -222,6 +219,16 @@ class StopOnSignals {
   StopOnSignals& operator=(const StopOnSignals&) = delete;
 
  private:
+  static void catch_unless_ignored(int sig, struct sigaction& old) {
+    ::sigaction(sig, nullptr, &old);
+    if (old.sa_handler == SIG_IGN) return;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;  // stdout writes and sleeps go on; the loops poll the flag
+    ::sigaction(sig, &sa, nullptr);
+  }
+
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
 };
@@ -377,8 +384,9 @@ bool write_outputs(const BenchOptions& o, const BenchConfig& cfg,
   write("--plot", o.plot, [&] {
     std::string park_list;
     for (const bool p : cfg.park) park_list += (park_list.empty() ? "" : ",") + std::string(park_name(p));
+    // one_line(): a name that is not UTF-8 would make the document ill-formed XML.
     return render_svg(points, fmt::format("txpath bench: senders into one TX queue (device {}, qdisc {}, lock {}, park {}){}",
-                                          cfg.device, cfg.qdisc, cfg.lock, park_list,
+                                          one_line(cfg.device), one_line(cfg.qdisc), one_line(cfg.lock), park_list,
                                           partial ? " [partial: stopped by a signal]" : ""));
   });
   // A device's own output (pcap:FILE), once per file.

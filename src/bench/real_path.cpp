@@ -62,7 +62,7 @@ std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& s
 }
 
 KernelSender::KernelSender(const KernelRoute& route) {
-  const std::string what = "kernel row (" + route.text + ")";
+  const std::string what = "kernel row (" + escape_user_text(route.text) + ")";
   fd_ = netif::Fd(::socket(route.addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!fd_) netif::fail_errno(what, "socket(UDP)", errno);
   const int one = 1;

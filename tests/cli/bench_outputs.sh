@@ -121,7 +121,7 @@ fi
 # ---- 10: a name that is not UTF-8 ---------------------------------------------------------------
 odd="$tmp/"$'\xff'".pcap"
 "$bin" bench --device "pcap:$odd" --strategy busylock --threads 1 --duration 0.02 --repeat 1 \
-  --quiet --json "$tmp/odd.json" >"$tmp/odd.out" 2>&1
+  --quiet --json "$tmp/odd.json" --csv "$tmp/odd.csv" --plot "$tmp/odd.svg" >"$tmp/odd.out" 2>&1
 rc=$?
 [ "$rc" -eq 0 ] || { FAIL "non-UTF-8 device name: exit $rc"; cat "$tmp/odd.out"; }
 grep -q '^busylock ' "$tmp/odd.out" || FAIL "non-UTF-8 device name: no table"
@@ -130,6 +130,9 @@ want_hex=$(printf '%s' "pcap:$odd" | od -An -tx1 | tr -d ' \n')
       (.config.device | type == "string") and (.results | length == 1)' "$tmp/odd.json" >/dev/null ||
   { FAIL "non-UTF-8 device name: JSON"; cat "$tmp/odd.json"; }
 [ -s "$odd" ] || FAIL "non-UTF-8 device name: no capture"
+# The chart names the device in its title: still UTF-8, so still well-formed XML.
+[ -s "$tmp/odd.svg" ] && iconv -f UTF-8 -t UTF-8 "$tmp/odd.svg" >/dev/null 2>&1 ||
+  FAIL "non-UTF-8 device name: the SVG is not UTF-8"
 
 # ---- 3: SIGINT / SIGTERM --------------------------------------------------------------------------
 # Starts a long bench in the background (SIGINT not ignored, as it would be for a background job
