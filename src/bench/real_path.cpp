@@ -46,8 +46,8 @@ std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& s
   }
   if (const std::string ifname = link_interface(device); !ifname.empty()) {
     if (!find_testbed(ifname))
-      throw ConfigError("strategy kernel on " + txpath::quoted(device.describe()) +
-                        ": no testbed on " + txpath::quoted(ifname) +
+      throw ConfigError("strategy kernel on " + escape_user_text(device.describe()) +
+                        ": no testbed on " + escape_user_text(ifname) +
                         " to send to (run `txpath testbed up`, or leave out the kernel row)");
     auto* in = reinterpret_cast<sockaddr_in*>(&r.addr);
     in->sin_family = AF_INET;
