@@ -452,9 +452,9 @@ std::string one_line(std::string_view message) {
 
 void add_bench_command(CLI::App& app, BenchOptions& o) {
   CLI::App* cmd = app.add_subcommand("bench", "N senders into one TX queue; Mpps and CPU per packet");
-  const CLI::Validator integer(decimal_integer, "INT");
-  const CLI::Validator number(decimal_number, "NUMBER");
-  const CLI::Validator non_empty(not_empty, "TEXT");
+  const CLI::Validator integer(decimal_integer, "");  // no name: the help shows the type
+  const CLI::Validator number(decimal_number, "");
+  const CLI::Validator non_empty(not_empty, "");
   cmd->add_option("--strategy", o.strategies, "Comma-separated strategies, or 'all'")
       ->capture_default_str();
   cmd->add_option("--threads", o.threads,
