@@ -288,8 +288,9 @@ void check_output_path(std::string_view flag, const std::string& file) {
     if (!S_ISREG(st.st_mode)) return;  // a device, FIFO or pipe: written in place
   }
   const std::string dir = dir_of(file);
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw ConfigError(name + ": no directory " + txpath::quoted(dir));
+  if (::stat(dir.c_str(), &st) != 0)
+    throw ConfigError(name + ": directory " + txpath::quoted(dir) + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) throw ConfigError(name + ": " + txpath::quoted(dir) + " is not a directory");
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw ConfigError(name + ": cannot create a file in " + txpath::quoted(dir) + ": " + std::strerror(errno));
 }
