@@ -4,6 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "txpath/bench.hpp"
 #include "txpath/error.hpp"
@@ -184,6 +191,107 @@ TEST(Bench, ParkDimensionInterleavesAndKeepsRatiosWithinAPolicy) {
     EXPECT_DOUBLE_EQ(p.vs_busylock_mpps, p.mpps / base.mpps);
     EXPECT_DOUBLE_EQ(p.vs_busylock_cpu, p.cpu_ns_per_pkt / base.cpu_ns_per_pkt);
   }
+}
+
+// A stop request (what a SIGINT handler sets) ends the bench early: the run in progress stops,
+// drains and is checked; no further run starts; the points that ran come back, the interrupted
+// one marked incomplete. A long duration shows the stop did not wait for it.
+TEST(Bench, StopRequestReturnsThePointsThatRan) {
+  BenchConfig c;
+  c.strategies = {"busylock", "rootlock"};
+  c.threads = {1, 2};
+  c.duration_s = 3600;  // never reached: the stop cuts the first run short
+  c.device = "null";
+  c.pin = false;
+  c.repeat = 3;
+  std::atomic<bool> stop{false};
+  c.stop = &stop;
+  std::vector<std::string> progress;
+  const auto points = run_bench(c, [&](const std::string& line) {
+    progress.push_back(line);
+    stop.store(true);  // as a signal would, once the first run is about to start
+  });
+  ASSERT_EQ(progress.size(), 1u) << "no run starts after the stop";
+  ASSERT_EQ(points.size(), 1u) << "only the (busylock, 1 thread) point ran";
+  const BenchPoint& p = points[0];
+  EXPECT_EQ(p.strategy, "busylock");
+  EXPECT_EQ(p.threads, 1);
+  EXPECT_EQ(p.runs, 1);
+  EXPECT_FALSE(p.complete);
+  EXPECT_TRUE(p.drained);
+  EXPECT_TRUE(p.conserved) << "what ran is still checked";
+  EXPECT_EQ(p.submitted, p.sent + p.dropped);
+}
+
+TEST(Bench, StopBeforeTheFirstRunReturnsNothing) {
+  BenchConfig c;
+  c.strategies = {"busylock"};
+  c.threads = {1};
+  c.duration_s = 3600;
+  c.device = "null";
+  c.pin = false;
+  std::atomic<bool> stop{true};
+  c.stop = &stop;
+  EXPECT_TRUE(run_bench(c).empty());
+}
+
+TEST(Bench, FinishedPointsAreComplete) {
+  BenchConfig c;
+  c.strategies = {"busylock"};
+  c.threads = {1};
+  c.duration_s = 0.02;
+  c.device = "null";
+  c.pin = false;
+  c.repeat = 2;
+  const auto points = run_bench(c);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].runs, 2);
+  EXPECT_TRUE(points[0].complete);
+  EXPECT_EQ(points[0].output_error, "");
+}
+
+// pcap:FILE: checking the configuration does not create FILE; each run's capture replaces it
+// whole; a capture that cannot be written is reported on the point (one line naming the file),
+// the measurement stands.
+TEST(Bench, PcapOutputIsCompleteOrReported) {
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "txpath_bench_" + std::to_string(::getpid()) + ".pcap";
+  std::remove(path.c_str());
+  BenchConfig c;
+  c.strategies = {"busylock"};
+  c.threads = {1};
+  c.duration_s = 0.02;
+  c.device = "pcap:" + path;
+  c.pin = false;
+  c.repeat = 1;
+  (void)resolve_bench_config(c);
+  EXPECT_NE(::access(path.c_str(), F_OK), 0) << "checking the spec created the file";
+  auto points = run_bench(c);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].output_error, "");
+  EXPECT_EQ(::access(path.c_str(), F_OK), 0) << "the capture was not written";
+  std::remove(path.c_str());
+  {
+    // A full disk mid-run (here: a file size limit, EFBIG; SIGXFSZ ignored meanwhile).
+    rlimit old{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+    struct sigaction ignore {}, old_action {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGXFSZ, &ignore, &old_action);
+    rlimit small = old;
+    small.rlim_cur = 16 * 1024;
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    points = run_bench(c);
+    ::setrlimit(RLIMIT_FSIZE, &old);
+    ::sigaction(SIGXFSZ, &old_action, nullptr);
+    ASSERT_EQ(points.size(), 1u);
+    EXPECT_EQ(points[0].output_error, "device 'pcap:" + path + "': write: File too large");
+    EXPECT_TRUE(points[0].conserved) << "the measurement stands";
+    EXPECT_NE(::access(path.c_str(), F_OK), 0) << "a cut capture was left as FILE";
+  }
+  // /dev/full is a device: written in place, and its first write (the header) fails at setup.
+  c.device = "pcap:/dev/full";
+  EXPECT_THROW(run_bench(c), ConfigError);
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 // DeviceError for a file that cannot be created.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -148,6 +151,26 @@ XmitResult xmit_locked(Device& dev, Packet* p, bool more) {
 off_t file_size(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? st.st_size : -1;
+}
+
+// The size of the OutputFile temporary beside `path` (".NAME.XXXXXX"), -1 if there is none.
+off_t temp_size(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = path.substr(0, slash);
+  const std::string prefix = "." + path.substr(slash + 1) + ".";
+  off_t size = -1;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (std::string_view(e->d_name).rfind(prefix, 0) == 0) size = file_size(dir + "/" + e->d_name);
+    }
+    ::closedir(d);
+  }
+  return size;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 bool tcpdump_installed(std::string& path) {
@@ -303,17 +326,18 @@ TEST(PcapDevice, DoorbellWritesAndCompletes) {
     EXPECT_EQ(dev.describe(), "pcap:" + path);
     EXPECT_EQ(dev.mtu(), 1500u);
     EXPECT_EQ(dev.dql(), nullptr);
-    // The global header is on disk at once: an empty capture is a valid file.
-    EXPECT_EQ(file_size(path), static_cast<off_t>(PcapDevice::kGlobalHeaderLen));
+    // Nothing is FILE until the capture is complete; the header is in the temporary file.
+    EXPECT_EQ(file_size(path), -1);
+    EXPECT_EQ(temp_size(path), static_cast<off_t>(PcapDevice::kGlobalHeaderLen));
     for (uint64_t i = 0; i < 4; ++i) {
       ASSERT_EQ(xmit_locked(dev, make_packet(pool, tmpl, 0, i), true), XmitResult::ok);
     }
     // xmit_more: nothing written, nothing completed yet.
-    EXPECT_EQ(file_size(path), static_cast<off_t>(PcapDevice::kGlobalHeaderLen));
+    EXPECT_EQ(temp_size(path), static_cast<off_t>(PcapDevice::kGlobalHeaderLen));
     EXPECT_EQ(dev.in_flight(), 4u);
     EXPECT_EQ(pool.free_count(), pool.capacity() - 4);
     ASSERT_EQ(xmit_locked(dev, make_packet(pool, tmpl, 0, 4), false), XmitResult::ok);
-    EXPECT_EQ(file_size(path),
+    EXPECT_EQ(temp_size(path),
               static_cast<off_t>(PcapDevice::kGlobalHeaderLen +
                                  5 * (PcapDevice::kRecordHeaderLen + tmpl.size())));
     EXPECT_EQ(dev.in_flight(), 0u);
@@ -326,7 +350,7 @@ TEST(PcapDevice, DoorbellWritesAndCompletes) {
     EXPECT_EQ(s.tx_errors, 0u);
     EXPECT_EQ(s.busy, 0u);
     EXPECT_EQ(s.stops, 0u);
-    EXPECT_EQ(dev.write_error(), 0);
+    EXPECT_EQ(dev.write_error(), "");
     // Left pending at destruction: the destructor writes them.
     ASSERT_EQ(xmit_locked(dev, make_packet(pool, tmpl, 0, 5), true), XmitResult::ok);
   }
@@ -356,7 +380,7 @@ TEST(PcapDevice, FullBufferFlushesBeforeTheDoorbell) {
     // No doorbell was asked for, but the buffer could not hold the batch: it was written out
     // (and those packets completed), at least twice.
     EXPECT_GE(dev.stats().doorbells, 2u);
-    EXPECT_GT(file_size(path), static_cast<off_t>(PcapDevice::kBufferBytes));
+    EXPECT_GT(temp_size(path), static_cast<off_t>(PcapDevice::kBufferBytes));
     EXPECT_LT(dev.in_flight(), n);
     EXPECT_EQ(pool.free_count(), pool.capacity() - dev.in_flight());
   }
@@ -396,7 +420,7 @@ TEST(PcapDevice, WriteErrorCountsTxErrorsAndNeverThrows) {
     EXPECT_EQ(s.tx_packets, 2u);
     EXPECT_EQ(s.completed, 2u);
     EXPECT_EQ(s.tx_errors, 2u);
-    EXPECT_EQ(dev.write_error(), EPIPE);
+    EXPECT_EQ(dev.write_error(), "device 'pcap:" + path + "': write: Broken pipe");
     EXPECT_EQ(pool.free_count(), pool.capacity());
     // After a failed write nothing more is written; later batches are errors too.
     ASSERT_EQ(xmit_locked(dev, make_packet(pool, tmpl, 0, 2), false), XmitResult::ok);
@@ -417,7 +441,7 @@ TEST(PcapDevice, MissingDirectoryIsOneLineDeviceError) {
     FAIL() << "no DeviceError";
   } catch (const DeviceError& e) {
     const std::string what = e.what();
-    EXPECT_EQ(what, "device '" + spec + "': cannot create: No such file or directory");
+    EXPECT_EQ(what, "device '" + spec + "': create a temporary file beside it: No such file or directory");
     EXPECT_EQ(what.find('\n'), std::string::npos);
   }
 }
@@ -428,7 +452,7 @@ TEST(PcapDevice, UnwritableFileIsDeviceError) {
     make_device("pcap:/dev/full");
     FAIL() << "no DeviceError";
   } catch (const DeviceError& e) {
-    EXPECT_EQ(std::string(e.what()), "device 'pcap:/dev/full': cannot write: No space left on device");
+    EXPECT_EQ(std::string(e.what()), "device 'pcap:/dev/full': write: No space left on device");
   }
 }
 
@@ -479,4 +503,146 @@ TEST(PcapDevice, TcpdumpReadsTheCapture) {
   const auto err = run_lines(tcpdump + " -nn -r '" + path + "' 2>&1 >/dev/null");
   for (const auto& l : err) EXPECT_EQ(l.rfind("reading from file", 0), 0u) << l;
   std::remove(path.c_str());
+}
+
+namespace {
+
+// Process-wide limit on the size of a file written (RLIMIT_FSIZE), with SIGXFSZ ignored: a write
+// past it fails with EFBIG, as on a full disk. Restored on scope exit.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &old_);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGXFSZ, &ignore, &old_action_);
+    rlimit lim = old_;
+    lim.rlim_cur = bytes;
+    ok_ = ::setrlimit(RLIMIT_FSIZE, &lim) == 0;
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_);
+    ::sigaction(SIGXFSZ, &old_action_, nullptr);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+  bool ok() const noexcept { return ok_; }
+
+ private:
+  rlimit old_{};
+  struct sigaction old_action_ {};
+  bool ok_ = false;
+};
+
+constexpr std::string_view kOldCapture = "an older capture, which a failed run must not touch\n";
+
+void write_file(const std::string& path, std::string_view contents) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << contents;
+}
+
+// Sends `n` full-size frames through `dev`, one doorbell each.
+void send_frames(Device& dev, Pool& pool, uint64_t n) {
+  const FrameTemplate tmpl = make_template(1500 - 28);
+  for (uint64_t i = 0; i < n; ++i)
+    ASSERT_EQ(xmit_locked(dev, make_packet(pool, tmpl, 0, i), false), XmitResult::ok);
+}
+
+}  // namespace
+
+// A write that fails mid-capture (EFBIG here; ENOSPC on a full disk) never leaves a cut or
+// empty FILE: the older capture stays byte for byte, and no temporary file is left beside it.
+TEST(PcapDevice, FailedWriteLeavesTheOldFileIntact) {
+  const std::string path = temp_path("fsize");
+  write_file(path, kOldCapture);
+  Pool pool(PoolConfig{.packets = 8, .buffer_size = 2048, .cache_size = 2});
+  {
+    const FileSizeLimit limit(16 * 1024);
+    ASSERT_TRUE(limit.ok());
+    auto dev = make_device("pcap:" + path);
+    send_frames(*dev, pool, 64);  // ~100 KB: past the limit
+    EXPECT_GT(dev->stats().tx_errors, 0u);
+  }  // destroyed without finish(): the failure cannot be reported, but FILE is untouched
+  EXPECT_EQ(read_all(path), kOldCapture);
+  EXPECT_EQ(temp_size(path), -1) << "a temporary file was left behind";
+  std::remove(path.c_str());
+}
+
+// finish() reports the failure: one line naming the file and the cause.
+TEST(PcapDevice, FinishReportsAFailedWrite) {
+  const std::string path = temp_path("finish_fail");
+  write_file(path, kOldCapture);
+  Pool pool(PoolConfig{.packets = 8, .buffer_size = 2048, .cache_size = 2});
+  {
+    const FileSizeLimit limit(16 * 1024);
+    ASSERT_TRUE(limit.ok());
+    PcapDevice dev(PcapConfig{.path = path});
+    send_frames(dev, pool, 64);
+    try {
+      dev.finish();
+      FAIL() << "finish() did not report the failed write";
+    } catch (const FileError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what, "device 'pcap:" + path + "': write: File too large");
+    }
+    EXPECT_NO_THROW(dev.finish()) << "a second finish() does nothing";
+  }
+  EXPECT_EQ(read_all(path), kOldCapture);
+  EXPECT_EQ(temp_size(path), -1);
+  std::remove(path.c_str());
+}
+
+// finish() commits: FILE appears whole, and only then.
+TEST(PcapDevice, FinishCommitsTheCapture) {
+  const std::string path = temp_path("finish_ok");
+  write_file(path, kOldCapture);
+  Pool pool(PoolConfig{.packets = 8, .buffer_size = 2048, .cache_size = 2});
+  PcapDevice dev(PcapConfig{.path = path});
+  send_frames(dev, pool, 3);
+  EXPECT_EQ(read_all(path), kOldCapture) << "FILE replaced before the capture was complete";
+  dev.finish();
+  const PcapFile f = read_pcap(path);
+  ASSERT_TRUE(f.error.empty()) << f.error;
+  EXPECT_EQ(f.records.size(), 3u);
+  EXPECT_EQ(temp_size(path), -1);
+  std::remove(path.c_str());
+}
+
+// A device made only to check the spec leaves FILE alone.
+TEST(PcapDevice, AbandonLeavesTheTargetAlone) {
+  const std::string path = temp_path("abandon");
+  write_file(path, kOldCapture);
+  {
+    PcapDevice dev(PcapConfig{.path = path});
+    dev.abandon();
+  }
+  EXPECT_EQ(read_all(path), kOldCapture);
+  EXPECT_EQ(temp_size(path), -1);
+  std::remove(path.c_str());
+}
+
+// A symlink planted by another user in a sticky world-writable directory (/tmp) is not followed:
+// root's capture would otherwise overwrite whatever the link names (fs.protected_symlinks).
+TEST(PcapDevice, ForeignSymlinkIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a symlink owned by another user)";
+  const std::string dir = ::testing::TempDir() + "txpath_pcap_sticky_" + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0) << std::strerror(errno);
+  ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);
+  const std::string target = temp_path("root_only");
+  write_file(target, kOldCapture);
+  ::chmod(target.c_str(), 0600);
+  const std::string link = dir + "/capture.pcap";
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0) << std::strerror(errno);
+  ASSERT_EQ(::lchown(link.c_str(), 65534, 65534), 0) << std::strerror(errno);
+  try {
+    make_device("pcap:" + link);
+    ADD_FAILURE() << "the capture followed a foreign symlink";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("symlink owned by another user"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read_all(target), kOldCapture);
+  ::unlink(link.c_str());
+  ::rmdir(dir.c_str());
+  std::remove(target.c_str());
 }

@@ -23,7 +23,7 @@ constexpr std::string_view kHeader =
     "strategy,lock,park,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,"
     "requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,"
     "vs_busylock_mpps,vs_busylock_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,"
-    "sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered";
+    "sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,partial";
 
 BenchPoint point(std::string strategy, std::string lock, int threads, double mpps) {
   BenchPoint p;
@@ -434,7 +434,7 @@ TEST(ReportCsv, OneRowPerPointWithEveryColumn) {
   const auto lines = lines_of(csv(points));
   ASSERT_EQ(lines.size(), points.size() + 1);
   const std::size_t columns = split_csv(kHeader).size();
-  EXPECT_EQ(columns, 29u);
+  EXPECT_EQ(columns, 32u);
   for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(split_csv(lines[i]).size(), columns);
 }
 
@@ -445,7 +445,7 @@ TEST(ReportCsv, ValuesRoundTrip) {
   const auto lines = lines_of(csv({p}));
   ASSERT_EQ(lines.size(), 2u);
   const auto f = split_csv(lines[1]);
-  ASSERT_EQ(f.size(), 29u);
+  ASSERT_EQ(f.size(), 32u);
   EXPECT_EQ(f[0], "rootlock");
   EXPECT_EQ(f[1], "mcs");
   EXPECT_EQ(f[2], "off");
@@ -468,7 +468,7 @@ TEST(ReportCsv, ValuesRoundTrip) {
   EXPECT_EQ(to_double(f[19]), p.vs_busylock_cpu);
   EXPECT_EQ(f[20], "false");
   EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[20], "true");
-  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1]).back(), "")
+  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[28], "")
       << "no sink counted the point: its columns are empty";
   BenchPoint sunk = point("kernel", "-", 2, 1);
   sunk.sink_checked = true;
@@ -478,7 +478,7 @@ TEST(ReportCsv, ValuesRoundTrip) {
   sunk.delivered = false;
   sunk.vs_kernel_mpps = 1.5;
   const auto g = split_csv(lines_of(csv({sunk}))[1]);
-  ASSERT_EQ(g.size(), 29u);
+  ASSERT_EQ(g.size(), 32u);
   EXPECT_EQ(to_double(g[21]), 1.5);
   EXPECT_EQ(to_u64(g[23]), 90u);
   EXPECT_EQ(to_u64(g[24]), 10u);
@@ -487,13 +487,37 @@ TEST(ReportCsv, ValuesRoundTrip) {
   EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[2], "on") << "the default";
 }
 
+// A bench stopped by a signal: every row says partial, and each point whether it is whole.
+TEST(ReportCsv, PartialBenchIsMarkedOnEveryRow) {
+  BenchPoint whole = point("busylock", "ticket", 1, 1);
+  whole.runs = 3;
+  BenchPoint cut = point("rootlock", "ticket", 1, 1);
+  cut.runs = 1;
+  cut.complete = false;
+  std::ostringstream out;
+  write_csv(out, {whole, cut}, true);
+  const auto lines = lines_of(out.str());
+  ASSERT_EQ(lines.size(), 3u);
+  const auto f = split_csv(lines[1]);
+  const auto g = split_csv(lines[2]);
+  ASSERT_EQ(f.size(), 32u);
+  ASSERT_EQ(g.size(), 32u);
+  EXPECT_EQ(f[29], "3");
+  EXPECT_EQ(f[30], "true");
+  EXPECT_EQ(f[31], "true");
+  EXPECT_EQ(g[29], "1");
+  EXPECT_EQ(g[30], "false");
+  EXPECT_EQ(g[31], "true");
+  EXPECT_EQ(split_csv(lines_of(csv({whole}))[1])[31], "false") << "not partial by default";
+}
+
 TEST(ReportCsv, LargeCountsAndNonFiniteValues) {
   BenchPoint p = point("busylock", "ticket", 1, 1);
   p.sent = UINT64_MAX;
   p.mpps = std::nan("");
   p.fairness = INFINITY;
   const auto f = split_csv(lines_of(csv({p}))[1]);
-  ASSERT_EQ(f.size(), 29u);
+  ASSERT_EQ(f.size(), 32u);
   EXPECT_EQ(to_u64(f[9]), UINT64_MAX);
   EXPECT_EQ(f[4], "") << "NaN is a missing value";
   EXPECT_EQ(f[12], "inf");
@@ -509,7 +533,7 @@ TEST(ReportCsv, QuotesTextThatNeedsIt) {
   // The record spans two physical lines because of the embedded newline.
   const std::string record = out.substr(out.find('\n') + 1);
   const auto f = split_csv(record.substr(0, record.size() - 1));
-  ASSERT_EQ(f.size(), 29u);
+  ASSERT_EQ(f.size(), 32u);
   EXPECT_EQ(f[0], name);
   EXPECT_EQ(f[1], "ti,ck\net");
   EXPECT_EQ(f[3], "4");

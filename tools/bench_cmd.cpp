@@ -3,15 +3,23 @@
 #include "bench_cmd.hpp"
 
 #include <fmt/core.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "txpath/error.hpp"
+#include "txpath/file.hpp"
 #include "txpath/report.hpp"
+#include "txpath/text.hpp"
 #include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -38,7 +46,7 @@ std::vector<int> parse_threads(const std::string& s) {
     int v = 0;
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || v < 1 || v > 4096)
-      throw ConfigError("--threads: \"" + item + "\" is not a thread count in 1..4096");
+      throw ConfigError("--threads: " + txpath::quoted(item) + " is not a thread count in 1..4096");
     out.push_back(v);
   }
   return out;
@@ -48,10 +56,10 @@ std::vector<bool> parse_park(const std::string& s) {
   std::vector<bool> out;
   for (const auto& item : split(s)) {
     if (item != "on" && item != "off")
-      throw ConfigError("--park: \"" + item + "\" is not on or off (e.g. --park on,off)");
+      throw ConfigError("--park: " + txpath::quoted(item) + " is not on or off (e.g. --park on,off)");
     const bool park = item == "on";
     if (std::find(out.begin(), out.end(), park) != out.end())
-      throw ConfigError("--park: \"" + item + "\" given twice");
+      throw ConfigError("--park: " + txpath::quoted(item) + " given twice");
     out.push_back(park);
   }
   return out;
@@ -66,77 +74,395 @@ std::vector<std::string> parse_strategies(const std::string& s) {
     if (std::find(known.begin(), known.end(), item) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw ConfigError("--strategy: unknown strategy \"" + item + "\" (known: " + list + ", all)");
+      throw ConfigError("--strategy: unknown strategy " + txpath::quoted(item) + " (known: " + list + ", all)");
     }
     out.push_back(item);
   }
   return out;
 }
 
-nlohmann::json to_json(const BenchConfig& cfg, const std::vector<BenchPoint>& points) {
-  const Topology& topo = topology();
+// ---- names in JSON ------------------------------------------------------------------------------
+
+bool is_utf8(const std::string& text) {
+  try {
+    (void)nlohmann::json(text).dump();  // strict: throws type_error 316 on a byte that is not UTF-8
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
+std::string hex_bytes(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+// j[key] = text. Names are bytes: one that is not UTF-8 is written with each bad byte as U+FFFD,
+// and its exact bytes in hex as key + "_hex" (the documented form: include/txpath/bench.hpp).
+void put_text(nlohmann::json& j, const std::string& key, const std::string& text) {
+  if (is_utf8(text)) {
+    j[key] = text;
+    return;
+  }
+  const auto replaced =
+      nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  j[key] = nlohmann::json::parse(replaced);
+  j[key + "_hex"] = hex_bytes(text);
+}
+
+nlohmann::json config_json(const BenchConfig& cfg) {
   std::vector<std::string> park;
   for (const bool p : cfg.park) park.emplace_back(park_name(p));
-  nlohmann::json j;
-  j["config"] = {{"strategies", cfg.strategies}, {"threads", cfg.threads},
-                 {"duration_s", cfg.duration_s}, {"lock", cfg.lock},
-                 {"device", cfg.device},         {"qdisc", cfg.qdisc},
-                 {"payload", cfg.payload},       {"txqueuelen", cfg.txqueuelen},
-                 {"repeat", cfg.repeat},         {"pin", cfg.pin},
-                 {"nodes", cfg.nodes},           {"park", park},
-                 {"sink", cfg.sink},             {"kernel_row", cfg.kernel_row}};
-  j["topology"] = {{"cores", topo.cores},
-                   {"pus", topo.pus},
-                   {"numa_nodes", topo.numa_nodes},
-                   {"cpu_model", topo.cpu_model}};
-  j["results"] = nlohmann::json::array();
-  for (const auto& p : points) {
-    j["results"].push_back({{"strategy", p.strategy},
-                            {"lock", p.lock},
-                            {"park", park_name(p.park)},
-                            {"threads", p.threads},
-                            {"mpps", p.mpps},
-                            {"mpps_min", p.mpps_min},
-                            {"mpps_max", p.mpps_max},
-                            {"cpu_ns_per_pkt", p.cpu_ns_per_pkt},
-                            {"submitted", p.submitted},
-                            {"sent", p.sent},
-                            {"dropped", p.dropped},
-                            {"requeues", p.requeues},
-                            {"fairness", p.fairness},
-                            {"batch_mean", p.batch_mean},
-                            {"lock_waits", p.lock_waits},
-                            {"lock_wait_ns", p.lock_wait_ns},
-                            {"send_p50_ns", p.send_p50_ns},
-                            {"send_p99_ns", p.send_p99_ns},
-                            {"vs_busylock_mpps", p.vs_busylock_mpps},
-                            {"vs_busylock_cpu", p.vs_busylock_cpu},
-                            {"conserved", p.conserved}});
-    if (p.sink_checked) {
-      j["results"].back()["sink"] = {{"received", p.sink_received},
-                                     {"lost", p.sink_lost},
-                                     {"duplicated", p.sink_duplicated},
-                                     {"out_of_order", p.sink_out_of_order},
-                                     {"socket_drops", p.sink_socket_drops},
-                                     {"delivered", p.delivered}};
-    }
-    if (p.vs_kernel_mpps > 0) {
-      j["results"].back()["vs_kernel_mpps"] = p.vs_kernel_mpps;
-      j["results"].back()["vs_kernel_cpu"] = p.vs_kernel_cpu;
-    }
+  nlohmann::json c = {{"strategies", cfg.strategies}, {"threads", cfg.threads},
+                      {"duration_s", cfg.duration_s}, {"payload", cfg.payload},
+                      {"txqueuelen", cfg.txqueuelen}, {"repeat", cfg.repeat},
+                      {"pin", cfg.pin},               {"nodes", cfg.nodes},
+                      {"park", park},                 {"kernel_row", cfg.kernel_row}};
+  put_text(c, "lock", cfg.lock);
+  put_text(c, "device", cfg.device);
+  put_text(c, "qdisc", cfg.qdisc);
+  put_text(c, "sink", cfg.sink);
+  if (!cfg.tc_config.empty()) {
+    put_text(c, "tc_config", cfg.tc_config);
+    put_text(c, "tc_dev", cfg.tc_dev);
   }
-  return j;
+  return c;
+}
+
+nlohmann::json point_json(const BenchPoint& p) {
+  nlohmann::json r = {{"park", park_name(p.park)},
+                      {"threads", p.threads},
+                      {"mpps", p.mpps},
+                      {"mpps_min", p.mpps_min},
+                      {"mpps_max", p.mpps_max},
+                      {"cpu_ns_per_pkt", p.cpu_ns_per_pkt},
+                      {"submitted", p.submitted},
+                      {"sent", p.sent},
+                      {"dropped", p.dropped},
+                      {"requeues", p.requeues},
+                      {"fairness", p.fairness},
+                      {"batch_mean", p.batch_mean},
+                      {"lock_waits", p.lock_waits},
+                      {"lock_wait_ns", p.lock_wait_ns},
+                      {"send_p50_ns", p.send_p50_ns},
+                      {"send_p99_ns", p.send_p99_ns},
+                      {"vs_busylock_mpps", p.vs_busylock_mpps},
+                      {"vs_busylock_cpu", p.vs_busylock_cpu},
+                      {"conserved", p.conserved},
+                      {"runs", p.runs},
+                      {"complete", p.complete}};
+  put_text(r, "strategy", p.strategy);
+  put_text(r, "lock", p.lock);
+  if (!p.output_error.empty()) put_text(r, "output_error", p.output_error);
+  if (p.sink_checked) {
+    r["sink"] = {{"received", p.sink_received},         {"lost", p.sink_lost},
+                 {"duplicated", p.sink_duplicated},     {"out_of_order", p.sink_out_of_order},
+                 {"socket_drops", p.sink_socket_drops}, {"delivered", p.delivered}};
+  }
+  if (p.vs_kernel_mpps > 0) {
+    r["vs_kernel_mpps"] = p.vs_kernel_mpps;
+    r["vs_kernel_cpu"] = p.vs_kernel_cpu;
+  }
+  return r;
+}
+
+// The --json document. "partial": true when a signal stopped the bench (results then holds the
+// points that ran; see BenchPoint::complete). Never throws on odd bytes: see put_text.
+std::string json_document(const BenchConfig& cfg, const std::vector<BenchPoint>& points,
+                          bool partial) {
+  const Topology& topo = topology();
+  nlohmann::json j;
+  j["partial"] = partial;
+  j["config"] = config_json(cfg);
+  j["topology"] = {{"cores", topo.cores}, {"pus", topo.pus}, {"numa_nodes", topo.numa_nodes}};
+  put_text(j["topology"], "cpu_model", topo.cpu_model);
+  j["results"] = nlohmann::json::array();
+  for (const auto& p : points) j["results"].push_back(point_json(p));
+  // replace: put_text left no invalid UTF-8, but an output must never abort the run.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+// ---- signals ----------------------------------------------------------------------------------
+
+// Set by the first SIGINT/SIGTERM; read by run_bench as BenchConfig::stop (relaxed on both
+// sides: a flag that only steers loops, nothing is published with it).
+std::atomic<bool> g_stop{false};
+// The number of that first signal (0: none); a second signal finds it set and exits at once.
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
+
+extern "C" void on_stop_signal(int sig) {
+  // Async-signal-safe only: lock-free atomics and _exit.
+  if (g_signal.exchange(sig, std::memory_order_relaxed) != 0) ::_exit(128 + sig);
+  g_stop.store(true, std::memory_order_relaxed);
+}
+
+// SIGINT and SIGTERM stop the bench while this lives; the previous handlers come back after.
+// A signal ignored when txpath started (a shell's background job, nohup) stays ignored.
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    catch_unless_ignored(SIGINT, old_int_);
+    catch_unless_ignored(SIGTERM, old_term_);
+  }
+  ~StopOnSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+
+ private:
+  static void catch_unless_ignored(int sig, struct sigaction& old) {
+    ::sigaction(sig, nullptr, &old);
+    if (old.sa_handler == SIG_IGN) return;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;  // stdout writes and sleeps go on; the loops poll the flag
+    ::sigaction(sig, &sa, nullptr);
+  }
+
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+// ---- options ----------------------------------------------------------------------------------
+
+// CLI11 reads numbers with strtoll/strtod, so "0x10" is 16 and "010" is 8: numbers are decimal
+// here. Digits only; leading zeros are dropped before CLI11 converts.
+std::string decimal_integer(std::string& s) {
+  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return txpath::quoted(s) + " is not a decimal integer";
+  const std::size_t first = std::min(s.find_first_not_of('0'), s.size() - 1);
+  s.erase(0, first);
+  return {};
+}
+
+// Digits with an optional fraction and exponent ("0.5", ".5", "2e-1"); no hex, inf or nan.
+std::string decimal_number(const std::string& s) {
+  std::size_t i = 0, digits = 0;
+  const auto run = [&] {
+    std::size_t n = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++n;
+    return n;
+  };
+  digits += run();
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    digits += run();
+  }
+  bool ok = digits > 0;
+  if (ok && i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    ok = run() > 0;
+  }
+  return ok && i == s.size() ? std::string() : txpath::quoted(s) + " is not a decimal number";
+}
+
+std::string not_empty(const std::string& s) { return s.empty() ? "must not be empty" : ""; }
+
+// The directory part of `file` ("." for a bare name).
+std::string dir_of(const std::string& file) {
+  const std::size_t slash = file.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : file.substr(0, slash);
+}
+
+// Checks, before anything runs and without creating or touching anything, that `file` can be
+// written: not a directory, and a regular file's directory exists and may be written. The write
+// itself (OutputFile, after the table) checks everything again, symlinks included.
+void check_output_path(std::string_view flag, const std::string& file) {
+  const std::string name = std::string(flag) + " " + txpath::quoted(file);
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return;  // checked when written
+  if (::stat(file.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw ConfigError(name + ": is a directory");
+    if (!S_ISREG(st.st_mode)) return;  // a device, FIFO or pipe: written in place
+  }
+  const std::string dir = dir_of(file);
+  if (::stat(dir.c_str(), &st) != 0)
+    throw ConfigError(name + ": directory " + txpath::quoted(dir) + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) throw ConfigError(name + ": " + txpath::quoted(dir) + " is not a directory");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw ConfigError(name + ": cannot create a file in " + txpath::quoted(dir) + ": " + std::strerror(errno));
+}
+
+// ---- the table --------------------------------------------------------------------------------
+
+std::string check_text(const BenchPoint& p, int repeat) {
+  std::string text =
+      p.conserved ? fmt::format("ok: {} = {} sent + {} dropped", p.submitted, p.sent, p.dropped)
+      : p.drained ? fmt::format("FAIL: {} != {} sent + {} dropped", p.submitted, p.sent, p.dropped)
+                  : std::string("FAIL: packets still queued after drain");
+  if (!p.complete) text += fmt::format(" (partial: {} of {} round(s), stopped)", p.runs, repeat);
+  return text;
+}
+
+void print_results(const std::vector<BenchPoint>& points, int repeat) {
+  const bool kernel = std::any_of(points.begin(), points.end(),
+                                  [](const BenchPoint& p) { return p.vs_kernel_mpps > 0; });
+  const auto ratio = [](double v) { return v > 0 ? fmt::format("{:.2f}", v) : std::string("-"); };
+  fmt::print("{:<17} {:<6} {:<4} {:>4} {:>7} {:>13} {:>7} {:>6} {:>5} ", "strategy", "lock", "park",
+             "thr", "Mpps", "(min..max)", "ns/pkt", "x_bl", "cpu_x");
+  if (kernel) fmt::print("{:>6} {:>6} ", "x_kern", "cpu_xk");
+  fmt::print("{:>6} {:>9} {:>8} {:>7} {:>7} {:>6} {:>6}  {}\n", "fair", "batch", "drop%", "waits/k",
+             "p50ns", "p99us", "requ", "check");
+  for (const auto& p : points) {
+    const double drop_pct =
+        p.submitted ? 100.0 * static_cast<double>(p.dropped) / static_cast<double>(p.submitted) : 0;
+    const double waits_per_k =
+        p.sent ? 1000.0 * static_cast<double>(p.lock_waits) / static_cast<double>(p.sent) : 0;
+    fmt::print("{:<17} {:<6} {:<4} {:>4} {:>7.3f} {:>13} {:>7.0f} {:>6} {:>5} ", p.strategy, p.lock,
+               park_name(p.park), p.threads, p.mpps,
+               fmt::format("{:.2f}..{:.2f}", p.mpps_min, p.mpps_max), p.cpu_ns_per_pkt,
+               ratio(p.vs_busylock_mpps), ratio(p.vs_busylock_cpu));
+    if (kernel) fmt::print("{:>6} {:>6} ", ratio(p.vs_kernel_mpps), ratio(p.vs_kernel_cpu));
+    fmt::print("{:>6.3f} {:>9.1f} {:>8.2f} {:>7.1f} {:>7.0f} {:>6.1f} {:>6}  {}\n", p.fairness,
+               p.batch_mean, drop_pct, waits_per_k, p.send_p50_ns, p.send_p99_ns / 1000.0,
+               p.requeues, check_text(p, repeat));
+  }
+}
+
+void print_sink_results(const std::vector<BenchPoint>& points) {
+  if (std::none_of(points.begin(), points.end(), [](const BenchPoint& p) { return p.sink_checked; }))
+    return;
+  fmt::print("\nArrivals at the sink (summed over rounds):\n{:<17} {:<4} {:>4} {:>11} {:>11} {:>9} {:>7} {:>9} {:>6} {:>6}  {}\n",
+             "strategy", "park", "thr", "sent", "received", "lost", "lost%", "sock_drop", "dup",
+             "ooo", "check");
+  for (const auto& p : points) {
+    if (!p.sink_checked) continue;
+    const double lost_pct =
+        p.sent ? 100.0 * static_cast<double>(p.sink_lost) / static_cast<double>(p.sent) : 0;
+    fmt::print("{:<17} {:<4} {:>4} {:>11} {:>11} {:>9} {:>7.2f} {:>9} {:>6} {:>6}  {}\n",
+               p.strategy, park_name(p.park), p.threads, p.sent, p.sink_received, p.sink_lost,
+               lost_pct, p.sink_socket_drops, p.sink_duplicated, p.sink_out_of_order,
+               !p.delivered ? "FAIL: duplicated or reordered frames"
+               : p.sink_out_of_order ? "ok: no duplicate; the kernel path reordered some (reported)"
+                                     : "ok: no duplicate, in order per sender");
+  }
+}
+
+void print_legend() {
+  fmt::print("\npark: lock waits park in the kernel (on) or yield (off) after spinning; "
+             "x_bl, cpu_x: Mpps and CPU ns/packet relative to busylock at the same thread count and park; "
+             "x_kern, cpu_xk: the same relative to the kernel's own path (strategy kernel: one UDP "
+             "socket per sender into the interface's own qdisc); lost: sent but not received at the sink "
+             "(sock_drop: of those, dropped at the sink's socket); "
+             "fair: Jain index over senders; batch: packets per doorbell; waits/k: contended lock "
+             "acquisitions per 1000 packets; p50ns/p99us: sampled send() latency.\n");
+}
+
+// ---- outputs ----------------------------------------------------------------------------------
+
+// Writes --json, --csv and --plot (each complete or not there: OutputFile) and reports every
+// failure in one line naming the file. False if any failed.
+bool write_outputs(const BenchOptions& o, const BenchConfig& cfg,
+                   const std::vector<BenchPoint>& points, bool partial) {
+  bool ok = true;
+  const auto write = [&](std::string_view flag, const std::string& file, const auto& contents) {
+    if (file.empty()) return;
+    try {
+      replace_file(file, contents(), flag);
+    } catch (const std::exception& e) {  // FileError; anything else must not lose the rest
+      fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
+      ok = false;
+    }
+  };
+  write("--json", o.json, [&] { return json_document(cfg, points, partial); });
+  write("--csv", o.csv, [&] {
+    std::ostringstream out;
+    write_csv(out, points, partial);
+    return out.str();
+  });
+  write("--plot", o.plot, [&] {
+    std::string park_list;
+    for (const bool p : cfg.park) park_list += (park_list.empty() ? "" : ",") + std::string(park_name(p));
+    // one_line(): a name that is not UTF-8 would make the document ill-formed XML.
+    return render_svg(points, fmt::format("txpath bench: senders into one TX queue (device {}, qdisc {}, lock {}, park {}){}",
+                                          one_line(cfg.device), one_line(cfg.qdisc), one_line(cfg.lock), park_list,
+                                          partial ? " [partial: stopped by a signal]" : ""));
+  });
+  // A device's own output (pcap:FILE), once per file.
+  std::vector<std::string> seen;
+  for (const auto& p : points) {
+    if (p.output_error.empty() ||
+        std::find(seen.begin(), seen.end(), p.output_error) != seen.end())
+      continue;
+    seen.push_back(p.output_error);
+    fmt::print(stderr, "txpath: error: {}\n", one_line(p.output_error));
+    ok = false;
+  }
+  return ok;
+}
+
+BenchConfig config_from(const BenchOptions& o) {
+  BenchConfig cfg;
+  cfg.strategies = parse_strategies(o.strategies);
+  cfg.threads = o.threads.empty() ? default_thread_counts() : parse_threads(o.threads);
+  cfg.duration_s = o.duration;
+  cfg.lock = o.lock;
+  cfg.park = parse_park(o.park);
+  cfg.device = o.device;
+  cfg.qdisc = o.qdisc;
+  cfg.tc_config = o.tc_config;
+  cfg.tc_dev = o.tc_dev;
+  cfg.payload = o.payload;
+  cfg.pin = !o.no_pin;
+  cfg.repeat = o.repeat;
+  cfg.nodes = o.nodes;
+  cfg.sink = o.sink;
+  cfg.kernel_row = !o.no_kernel_row;
+  for (const auto& [flag, file] : {std::pair{"--json", o.json}, std::pair{"--csv", o.csv},
+                                   std::pair{"--plot", o.plot}})
+    if (!file.empty()) check_output_path(flag, file);
+  return resolve_bench_config(cfg);
+}
+
+void print_config(const BenchConfig& cfg) {
+  const Topology& topo = topology();
+  std::string park_list;
+  for (const bool p : cfg.park) park_list += (park_list.empty() ? "" : ",") + std::string(park_name(p));
+  fmt::print("topology: {} cores, {} hardware threads, {} NUMA node(s), {}\n", topo.cores,
+             topo.pus, topo.numa_nodes, one_line(topo.cpu_model));
+  fmt::print("config: device {}, qdisc {}, lock {}, park {}, payload {} B, {} s per point x {} round(s), {}\n\n",
+             one_line(cfg.device), one_line(cfg.qdisc), one_line(cfg.lock), park_list, cfg.payload,
+             cfg.duration_s, cfg.repeat,
+             cfg.pin ? (cfg.nodes ? fmt::format("pinned to {} node(s)", cfg.nodes) : "pinned")
+                     : "unpinned");
+  std::fflush(stdout);
 }
 
 }  // namespace
 
+std::string one_line(std::string_view message) {
+  constexpr std::size_t kMaxPlain = 400;  // longer: echoed user text, cut below
+  const bool plain = message.size() <= kMaxPlain &&
+                     std::all_of(message.begin(), message.end(), [](char c) {
+                       return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
+                     });
+  return plain ? std::string(message) : escape_user_text(message);
+}
+
 void add_bench_command(CLI::App& app, BenchOptions& o) {
   CLI::App* cmd = app.add_subcommand("bench", "N senders into one TX queue; Mpps and CPU per packet");
+  const CLI::Validator integer(decimal_integer, "");  // no name: the help shows the type
+  const CLI::Validator number(decimal_number, "");
+  const CLI::Validator non_empty(not_empty, "");
   cmd->add_option("--strategy", o.strategies, "Comma-separated strategies, or 'all'")
       ->capture_default_str();
   cmd->add_option("--threads", o.threads,
-                  "Comma-separated sender counts (default: 1,cores,2*cores,8*cores)");
+                  "Comma-separated sender counts (default: 1,cores,2*cores,8*cores)")
+      ->check(non_empty);
   cmd->add_option("--duration", o.duration, "Measured seconds per point")
+      ->check(number)
       ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
   cmd->add_option("--lock", o.lock, "Spinlock kind: ticket, ttas, mcs, mutex, cna")->capture_default_str();
@@ -148,21 +474,28 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   cmd->add_option("--qdisc", o.qdisc, "Root qdisc, tc syntax (e.g. 'pfifo limit 1000')")
       ->capture_default_str();
-  cmd->add_option("--tc-config", o.tc_config,
-                  "Root qdisc tree from this txpath tc configuration file (instead of --qdisc); "
-                  "txpath tc -s qdisc show reads its live counters while a row runs");
-  cmd->add_option("--tc-dev", o.tc_dev, "Device of --tc-config to use (default: its only device)");
+  CLI::Option* tc_config =
+      cmd->add_option("--tc-config", o.tc_config,
+                      "Root qdisc tree from this txpath tc configuration file (instead of --qdisc); "
+                      "txpath tc -s qdisc show reads its live counters while a row runs")
+          ->check(non_empty);
+  cmd->add_option("--tc-dev", o.tc_dev, "Device of --tc-config to use (default: its only device)")
+      ->check(non_empty)
+      ->needs(tc_config);
   cmd->add_option("--payload", o.payload, "UDP payload bytes")
+      ->transform(integer)
       ->check(CLI::Range(16, 9000))
       ->capture_default_str();
   cmd->add_option("--repeat", o.repeat, "Rounds per point (interleaved); the median is reported")
+      ->transform(integer)
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--nodes", o.nodes, "Use only the first N NUMA nodes (default: all)")
+      ->transform(integer)
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--json", o.json, "Write results as JSON to FILE");
-  cmd->add_option("--csv", o.csv, "Write results as CSV to FILE");
-  cmd->add_option("--plot", o.plot, "Write an SVG chart (Mpps vs threads) to FILE");
+  cmd->add_option("--json", o.json, "Write results as JSON to FILE")->check(non_empty);
+  cmd->add_option("--csv", o.csv, "Write results as CSV to FILE")->check(non_empty);
+  cmd->add_option("--plot", o.plot, "Write an SVG chart (Mpps vs threads) to FILE")->check(non_empty);
   auto* pin = cmd->add_flag("--pin", o.pin, "Pin senders round-robin over cores, spread over NUMA nodes (default)");
   auto* no_pin = cmd->add_flag("--no-pin", o.no_pin, "Do not pin sender threads");
   pin->excludes(no_pin);
@@ -175,134 +508,43 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
                 "With afpacket/udp devices, do not add the kernel's own path (strategy kernel)");
 }
 
+// Order: check the whole configuration (exit 2, nothing run); measure (a first SIGINT/SIGTERM
+// stops it early); print the table, always; then write the outputs, each failure one line
+// (exit 1). A stopped bench exits 128 + the signal, its outputs marked partial.
 int run_bench_command(const BenchOptions& o) {
+  const StopOnSignals stop_on_signals;  // until the outputs are written: a second signal exits
   BenchConfig cfg;
   std::vector<BenchPoint> points;
-  std::string park_list;  // "on", "off" or "on,off", as resolved
   try {
-    cfg.strategies = parse_strategies(o.strategies);
-    if (!o.threads.empty()) cfg.threads = parse_threads(o.threads);
-    else cfg.threads = default_thread_counts();
-    cfg.duration_s = o.duration;
-    cfg.lock = o.lock;
-    cfg.park = parse_park(o.park);
-    cfg.device = o.device;
-    cfg.qdisc = o.qdisc;
-    cfg.tc_config = o.tc_config;
-    cfg.tc_dev = o.tc_dev;
-    cfg.payload = o.payload;
-    cfg.pin = !o.no_pin;
-    cfg.repeat = o.repeat;
-    cfg.nodes = o.nodes;
-    cfg.sink = o.sink;
-    cfg.kernel_row = !o.no_kernel_row;
-    for (const auto& [flag, file] : {std::pair{"--json", o.json}, std::pair{"--csv", o.csv},
-                                     std::pair{"--plot", o.plot}}) {
-      if (file.empty()) continue;
-      std::ofstream probe(file, std::ios::app);
-      if (!probe) throw ConfigError(std::string(flag) + ": cannot write \"" + file + "\"");
-    }
-    cfg = resolve_bench_config(cfg);
-    const Topology& topo = topology();
-    fmt::print("topology: {} cores, {} hardware threads, {} NUMA node(s), {}\n", topo.cores,
-               topo.pus, topo.numa_nodes, topo.cpu_model);
-    for (const bool p : cfg.park) park_list += (park_list.empty() ? "" : ",") + std::string(park_name(p));
-    fmt::print("config: device {}, qdisc {}, lock {}, park {}, payload {} B, {} s per point x {} round(s), {}\n\n",
-               cfg.device, cfg.qdisc, cfg.lock, park_list, cfg.payload, cfg.duration_s, cfg.repeat,
-               cfg.pin ? (cfg.nodes ? fmt::format("pinned to {} node(s)", cfg.nodes) : "pinned")
-                       : "unpinned");
-    std::fflush(stdout);
+    cfg = config_from(o);
+    print_config(cfg);
+    cfg.stop = &g_stop;
     points = run_bench(cfg, [&](const std::string& line) {
       if (!o.quiet) fmt::print(stderr, "txpath bench: {}\n", line);
     });
   } catch (const ConfigError& e) {
-    fmt::print(stderr, "txpath: error: {}\n", e.what());
+    fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
     return 2;
-  }
-
-  const bool kernel = std::any_of(points.begin(), points.end(),
-                                  [](const BenchPoint& p) { return p.vs_kernel_mpps > 0; });
-  const bool sink = std::any_of(points.begin(), points.end(),
-                                [](const BenchPoint& p) { return p.sink_checked; });
-  const auto ratio = [](double v) { return v > 0 ? fmt::format("{:.2f}", v) : std::string("-"); };
-  fmt::print("{:<17} {:<6} {:<4} {:>4} {:>7} {:>13} {:>7} {:>6} {:>5} ", "strategy", "lock", "park",
-             "thr", "Mpps", "(min..max)", "ns/pkt", "x_bl", "cpu_x");
-  if (kernel) fmt::print("{:>6} {:>6} ", "x_kern", "cpu_xk");
-  fmt::print("{:>6} {:>9} {:>8} {:>7} {:>7} {:>6} {:>6}  {}\n", "fair", "batch", "drop%", "waits/k",
-             "p50ns", "p99us", "requ", "check");
-  bool all_ok = true;
-  for (const auto& p : points) {
-    all_ok = all_ok && p.conserved && p.delivered;
-    const double drop_pct =
-        p.submitted ? 100.0 * static_cast<double>(p.dropped) / static_cast<double>(p.submitted) : 0;
-    const double waits_per_k =
-        p.sent ? 1000.0 * static_cast<double>(p.lock_waits) / static_cast<double>(p.sent) : 0;
-    fmt::print("{:<17} {:<6} {:<4} {:>4} {:>7.3f} {:>13} {:>7.0f} {:>6} {:>5} ", p.strategy, p.lock,
-               park_name(p.park), p.threads, p.mpps,
-               fmt::format("{:.2f}..{:.2f}", p.mpps_min, p.mpps_max), p.cpu_ns_per_pkt,
-               ratio(p.vs_busylock_mpps), ratio(p.vs_busylock_cpu));
-    if (kernel) fmt::print("{:>6} {:>6} ", ratio(p.vs_kernel_mpps), ratio(p.vs_kernel_cpu));
-    fmt::print("{:>6.3f} {:>9.1f} {:>8.2f} {:>7.1f} {:>7.0f} {:>6.1f} {:>6}  {}\n",
-               p.fairness, p.batch_mean, drop_pct, waits_per_k, p.send_p50_ns,
-               p.send_p99_ns / 1000.0, p.requeues,
-               p.conserved ? fmt::format("ok: {} = {} sent + {} dropped", p.submitted, p.sent, p.dropped)
-                           : (p.drained ? fmt::format("FAIL: {} != {} sent + {} dropped", p.submitted, p.sent, p.dropped)
-                                        : "FAIL: packets still queued after drain"));
-  }
-  if (sink) {
-    fmt::print("\nArrivals at the sink (summed over rounds):\n{:<17} {:<4} {:>4} {:>11} {:>11} {:>9} {:>7} {:>9} {:>6} {:>6}  {}\n",
-               "strategy", "park", "thr", "sent", "received", "lost", "lost%", "sock_drop", "dup",
-               "ooo", "check");
-    for (const auto& p : points) {
-      if (!p.sink_checked) continue;
-      const double lost_pct =
-          p.sent ? 100.0 * static_cast<double>(p.sink_lost) / static_cast<double>(p.sent) : 0;
-      fmt::print("{:<17} {:<4} {:>4} {:>11} {:>11} {:>9} {:>7.2f} {:>9} {:>6} {:>6}  {}\n",
-                 p.strategy, park_name(p.park), p.threads, p.sent, p.sink_received, p.sink_lost,
-                 lost_pct, p.sink_socket_drops, p.sink_duplicated, p.sink_out_of_order,
-                 !p.delivered ? "FAIL: duplicated or reordered frames"
-                 : p.sink_out_of_order ? "ok: no duplicate; the kernel path reordered some (reported)"
-                                       : "ok: no duplicate, in order per sender");
-    }
-  }
-  fmt::print("\npark: lock waits park in the kernel (on) or yield (off) after spinning; "
-             "x_bl, cpu_x: Mpps and CPU ns/packet relative to busylock at the same thread count and park; "
-             "x_kern, cpu_xk: the same relative to the kernel's own path (strategy kernel: one UDP "
-             "socket per sender into the interface's own qdisc); lost: sent but not received at the sink "
-             "(sock_drop: of those, dropped at the sink's socket); "
-             "fair: Jain index over senders; batch: packets per doorbell; waits/k: contended lock "
-             "acquisitions per 1000 packets; p50ns/p99us: sampled send() latency.\n");
-  const auto write_file = [](const std::string& flag, const std::string& file,
-                             const auto& writer) {
-    std::ofstream out(file, std::ios::trunc);
-    writer(out);
-    if (!out) {
-      fmt::print(stderr, "txpath: error: {}: cannot write \"{}\"\n", flag, file);
-      return false;
-    }
-    return true;
-  };
-  if (!o.csv.empty() &&
-      !write_file("--csv", o.csv, [&](std::ostream& out) { write_csv(out, points); }))
-    return 2;
-  if (!o.plot.empty() && !write_file("--plot", o.plot, [&](std::ostream& out) {
-        out << render_svg(points, fmt::format("txpath bench: senders into one TX queue (device {}, qdisc {}, lock {}, park {})",
-                                              cfg.device, cfg.qdisc, cfg.lock, park_list));
-      }))
-    return 2;
-  if (!o.json.empty()) {
-    std::ofstream out(o.json, std::ios::trunc);
-    out << to_json(cfg, points).dump(2) << "\n";
-    if (!out) {
-      fmt::print(stderr, "txpath: error: --json: cannot write \"{}\"\n", o.json);
-      return 2;
-    }
-  }
-  if (!all_ok) {
-    fmt::print(stderr, "txpath: error: conservation or delivery check failed\n");
+  } catch (const std::exception& e) {  // a run that failed outright (threads, memory)
+    fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
     return 1;
   }
-  return 0;
+  // relaxed: see g_signal. A signal seen now stopped the bench (or came after its last run).
+  const bool partial = g_signal.load(std::memory_order_relaxed) != 0;
+
+  print_results(points, cfg.repeat);
+  print_sink_results(points);
+  print_legend();
+  std::fflush(stdout);
+  if (partial)
+    fmt::print(stderr, "txpath: stopped by {}: the rows above are those that ran; outputs are marked partial\n",
+               g_signal.load(std::memory_order_relaxed) == SIGINT ? "SIGINT" : "SIGTERM");
+  const bool written = write_outputs(o, cfg, points, partial);
+  const bool all_ok = std::all_of(points.begin(), points.end(),
+                                  [](const BenchPoint& p) { return p.conserved && p.delivered; });
+  if (!all_ok) fmt::print(stderr, "txpath: error: conservation or delivery check failed\n");
+  if (const int signal = g_signal.load(std::memory_order_relaxed); signal != 0) return 128 + signal;
+  return written && all_ok ? 0 : 1;
 }
 
 }  // namespace txpath::cli

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <string_view>
 
 #include "txpath/bench.hpp"
 
@@ -33,6 +34,14 @@ struct BenchOptions {
 };
 
 void add_bench_command(CLI::App& app, BenchOptions& options);
+// Runs the bench and prints its table, then writes --json/--csv/--plot. Returns the exit status
+// (tools/main.cpp): 0; 1 a check failed or an output could not be written (after the table);
+// 2 bad usage or configuration (before anything runs); 130/143 stopped by SIGINT/SIGTERM.
 int run_bench_command(const BenchOptions& options);
+
+// An error message as one safe terminal line: as is when it is printable ASCII of at most 400 bytes
+// (every message that quotes its user text with txpath::quoted() is); otherwise (a message that
+// echoed user text raw, CLI11's own messages) escaped and cut as a whole by escape_user_text().
+std::string one_line(std::string_view message);
 
 }  // namespace txpath::cli

@@ -1,8 +1,18 @@
 // SPDX-License-Identifier: MIT
 // The `txpath` command line: parses, calls the library, prints. Nothing else lives here.
 //
-// Exit codes: 0 ok; 1 a check failed (conservation); 2 bad usage or configuration.
+// Exit codes:
+//   0    ok
+//   1    a check failed (conservation, delivery), or an output (--json, --csv, --plot, a
+//        pcap:FILE capture) could not be written; bench prints its table first
+//   2    bad usage or configuration (unknown command or option, a bad value, a file that cannot
+//        be used): nothing was run
+//   130  bench stopped by SIGINT, 143 by SIGTERM (128 + the signal): the table of the rows that
+//        ran is printed and the outputs are written marked partial; a second signal exits at
+//        once with the same status
 // `txpath tc` exits as tc does: 1 parse error, 2 rejected configuration, 255 bad arguments.
+// Every error is one line on stderr, "txpath: error: ...", with user text escaped and cut
+// (txpath/text.hpp; one_line() for messages that did not).
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -23,6 +33,19 @@ int main(int argc, char** argv) {
     const std::vector<std::string> args(argv + 2, argv + argc);
     return txpath::tc::run(args, std::cout, std::cerr);
   }
+  // A first argument that is not an option must be a command (CLI11 would say "A subcommand is
+  // required", or nothing useful).
+  constexpr std::string_view kCommands = "bench, tc, testbed, sink";
+  if (argc < 2) {
+    fmt::print(stderr, "txpath: error: a command is required (commands: {}; --help)\n", kCommands);
+    return 2;
+  }
+  if (const std::string_view cmd = argv[1];
+      !cmd.starts_with('-') && cmd != "bench" && cmd != "testbed" && cmd != "sink") {
+    fmt::print(stderr, "txpath: error: unknown command {} (commands: {})\n", txpath::quoted(cmd),
+               kCommands);
+    return 2;
+  }
   CLI::App app{"txpath: the Linux transmit path (qdisc + contention strategies) in userspace"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "txpath 0.1.0");
@@ -41,8 +64,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // CLI11 echoes the offending argument: escaped and cut, so the error stays one line.
-    fmt::print(stderr, "txpath: error: {}\n", txpath::escape_user_text(e.what()));
+    // CLI11's messages may echo an argument raw (a newline, an ESC, 128 KiB): one safe line.
+    fmt::print(stderr, "txpath: error: {}\n", txpath::cli::one_line(e.what()));
     return 2;
   }
   if (app.got_subcommand("bench")) return txpath::cli::run_bench_command(bench);

@@ -3,6 +3,7 @@
 // through one TX queue for a fixed time, per (strategy, thread count, spin-park policy) point.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -38,7 +39,14 @@ struct BenchConfig {
   // IF; for udp:HOST:PORT, the default testbed's peer when HOST is its address), "none", or
   // "IFNAME" / "IFNAME@NETNS".
   std::string sink = "auto";
+  // A stop request (e.g. set by a SIGINT handler; lock-free, so a handler may store to it): once
+  // it reads true, run_bench stops the running senders, drains the queue, checks conservation
+  // of what ran, starts no further run and returns the points measured so far (see
+  // BenchPoint::complete). Read with relaxed loads: it only steers loops, and the senders' joins
+  // order their results. nullptr: never stops early.
+  const std::atomic<bool>* stop = nullptr;
 };
+static_assert(std::atomic<bool>::is_always_lock_free, "BenchConfig::stop is set from signal handlers");
 
 struct BenchPoint {
   std::string strategy;       // a strategy name, or "peer:ck_ring" / "peer:mutex_deque"
@@ -76,6 +84,16 @@ struct BenchPoint {
                                    // the kernel row's reordering is reported, not failed)
   double vs_kernel_mpps = 0;       // mpps / the kernel row's at the same threads and park
   double vs_kernel_cpu = 0;        // cpu_ns_per_pkt / the kernel row's
+  // Runs aggregated (BenchConfig::repeat unless the bench was stopped) and whether the point is
+  // whole: every round ran its full duration. A stop leaves the point it interrupted with
+  // complete == false (fewer runs, or a last run cut short; its counts and conservation check
+  // cover exactly what ran) and points not started at all out of the result.
+  int runs = 0;
+  bool complete = true;
+  // A device output that could not be written during this point's runs (pcap:FILE: a failed
+  // write, fsync or rename), one line naming the file; empty if none. The measurement stands;
+  // the file is left as it was before the run (see PcapDevice).
+  std::string output_error;
 };
 
 // The strategy name of the kernel's own path in a bench with a real device.
@@ -100,6 +118,15 @@ BenchConfig resolve_bench_config(const BenchConfig& config);
 // run starts. Points come grouped by thread count, then park policy (in config order), then
 // strategy. The process-wide spin-park policy is restored afterwards.
 // Throws ConfigError for a bad strategy, lock, device or qdisc, before anything runs.
+// When config.stop is set, returns early with the points that ran (see BenchConfig::stop).
+//
+// Names are bytes: a device spec, a tc configuration path or a sink name may hold bytes that are
+// not UTF-8 (a pcap file named "\xff.pcap"). `txpath bench --json` writes every text value that
+// is well-formed UTF-8 as is; one that is not is written with each such byte replaced by U+FFFD
+// (for people) plus a sibling field NAME_hex holding the exact bytes in lowercase hex (for
+// programs): {"device": "pcap:/tmp/\ufffd.pcap", "device_hex": "706361703a2f746d702fff2e70636170"}. The
+// sibling is present only when needed; a reader that wants the bytes takes NAME_hex when
+// present, else NAME.
 std::vector<BenchPoint> run_bench(const BenchConfig& config,
                                   const std::function<void(const std::string&)>& progress = {});
 

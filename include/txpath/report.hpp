@@ -15,12 +15,17 @@ namespace txpath {
 // Writes a header line, then one row per point, in this column order:
 //   strategy,lock,park,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,
 //   requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,
-//   vs_busylock_mpps,vs_busylock_cpu,conserved
+//   vs_busylock_mpps,vs_busylock_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,
+//   sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,partial
+// (the sink columns are empty when no sink counted the point). runs and complete are the point's
+// (BenchPoint::runs, complete); partial is the same on every row: true when the bench was
+// stopped by a signal, so that the rows are those that ran, not every point asked for (an
+// interrupted bench with no finished row writes the header only).
 // Lines end in '\n'. Text fields that contain a comma, a double quote, CR or LF are quoted as in
 // RFC 4180 (wrapped in double quotes, inner quotes doubled). Doubles are written in the shortest
 // form that reads back to the same value (locale-independent; NaN as an empty field, infinities
 // as inf / -inf); booleans as true / false, except park, which is on / off (as --park takes it).
-void write_csv(std::ostream& out, const std::vector<BenchPoint>& points);
+void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool partial = false);
 
 // The column names write_csv() writes, in order.
 const std::vector<std::string_view>& csv_columns();
@@ -33,6 +38,7 @@ const std::vector<std::string_view>& csv_columns();
 // ("name (park off)", "name (lock, park off)") when it appears with both. Every text is
 // XML-escaped.
 // Points whose Mpps is not finite are left out; with nothing to plot the chart says "no data".
+// (`txpath bench` marks a chart of a bench stopped by a signal in its title: "[partial: ...]".)
 std::string render_svg(const std::vector<BenchPoint>& points, std::string_view title);
 
 }  // namespace txpath

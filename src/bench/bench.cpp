@@ -27,6 +27,7 @@
 #include "txpath/sink.hpp"
 #include "txpath/spin.hpp"
 #include "txpath/tc.hpp"
+#include "txpath/text.hpp"
 #include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -101,7 +102,28 @@ struct Run {
   bool sink_checked = false;
   uint64_t sink_received = 0, sink_lost = 0, sink_duplicated = 0, sink_out_of_order = 0;
   uint64_t sink_socket_drops = 0;
+  bool interrupted = false;  // BenchConfig::stop cut this run short
+  std::string output_error;  // the device's output could not be written (see finish_output)
 };
+
+// True once the caller asked the bench to stop (BenchConfig::stop).
+bool stop_requested(const BenchConfig& cfg) {
+  // relaxed: a flag that only steers loops (its writer, a signal handler, publishes nothing else)
+  return cfg.stop != nullptr && cfg.stop->load(std::memory_order_relaxed);
+}
+
+// Sleeps for `d`, waking early when a stop is requested; false if it woke early.
+bool sleep_unless_stopped(const BenchConfig& cfg, std::chrono::duration<double> d) {
+  constexpr auto kPoll = std::chrono::milliseconds(5);  // how soon a stop is seen
+  const auto end = std::chrono::steady_clock::now() +
+                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
+  while (!stop_requested(cfg)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= end) return true;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(end - now, kPoll));
+  }
+  return false;
+}
 
 // How long the sink may take to see the last frames of a run: until it has counted every sent
 // frame, or nothing arrived for kSinkQuiet, or kSinkTimeout passed.
@@ -131,7 +153,7 @@ struct alignas(64) Sender {
 
 // The kernel row: every sender sends the same frames' UDP payloads through its own UDP socket.
 Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
-  auto device = make_device(cfg.device);
+  auto device = bench_detail::make_probe_device(cfg.device);
   FrameSpec spec;
   spec.payload = cfg.payload;
   device->address_frames(spec);
@@ -194,12 +216,12 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
     for (auto& s : senders) n += s.sent.load(std::memory_order_relaxed);
     return n;
   };
-  std::this_thread::sleep_for(std::chrono::duration<double>(std::min(0.2, cfg.duration_s * 0.1)));
+  bool whole = sleep_unless_stopped(cfg, std::chrono::duration<double>(std::min(0.2, cfg.duration_s * 0.1)));
   measuring.store(true, std::memory_order_relaxed);
   const uint64_t sent0 = sum_sent();
   const uint64_t cpu0 = process_cpu_ns() - sink_cpu_ns(sink);
   const auto t0 = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(cfg.duration_s));
+  whole = whole && sleep_unless_stopped(cfg, std::chrono::duration<double>(cfg.duration_s));
   const uint64_t sent1 = sum_sent();
   const uint64_t cpu1 = process_cpu_ns() - sink_cpu_ns(sink);
   const auto t1 = std::chrono::steady_clock::now();
@@ -208,6 +230,7 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
   for (auto& w : workers) w.join();
 
   Run r;
+  r.interrupted = !whole;
   r.lock = "-";
   r.drained = true;  // nothing of ours is queued: the kernel holds what it accepted
   const double secs = std::chrono::duration<double>(t1 - t0).count();
@@ -310,12 +333,12 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
   while (ready.load(std::memory_order_relaxed) < threads) std::this_thread::yield();
 
   const auto warmup = std::chrono::duration<double>(std::min(0.2, cfg.duration_s * 0.1));
-  std::this_thread::sleep_for(warmup);
+  bool whole = sleep_unless_stopped(cfg, warmup);
   measuring.store(true, std::memory_order_relaxed);  // relaxed: see above
   const TxQueueStats s0 = txq->stats();
   const uint64_t cpu0 = process_cpu_ns() - sink_cpu_ns(sink);  // the sink's CPU is not ours
   const auto t0 = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(cfg.duration_s));
+  whole = whole && sleep_unless_stopped(cfg, std::chrono::duration<double>(cfg.duration_s));
   const TxQueueStats s1 = txq->stats();
   const uint64_t cpu1 = process_cpu_ns() - sink_cpu_ns(sink);
   const auto t1 = std::chrono::steady_clock::now();
@@ -324,6 +347,7 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
   for (auto& w : workers) w.join();
 
   Run r;
+  r.interrupted = !whole;
   r.lock = std::string(txq->lock_kind());
   r.drained = txq->drain(std::chrono::seconds(10));
   const TxQueueStats end = txq->stats();
@@ -352,6 +376,10 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
   r.send_p99_ns = percentile(latency, 0.99);
   r.conserved = r.drained && conservation_holds(end.submitted, end.sent, end.dropped, end.queued);
   check_sink(sink, end.sent, r);
+  // Nothing transmits once the queue is gone: the device's output (pcap:FILE) is complete.
+  live.reset();
+  txq.reset();
+  r.output_error = bench_detail::finish_output(*device);
   return r;
 }
 
@@ -365,7 +393,10 @@ BenchPoint aggregate(const std::string& strategy, int threads, bool park,
   std::vector<double> mpps, cpu, fair, p50, p99;
   uint64_t window_sent = 0, window_doorbells = 0;
   p.drained = p.conserved = true;
+  p.runs = static_cast<int>(runs.size());
   for (const Run& r : runs) {
+    p.complete = p.complete && !r.interrupted;
+    if (p.output_error.empty()) p.output_error = r.output_error;
     mpps.push_back(r.mpps);
     cpu.push_back(r.cpu_ns_per_pkt);
     fair.push_back(r.fairness);
@@ -418,6 +449,63 @@ class SpinParkRestore {
   bool saved_;
 };
 
+// "[3/8] busylock threads=4 park=on round 2": the line run_bench's progress is told.
+std::string progress_line(const BenchConfig& cfg, std::size_t done, std::size_t total,
+                          const std::string& strategy, int threads, bool park, int round) {
+  std::string line(1, '[');  // appended piecewise: GCC 12 warns (-Wrestrict) on "[" + ...
+  line += std::to_string(done);
+  line += '/';
+  line += std::to_string(total);
+  line += "] ";
+  line += strategy;
+  line += " threads=";
+  line += std::to_string(threads);
+  line += " park=";
+  line += park_name(park);
+  if (cfg.repeat > 1) {
+    line += " round ";
+    line += std::to_string(round + 1);
+  }
+  return line;
+}
+
+// Aggregates one thread count's runs into points (config order: park, then strategy), with their
+// ratios to busylock and to the kernel row at the same park policy. After a stop, a (park,
+// strategy) pair that never ran is left out and one that ran fewer rounds is not complete.
+void append_points(const BenchConfig& cfg, int threads,
+                   std::map<std::pair<bool, std::string>, std::vector<Run>>& runs,
+                   std::vector<BenchPoint>& points) {
+  for (const bool park : cfg.park) {
+    const std::size_t first = points.size();
+    for (const auto& strategy : cfg.strategies) {
+      const std::vector<Run>& mine = runs[{park, strategy}];
+      if (mine.empty()) continue;
+      points.push_back(aggregate(strategy, threads, park, mine));
+      if (points.back().runs < cfg.repeat) points.back().complete = false;
+    }
+    const auto from = points.begin() + static_cast<std::ptrdiff_t>(first);
+    // Ratios against busylock at the same thread count and park policy, when it was measured.
+    const auto base = std::find_if(from, points.end(),
+                                   [](const BenchPoint& p) { return p.strategy == "busylock"; });
+    if (base != points.end()) {
+      for (auto p = from; p != points.end(); ++p) {
+        p->vs_busylock_mpps = base->mpps > 0 ? p->mpps / base->mpps : 0;
+        p->vs_busylock_cpu = base->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / base->cpu_ns_per_pkt : 0;
+      }
+    }
+    // And against the kernel's own path, when it was measured.
+    const auto kernel = std::find_if(
+        from, points.end(), [](const BenchPoint& p) { return p.strategy == kKernelStrategy; });
+    if (kernel != points.end()) {
+      for (auto p = from; p != points.end(); ++p) {
+        p->vs_kernel_mpps = kernel->mpps > 0 ? p->mpps / kernel->mpps : 0;
+        p->vs_kernel_cpu =
+            kernel->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / kernel->cpu_ns_per_pkt : 0;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const char* park_name(bool park) noexcept { return park ? "on" : "off"; }
@@ -458,17 +546,17 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
     if (cfg.tc_dev.empty()) {
       const auto devs = tcc.devices();
       if (devs.size() != 1)
-        throw ConfigError("tc configuration \"" + cfg.tc_config + "\" has " + std::to_string(devs.size()) +
+        throw ConfigError("tc configuration " + txpath::quoted(cfg.tc_config) + " has " + std::to_string(devs.size()) +
                           " devices: name one with --tc-dev");
       cfg.tc_dev = devs[0].name;
     }
     const tc::Tree tree = tcc.build(cfg.tc_dev, QdiscEnv{.txqueuelen = cfg.txqueuelen});
     cfg.qdisc = std::string(tree.root->kind()) + " " + tree.root->options() + " (tc config " +
-                cfg.tc_config + ", dev " + cfg.tc_dev + ")";
+                txpath::quoted(cfg.tc_config) + ", dev " + txpath::quoted(cfg.tc_dev) + ")";
   }
   // Validate everything up front, so a typo fails before minutes of measuring.
   {
-    auto device = make_device(cfg.device);
+    auto device = bench_detail::make_probe_device(cfg.device);
     FrameSpec frames;
     frames.payload = cfg.payload;
     device->address_frames(frames);
@@ -478,7 +566,7 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
       bench_detail::kernel_route(*device, frames);  // throws when there is nowhere to send
       if (!bench_detail::kernel_route(*device, frames))
         throw ConfigError("strategy kernel needs a real device (afpacket:IF, afxdp:IF or udp:HOST:PORT), not " +
-                          device->describe());
+                          txpath::quoted(device->describe()));
     } else if (cfg.kernel_row) {
       // Added when the device has a destination the kernel can send to as well.
       try {
@@ -532,7 +620,7 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
   const SpinParkRestore restore_policy;
   std::unique_ptr<Sink> sink;
   {
-    auto device = make_device(cfg.device);
+    auto device = bench_detail::make_probe_device(cfg.device);
     FrameSpec frames;
     frames.payload = cfg.payload;
     device->address_frames(frames);
@@ -546,50 +634,21 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
                             static_cast<std::size_t>(cfg.repeat);
   std::size_t done = 0;
   for (int threads : cfg.threads) {
+    if (stop_requested(cfg)) break;
     std::map<std::pair<bool, std::string>, std::vector<Run>> runs;
     // Interleaved: round 1 runs every (park, strategy) once, then round 2, ... (A B A B ...).
-    for (int round = 0; round < cfg.repeat; ++round) {
+    for (int round = 0; round < cfg.repeat && !stop_requested(cfg); ++round) {
       for (const bool park : cfg.park) {
         for (const auto& strategy : cfg.strategies) {
-          if (progress)
-            progress("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " +
-                     strategy + " threads=" + std::to_string(threads) +
-                     " park=" + park_name(park) +
-                     (cfg.repeat > 1 ? " round " + std::to_string(round + 1) : ""));
+          if (stop_requested(cfg)) break;
+          ++done;
+          if (progress) progress(progress_line(cfg, done, total, strategy, threads, park, round));
           set_spin_park(park);  // no waiter of an earlier run is left: its queue is gone
           runs[{park, strategy}].push_back(run_once(cfg, strategy, threads, sink.get()));
         }
       }
     }
-    for (const bool park : cfg.park) {
-      const std::size_t first = points.size();
-      for (const auto& strategy : cfg.strategies)
-        points.push_back(aggregate(strategy, threads, park, runs[{park, strategy}]));
-      // Ratios against busylock at the same thread count and park policy, when it was measured.
-      const auto base = std::find_if(points.begin() + static_cast<std::ptrdiff_t>(first),
-                                     points.end(),
-                                     [](const BenchPoint& p) { return p.strategy == "busylock"; });
-      if (base != points.end()) {
-        for (std::size_t i = first; i < points.size(); ++i) {
-          BenchPoint& p = points[i];
-          p.vs_busylock_mpps = base->mpps > 0 ? p.mpps / base->mpps : 0;
-          p.vs_busylock_cpu =
-              base->cpu_ns_per_pkt > 0 ? p.cpu_ns_per_pkt / base->cpu_ns_per_pkt : 0;
-        }
-      }
-      // And against the kernel's own path, when it was measured.
-      const auto kernel = std::find_if(
-          points.begin() + static_cast<std::ptrdiff_t>(first), points.end(),
-          [](const BenchPoint& p) { return p.strategy == kKernelStrategy; });
-      if (kernel != points.end()) {
-        for (std::size_t i = first; i < points.size(); ++i) {
-          BenchPoint& p = points[i];
-          p.vs_kernel_mpps = kernel->mpps > 0 ? p.mpps / kernel->mpps : 0;
-          p.vs_kernel_cpu =
-              kernel->cpu_ns_per_pkt > 0 ? p.cpu_ns_per_pkt / kernel->cpu_ns_per_pkt : 0;
-        }
-      }
-    }
+    append_points(cfg, threads, runs, points);
   }
   return points;
 }

@@ -10,8 +10,11 @@
 
 #include "device/afpacket_device.hpp"
 #include "device/afxdp_device.hpp"
+#include "device/pcap_device.hpp"
 #include "device/udp_device.hpp"
 #include "txpath/error.hpp"
+#include "txpath/file.hpp"
+#include "txpath/text.hpp"
 #include "txpath/testbed.hpp"
 
 namespace txpath::bench_detail {
@@ -43,8 +46,8 @@ std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& s
   }
   if (const std::string ifname = link_interface(device); !ifname.empty()) {
     if (!find_testbed(ifname))
-      throw ConfigError("strategy kernel on " + device.describe() +
-                        ": no testbed on " + ifname +
+      throw ConfigError("strategy kernel on " + escape_user_text(device.describe()) +
+                        ": no testbed on " + escape_user_text(ifname) +
                         " to send to (run `txpath testbed up`, or leave out the kernel row)");
     auto* in = reinterpret_cast<sockaddr_in*>(&r.addr);
     in->sin_family = AF_INET;
@@ -59,7 +62,7 @@ std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& s
 }
 
 KernelSender::KernelSender(const KernelRoute& route) {
-  const std::string what = "kernel row (" + route.text + ")";
+  const std::string what = "kernel row (" + escape_user_text(route.text) + ")";
   fd_ = netif::Fd(::socket(route.addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!fd_) netif::fail_errno(what, "socket(UDP)", errno);
   const int one = 1;
@@ -96,7 +99,7 @@ std::optional<SinkConfig> resolve_sink(const std::string& text, const Device& de
     c.ifname = text.substr(0, at);
     if (at != std::string::npos) c.netns = text.substr(at + 1);
     if (c.ifname.empty() || (at != std::string::npos && c.netns.empty()))
-      throw ConfigError("--sink: expected auto, none, IFNAME or IFNAME@NETNS, not \"" + text + "\"");
+      throw ConfigError("--sink: expected auto, none, IFNAME or IFNAME@NETNS, not " + txpath::quoted(text));
     return c;
   }
   std::optional<TestbedInfo> tb;
@@ -110,6 +113,24 @@ std::optional<SinkConfig> resolve_sink(const std::string& text, const Device& de
   c.ifname = tb->config.peer_if;
   c.netns = tb->config.netns;
   return c;
+}
+
+void AbandonOutput::operator()(Device* device) const noexcept {
+  if (auto* pcap = dynamic_cast<PcapDevice*>(device)) pcap->abandon();
+  delete device;  // NOLINT(cppcoreguidelines-owning-memory): the unique_ptr's deleter
+}
+
+ProbeDevice make_probe_device(const std::string& spec) { return ProbeDevice(make_device(spec).release()); }
+
+std::string finish_output(Device& device) {
+  auto* pcap = dynamic_cast<PcapDevice*>(&device);
+  if (!pcap) return {};
+  try {
+    pcap->finish();
+  } catch (const FileError& e) {
+    return e.what();
+  }
+  return {};
 }
 
 }  // namespace txpath::bench_detail

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -45,5 +46,17 @@ class KernelSender {
 // The sink for `spec_text` ("auto", "none", "IF", "IF@NETNS"); nullopt for none.
 std::optional<SinkConfig> resolve_sink(const std::string& spec_text, const Device& device,
                                        const FrameSpec& frames);
+
+// A device made only to check a spec or read its addresses: whatever file it would write
+// (pcap:FILE) is dropped on destruction, so checking never creates or replaces FILE.
+struct AbandonOutput {
+  void operator()(Device* device) const noexcept;
+};
+using ProbeDevice = std::unique_ptr<Device, AbandonOutput>;
+ProbeDevice make_probe_device(const std::string& spec);
+
+// Completes a device's output once its run is over and nothing transmits any more (pcap:FILE is
+// renamed into place). Empty, or the failure: one line naming the file.
+std::string finish_output(Device& device);
 
 }  // namespace txpath::bench_detail

@@ -300,11 +300,11 @@ const std::vector<std::string_view>& csv_columns() {
       "requeues",      "fairness",      "batch_mean",  "lock_waits",  "lock_wait_ns",
       "send_p50_ns",   "send_p99_ns",   "vs_busylock_mpps", "vs_busylock_cpu", "conserved",
       "vs_kernel_mpps", "vs_kernel_cpu", "sink_received", "sink_lost", "sink_duplicated",
-      "sink_out_of_order", "sink_socket_drops", "delivered"};
+      "sink_out_of_order", "sink_socket_drops", "delivered", "runs", "complete", "partial"};
   return columns;
 }
 
-void write_csv(std::ostream& out, const std::vector<BenchPoint>& points) {
+void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool partial) {
   const auto& columns = csv_columns();
   for (std::size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
   out << '\n';
@@ -340,10 +340,12 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points) {
     if (p.sink_checked) {
       out << ',' << p.sink_received << ',' << p.sink_lost << ',' << p.sink_duplicated << ','
           << p.sink_out_of_order << ',' << p.sink_socket_drops << ','
-          << (p.delivered ? "true" : "false") << '\n';
+          << (p.delivered ? "true" : "false");
     } else {
-      out << ",,,,,,\n";
+      out << ",,,,,,";
     }
+    out << ',' << p.runs << ',' << (p.complete ? "true" : "false") << ','
+        << (partial ? "true" : "false") << '\n';
   }
 }
 

@@ -1,46 +1,30 @@
 // SPDX-License-Identifier: MIT
 #include "device/pcap_device.hpp"
 
-#include <fcntl.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <string>
 #include <utility>
 
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"
+#include "txpath/text.hpp"
 
 namespace txpath {
 
 namespace {
 
-// The spec as it appears in an error message: control characters replaced, so that the message
-// stays one line whatever the path holds.
-std::string printable_spec(const std::string& path) {
-  std::string out = "pcap:" + path;
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return out;
-}
+// What OutputFile calls the capture in its messages: "pcap capture \"PATH\": write: ...".
+constexpr std::string_view kWhat = "pcap capture";
 
-// write(2) all of [data, data + len): loops over partial writes and EINTR. 0 or an errno.
-int write_all(int fd, const std::byte* data, std::size_t len) noexcept {
-  while (len > 0) {
-    const ssize_t n = ::write(fd, data, len);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (n == 0) return EIO;  // a regular file never does this; do not spin on it
-    data += n;
-    len -= static_cast<std::size_t>(n);
-  }
-  return 0;
+// An OutputFile message in the device registry's form, "device 'pcap:PATH': CAUSE" (the path
+// escaped and cut by escape_user_text): one line, naming the file once.
+std::string device_message(const std::string& path, std::string_view file_error) {
+  const std::string prefix = std::string(kWhat) + " " + quoted(path) + ": ";
+  if (file_error.starts_with(prefix)) file_error.remove_prefix(prefix.size());
+  return "device 'pcap:" + escape_user_text(path) + "': " + std::string(file_error);
 }
 
 template <class T>
@@ -57,11 +41,6 @@ PcapDevice::PcapDevice(const PcapConfig& config, uint32_t mtu)
   if (path_.empty()) {
     throw DeviceError("device 'pcap:': empty file name");
   }
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    throw DeviceError("device '" + printable_spec(path_) + "': cannot create: " +
-                      std::strerror(errno));
-  }
   std::byte hdr[kGlobalHeaderLen];
   std::byte* o = hdr;
   o = put<uint32_t>(o, kMagicNs);
@@ -71,17 +50,51 @@ PcapDevice::PcapDevice(const PcapConfig& config, uint32_t mtu)
   o = put<uint32_t>(o, 0);  // sigfigs
   o = put<uint32_t>(o, kSnaplen);
   put<uint32_t>(o, kLinktypeEthernet);
-  if (const int err = write_all(fd_, hdr, sizeof hdr); err != 0) {
-    ::close(fd_);
-    throw DeviceError("device '" + printable_spec(path_) + "': cannot write: " +
-                      std::strerror(err));
+  try {
+    out_ = std::make_unique<OutputFile>(path_, kWhat);
+    out_->write(std::span<const std::byte>(hdr, sizeof hdr));
+  } catch (const FileError& e) {
+    throw DeviceError(device_message(path_, e.what()));
   }
+  write_error_.reserve(1024);  // a failed write's message, without allocating in flush()
 }
 
 PcapDevice::~PcapDevice() {
-  // Nobody else can hold tx_lock now. Announce and write whatever is still pending.
+  // Nobody else can hold tx_lock now. Write whatever is still pending and commit, unless a
+  // write failed: then the temporary file goes and FILE stays as it was.
+  if (!out_) return;
   flush();
-  ::close(fd_);
+  if (!write_error_.empty()) return;
+  try {
+    out_->commit();
+  } catch (const FileError&) {
+    // nowhere to report it from a destructor: FILE is untouched (call finish() to hear of it)
+  }
+}
+
+void PcapDevice::finish() {
+  if (!out_) return;
+  flush();
+  const std::unique_ptr<OutputFile> out = std::move(out_);  // its destructor drops the temp file
+  if (!write_error_.empty()) throw FileError(write_error_);
+  out->commit();
+}
+
+void PcapDevice::abandon() noexcept { out_.reset(); }
+
+void PcapDevice::write_out(std::span<const std::byte> bytes) noexcept {
+  if (!write_error_.empty()) return;
+  try {
+    if (!out_) throw FileError("already finished");
+    out_->write(bytes);
+  } catch (const std::exception& e) {  // FileError; bad_alloc while building its message
+    try {
+      const std::string what = device_message(path_, e.what());
+      write_error_.assign(what, 0, std::min(what.size(), write_error_.capacity()));
+    } catch (const std::exception&) {
+      write_error_.assign("device 'pcap:': write failed");  // fits the reserved capacity
+    }
+  }
 }
 
 XmitResult PcapDevice::xmit(Packet* p, bool more) noexcept {
@@ -116,9 +129,9 @@ void PcapDevice::flush() noexcept {
   if (pending_.empty()) return;
   doorbells_.add(1);
   const uint64_t n = pending_.size();
-  if (write_errno_ == 0) write_errno_ = write_all(fd_, buf_.get(), used_);
+  write_out(std::span<const std::byte>(buf_.get(), used_));
   // Once a write failed (now or before), this batch did not reach the file intact.
-  if (write_errno_ != 0) tx_errors_.add(n);
+  if (!write_error_.empty()) tx_errors_.add(n);
   used_ = 0;
   free_packets(std::move(pending_));
   completed_.add(n);

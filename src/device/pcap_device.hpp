@@ -9,24 +9,36 @@
 // header (ts_sec, ts_nsec, incl_len, orig_len, host byte order) and the frame bytes.
 //
 // Model (like `null`, with a file behind it):
-//  * The file is created (or truncated) and the global header written at construction; failure
-//    throws DeviceError "device 'pcap:PATH': cannot create: <strerror>".
+//  * The capture is written through an OutputFile (txpath/file.hpp): a temporary file beside
+//    FILE (".FILE.XXXXXX") holds the global header from construction on, and finish() (or the
+//    destructor) renames it over FILE once everything is written and synced. FILE is therefore
+//    either a complete capture or untouched (absent, or the previous complete capture); a
+//    symlink FILE owned by another user in a sticky world-writable directory is refused. A
+//    device, FIFO or pipe (pcap:/dev/stdout) is written in place instead, every write checked.
+//    Construction failures throw DeviceError, one line naming the file (escaped):
+//    "device 'pcap:PATH': create a temporary file beside it: No such file or directory" (PATH
+//    escaped and cut as txpath/text.hpp does); write errors read "device 'pcap:PATH': write: ...".
 //  * xmit() stamps the frame with CLOCK_REALTIME (clamped so that timestamps never go back when
 //    the wall clock is stepped), copies record header + frame into a buffer preallocated at
 //    construction and keeps the packet on a pending list.
 //  * The doorbell — a packet accepted with more == false, or a buffer too full for the next
-//    largest record — writes the buffer with write(2) (looping over partial writes and EINTR)
-//    and completes every pending packet at once: free_packets() + `completed`. The file is the
-//    wire, so the doorbell is also the completion; never busy, never stops, no BQL.
-//  * A write error does not throw: the packets of that batch (accepted, hence counted as sent
-//    upstream) are counted in `tx_errors`, the errno is kept (write_error()), and every later
-//    batch is counted in `tx_errors` too without being written — after a failed or partial
-//    write the file may end mid-record, and appending to it would only produce garbage.
-//  * The destructor flushes what is still pending and closes the file.
+//    largest record — writes the buffer to the file and completes every pending packet at
+//    once: free_packets() + `completed`. The file is the wire, so the doorbell is also the
+//    completion; never busy, never stops, no BQL.
+//  * A write error does not throw from xmit(): the packets of that batch (accepted, hence
+//    counted as sent upstream) are counted in `tx_errors`, the error is kept (write_error()),
+//    the temporary file is removed, and every later batch is counted in `tx_errors` too without
+//    being written. finish() then throws it (FileError), and the destructor does not replace
+//    FILE: a capture with a hole is never presented as complete.
+//  * finish() (at a quiescent point) writes what is pending and commits, throwing FileError on
+//    any failure; the destructor does the same for a device not finished or abandoned, but
+//    swallows the error (FILE stays untouched). abandon() drops the capture: for callers that
+//    only check the spec.
 //
 // Invariants: tx_packets == completed + pending (exact under tx_lock; in_flight() clamps the
 // relaxed difference); every accepted packet is written exactly once, or counted in tx_errors;
-// records appear in the file in xmit order; nothing is allocated after construction.
+// records appear in the file in xmit order; nothing is allocated after construction (but for
+// the message of a failed write).
 //
 // Memory ordering: all state is guarded by tx_lock (xmit by the driver-loop owner; there is no
 // completion side). The counters are SingleWriterCounter (relaxed reads for stats()).
@@ -35,11 +47,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "device/real_devices.hpp"
 #include "txpath/device.hpp"
+#include "txpath/file.hpp"
 #include "txpath/packet.hpp"
 
 namespace txpath {
@@ -62,20 +76,31 @@ class PcapDevice final : public Device {
   XmitResult xmit(Packet* p, bool more) noexcept override;
   uint64_t in_flight() const noexcept override;
 
-  // errno of the first failed write (0 if none). Read under tx_lock or at a quiescent point.
-  int write_error() const noexcept { return write_errno_; }
+  // The first failed write, one line naming the file (empty if none). Read under tx_lock or at
+  // a quiescent point.
+  const std::string& write_error() const noexcept { return write_error_; }
+
+  // Writes what is pending and makes the capture FILE (rename; close for a device or FIFO).
+  // Throws FileError, one line naming the file, if a write failed earlier or the fsync, rename
+  // or close fails now; FILE is then untouched. Call at a quiescent point (no xmit() running,
+  // none after). A second call does nothing.
+  void finish();
+  // Drops the capture: FILE is left untouched (a regular file) and nothing more is written.
+  void abandon() noexcept;
   const std::string& path() const noexcept { return path_; }
 
  private:
   // The doorbell: writes the buffer, completes the pending packets. Caller holds tx_lock.
   void flush() noexcept;
+  // Appends to the file unless a write failed before; keeps the first error.
+  void write_out(std::span<const std::byte> bytes) noexcept;
 
   const std::string path_;
-  int fd_ = -1;
+  std::unique_ptr<OutputFile> out_;   // null once finished or abandoned
   std::unique_ptr<std::byte[]> buf_;  // kBufferBytes, allocated once
   std::size_t used_ = 0;              // bytes of buf_ not yet written
   PacketList pending_;                // copied into buf_, not yet completed; guarded by tx_lock
-  int write_errno_ = 0;               // first write error; once set, nothing more is written
+  std::string write_error_;           // first write error; once set, nothing more is written
   uint64_t last_ts_ns_ = 0;           // last timestamp written (CLOCK_REALTIME ns), for the clamp
 };
 
