@@ -185,13 +185,19 @@ for sig in INT TERM; do
 done
 
 # A second signal exits at once: the first one's outputs block on a FIFO nobody reads.
-mkfifo "$tmp/fifo"
-start_long "$tmp/fifo" || FAIL "second signal: no progress line"
-kill -INT "$bg"
-for _ in $(seq 200); do grep -q '^park:' "$tmp/sig.out" && break; sleep 0.05; done
-kill -TERM "$bg"
-finish
-[ "$rc" = 143 ] || FAIL "second signal: exit $rc, not 143 at once"
+# ThreadSanitizer defers a signal while the thread that would take it sits in open() on the FIFO,
+# so in a TSan build this check cannot see the handler run; the Release and ASan builds run it.
+if nm "$bin" 2>/dev/null | grep -q ' __tsan_init$'; then
+  echo "bench_outputs.sh: second-signal check skipped in a ThreadSanitizer build (signals deferred)"
+else
+  mkfifo "$tmp/fifo"
+  start_long "$tmp/fifo" || FAIL "second signal: no progress line"
+  kill -INT "$bg"
+  for _ in $(seq 200); do grep -q '^park:' "$tmp/sig.out" && break; sleep 0.05; done
+  kill -TERM "$bg"
+  finish
+  [ "$rc" = 143 ] || FAIL "second signal: exit $rc, not 143 at once"
+fi
 
 # ---- 7 and the small ones: one short line, exit 2 ------------------------------------------------
 # $@: arguments; stderr must be one line without ESC, under 400 bytes, and the exit status 2.
