@@ -392,7 +392,9 @@ TEST_F(TestbedTest, ARecordNotOwnedByRootIsNotTrusted) {
 }
 
 TEST(TestbedConfigCheck, ControlBytesInNamesGiveOneEscapedLine) {
-  // No root needed: validation comes first.
+  // No root needed: validation comes first. The other names are unique to this process, so a
+  // build that did not validate would touch nothing of anyone else's (and is cleaned up below).
+  const TestbedConfig base = test::unique_testbed('v');
   const std::string esc = "\x1b[31m";
   const std::string huge(128 * 1024, 'n');
   for (auto set : std::vector<void (*)(TestbedConfig&, const std::string&)>{
@@ -403,7 +405,7 @@ TEST(TestbedConfigCheck, ControlBytesInNamesGiveOneEscapedLine) {
            [](TestbedConfig& c, const std::string& v) { c.peer_addr = v; },
            [](TestbedConfig& c, const std::string& v) { c.qdisc = v; }}) {
     for (const std::string& bad : {std::string("a\nb"), "x" + esc + "y", std::string("v\xff"), huge}) {
-      TestbedConfig c;
+      TestbedConfig c = base;
       set(c, bad);
       try {
         testbed_up(c);
@@ -417,10 +419,18 @@ TEST(TestbedConfigCheck, ControlBytesInNamesGiveOneEscapedLine) {
       }
     }
   }
-  TestbedConfig c;
+  TestbedConfig c = base;
   c.netns = "-x";
   expect_config_error(c, "\"-x\"");
-  c = {};
+  c = base;
   c.host_if = ".x";
   expect_config_error(c, "\".x\"");
+  if (::geteuid() == 0 && ::testing::Test::HasFailure()) {
+    sh("ip link del dev " + base.host_if);
+    sh("ip link del dev .x");
+    sh("ip netns del " + base.netns);
+    sh("ip netns del -x");
+    ::unlink(("/run/txpath/testbed/" + base.host_if).c_str());
+    ::unlink("/run/txpath/testbed/.x");
+  }
 }

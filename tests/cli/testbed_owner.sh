@@ -16,13 +16,17 @@ netns="txpath-o$$"
 x=$(( $$ % 250 + 1 ))
 addrs=(--host-addr "10.79.$x.1/24" --peer-addr "10.79.$x.2/24")
 names=(--host-if "$host_if" --peer-if "$peer_if" --netns "$netns")
+# Everything this run may have made (a build that does not validate makes the -x/.x ones).
+remove_names() {
+  ip link del dev "$host_if" 2>/dev/null
+  ip link del dev "$peer_if" 2>/dev/null
+  ip link del dev ".x$id" 2>/dev/null
+  ip netns del "$netns" 2>/dev/null
+  ip netns del "-x$id" 2>/dev/null
+  rm -f "/run/txpath/testbed/$host_if" "/run/txpath/testbed/.x$id"
+}
 cleanup() {
-  if [ "$(id -u)" -eq 0 ]; then
-    ip link del dev "$host_if" 2>/dev/null
-    ip link del dev "$peer_if" 2>/dev/null
-    ip netns del "$netns" 2>/dev/null
-    rm -f "/run/txpath/testbed/$host_if"
-  fi
+  [ "$(id -u)" -eq 0 ] && remove_names
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -45,12 +49,20 @@ expect_error() {
 big=$(head -c 100000 /dev/zero | tr '\0' n)  # one argument may be at most 128 KiB
 for opt in --host-if --peer-if --netns --host-addr --peer-addr --qdisc; do
   for bad in $'a\nb' $'x\e[31my' $'v\xff' "$big"; do
-    expect_error 2 testbed up "$opt" "$bad"
+    # The other names are this run's own: a build that did not validate touches nothing else.
+    case $opt in
+      --host-if) others=(--peer-if "$peer_if" --netns "$netns") ;;
+      --peer-if) others=(--host-if "$host_if" --netns "$netns") ;;
+      --netns) others=(--host-if "$host_if" --peer-if "$peer_if") ;;
+      *) others=("${names[@]}") ;;
+    esac
+    expect_error 2 testbed up "${others[@]}" "$opt" "$bad"
     [ "${#err}" -lt 400 ] || fail_with "testbed up $opt: ${#err}-byte error line"
   done
 done
 expect_error 2 testbed down --host-if $'a\nb'
-expect_error 2 testbed up --netns -x
+expect_error 2 testbed up --host-if "$host_if" --peer-if "$peer_if" --netns "-x$id"
+expect_error 2 testbed up --host-if ".x$id" --peer-if "$peer_if" --netns "$netns"
 
 if [ "$(id -u)" -ne 0 ]; then
   if [ -n "${CI:-}" ]; then echo "FAIL: needs root (CI is set, so not skipped)"; exit 1; fi
@@ -59,6 +71,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit "$fail"
 fi
 
+remove_names
 # 1. An existing namespace holding a user's interface: refused, the interface survives.
 ip netns add "$netns" || exit 1
 ip -n "$netns" link add "$peer_if" type ifb 2>/dev/null ||
