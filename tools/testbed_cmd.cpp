@@ -9,6 +9,7 @@
 
 #include "net_cmds.hpp"
 #include "txpath/error.hpp"
+#include "txpath/text.hpp"
 
 namespace txpath::cli {
 
@@ -87,7 +88,7 @@ int run_testbed_command(const TestbedOptions& o) {
     if (o.show->parsed()) {
       const auto info = find_testbed(o.config.host_if);
       if (!info) {
-        fmt::print("no testbed on {}\n", o.config.host_if);
+        fmt::print("no testbed on {}\n", escape_user_text(o.config.host_if));
         return 1;
       }
       print_info(*info);

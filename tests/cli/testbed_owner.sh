@@ -61,6 +61,8 @@ for opt in --host-if --peer-if --netns --host-addr --peer-addr --qdisc; do
   done
 done
 expect_error 2 testbed down --host-if $'a\nb'
+out=$("$bin" testbed show --host-if $'a\nb\e[31m')
+[ "$out" = 'no testbed on a\x0ab\x1b[31m' ] || fail_with "show of a name with control bytes: $(printf '%s' "$out" | od -c | head -2)"
 expect_error 2 testbed up --host-if "$host_if" --peer-if "$peer_if" --netns "-x$id"
 expect_error 2 testbed up --host-if ".x$id" --peer-if "$peer_if" --netns "$netns"
 
