@@ -42,7 +42,8 @@ void print_removal(const TestbedRemoval& r) {
   else if (r.removed_netns)
     fmt::print("removed netns {}\n", c.netns);
   else
-    fmt::print("the testbed txpath made on {} was already gone (its record is removed)\n", c.host_if);
+    fmt::print("the testbed txpath made on {} was already gone (its record is removed)\n",
+               c.host_if);
   for (const auto& why : r.kept) fmt::print("kept: {}\n", why);
 }
 
@@ -75,8 +76,8 @@ int run_testbed_command(const TestbedOptions& o) {
       TestbedRemoval replaced;
       const TestbedInfo info = testbed_up(o.config, &replaced);
       if (replaced)
-        fmt::print("replaced the testbed txpath made on {} (netns {})\n", pair_text(replaced.config),
-                   replaced.config.netns);
+        fmt::print("replaced the testbed txpath made on {} (netns {})\n",
+                   pair_text(replaced.config), replaced.config.netns);
       for (const auto& why : replaced.kept) fmt::print("kept: {}\n", why);
       print_info(info);
       return 0;

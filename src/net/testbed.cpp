@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -73,7 +74,8 @@ std::string first_line(std::string s) {
 // Runs args[0] (looked up in PATH, plus /sbin and /usr/sbin) and collects stdout and stderr.
 CmdResult run_cmd(const std::vector<std::string>& args) {
   int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw DeviceError("testbed: pipe: " + std::string(std::strerror(errno)));
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw DeviceError("testbed: pipe: " + std::string(std::strerror(errno)));
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     ::close(out_pipe[0]);
     ::close(out_pipe[1]);
@@ -232,7 +234,8 @@ struct Validated {
 // hidden state file, or an option to `ip`).
 void check_name(const char* what, const std::string& name, bool valid, const char* rule) {
   if (!valid || name[0] == '.' || name[0] == '-')
-    throw ConfigError(std::string("testbed: ") + what + " name " + txpath::quoted(name) + " is not " + rule +
+    throw ConfigError(std::string("testbed: ") + what + " name " + txpath::quoted(name) +
+                      " is not " + rule +
                       " characters of A-Z a-z 0-9 _ . - (not starting with . or -)");
 }
 
@@ -243,18 +246,21 @@ Validated validate(const TestbedConfig& c) {
   Validated v;
   int prefix = 0;
   if (!parse_cidr(c.host_addr, v.host_ip, prefix))
-    throw ConfigError("testbed: host address " + txpath::quoted(c.host_addr) + " is not an IPv4 a.b.c.d/len");
+    throw ConfigError("testbed: host address " + txpath::quoted(c.host_addr) +
+                      " is not an IPv4 a.b.c.d/len");
   if (!parse_cidr(c.peer_addr, v.peer_ip, prefix))
-    throw ConfigError("testbed: peer address " + txpath::quoted(c.peer_addr) + " is not an IPv4 a.b.c.d/len");
+    throw ConfigError("testbed: peer address " + txpath::quoted(c.peer_addr) +
+                      " is not an IPv4 a.b.c.d/len");
   if (v.host_ip == v.peer_ip)
     throw ConfigError("testbed: host and peer address are the same (" + ip_string(v.host_ip) + ")");
   if (c.mtu < 68 || c.mtu > 65535)
     throw ConfigError("testbed: mtu " + std::to_string(c.mtu) + " is not in 68..65535");
   if (split_ws(c.qdisc).empty()) throw ConfigError("testbed: empty qdisc");
-  for (const char ch : c.qdisc) {
-    if (ch < 0x20 || ch > 0x7e || c.qdisc.size() > 256)
-      throw ConfigError("testbed: qdisc " + txpath::quoted(c.qdisc) + " is not 1..256 printable ASCII characters");
-  }
+  const bool printable = std::all_of(c.qdisc.begin(), c.qdisc.end(),
+                                     [](char ch) { return ch >= 0x20 && ch <= 0x7e; });
+  if (!printable || c.qdisc.size() > 256)
+    throw ConfigError("testbed: qdisc " + txpath::quoted(c.qdisc) +
+                      " is not 1..256 printable ASCII characters");
   return v;
 }
 
@@ -302,7 +308,8 @@ std::array<uint8_t, 6> mac_here(const std::string& ifname) {
 // ip netns needs root (it mounts under /run/netns); say so instead of quoting a later failure.
 void require_root() {
   if (::geteuid() != 0)
-    throw DeviceError("testbed: not permitted (needs root: creates network namespaces and veth pairs)");
+    throw DeviceError(
+        "testbed: not permitted (needs root: creates network namespaces and veth pairs)");
 }
 
 // --- what is ours ------------------------------------------------------------------------------
@@ -366,12 +373,15 @@ std::vector<NetnsInterface> netns_interfaces(const std::string& netns) {
       if (static_cast<unsigned char>(ch) > 0x7f) ch = '?';
     doc = nlohmann::json::parse(text, nullptr, false);
   }
-  if (!doc.is_array()) throw DeviceError("testbed: cannot read the interfaces of netns " + txpath::quoted(netns));
+  if (!doc.is_array())
+    throw DeviceError("testbed: cannot read the interfaces of netns " + txpath::quoted(netns));
   std::vector<NetnsInterface> out;
   for (const auto& link : doc) {
     NetnsInterface i;
-    if (link.contains("ifname") && link["ifname"].is_string()) i.name = link["ifname"].get<std::string>();
-    if (link.contains("ifalias") && link["ifalias"].is_string()) i.alias = link["ifalias"].get<std::string>();
+    if (link.contains("ifname") && link["ifname"].is_string())
+      i.name = link["ifname"].get<std::string>();
+    if (link.contains("ifalias") && link["ifalias"].is_string())
+      i.alias = link["ifalias"].get<std::string>();
     out.push_back(std::move(i));
   }
   return out;
@@ -389,7 +399,8 @@ std::vector<std::string> foreign_interfaces(const std::vector<NetnsInterface>& l
 // "\"a\", \"b\" and 3 more": names quoted, at most four.
 std::string name_list(const std::vector<std::string>& names) {
   std::string s;
-  for (std::size_t i = 0; i < names.size() && i < 4; ++i) s += (i ? ", " : "") + txpath::quoted(names[i]);
+  for (std::size_t i = 0; i < names.size() && i < 4; ++i)
+    s += (i ? ", " : "") + txpath::quoted(names[i]);
   if (names.size() > 4) s += " and " + std::to_string(names.size() - 4) + " more";
   return s;
 }
@@ -417,8 +428,8 @@ void check_names_free(const StateDir& state, const TestbedConfig& c,
   const auto owner = netns_owner(state, c.netns);
   if (!owner) not_ours("netns", c.netns, "--netns");
   if (owner->info.config.host_if != c.host_if)
-    throw DeviceError("testbed: netns " + txpath::quoted(c.netns) + " belongs to the txpath testbed on " +
-                      owner->info.config.host_if +
+    throw DeviceError("testbed: netns " + txpath::quoted(c.netns) +
+                      " belongs to the txpath testbed on " + owner->info.config.host_if +
                       ": choose another name with --netns (or take that one down first)");
   const auto foreign =
       foreign_interfaces(netns_interfaces(c.netns), net::testbed_marker(owner->info.id));
@@ -461,14 +472,16 @@ TestbedRemoval remove_recorded(const StateDir& state, const TestbedRecord& r) {
                          ", which txpath testbed did not make");
     }
   } else if (netns_exists(c.netns)) {
-    out.kept.push_back("netns " + c.netns + " is no longer the one txpath testbed made: left alone");
+    out.kept.push_back("netns " + c.netns +
+                       " is no longer the one txpath testbed made: left alone");
   }
   state.remove(c.host_if);
   return out;
 }
 
 // Best effort after a failed testbed_up(): removes what this call created, nothing else.
-void undo_up(const StateDir& state, const TestbedConfig& c, bool created_ns, bool created_link) noexcept {
+void undo_up(const StateDir& state, const TestbedConfig& c, bool created_ns,
+             bool created_link) noexcept {
   try {
     if (created_link) run_cmd({"ip", "link", "del", "dev", c.host_if});
     bool ns_left = false;
@@ -567,9 +580,11 @@ TestbedRemoval testbed_down(const TestbedConfig& config) {
   TestbedRemoval out;
   out.config = config;
   if (host_if_exists(config.host_if))
-    out.kept.push_back("interface " + config.host_if + " exists but was not made by txpath testbed: left alone");
+    out.kept.push_back("interface " + config.host_if +
+                       " exists but was not made by txpath testbed: left alone");
   if (netns_exists(config.netns) && !netns_owner(state, config.netns))
-    out.kept.push_back("netns " + config.netns + " exists but was not made by txpath testbed: left alone");
+    out.kept.push_back("netns " + config.netns +
+                       " exists but was not made by txpath testbed: left alone");
   return out;
 }
 

@@ -43,7 +43,8 @@ std::string distrust(const struct stat& st) {
 }
 
 [[noreturn]] void untrusted(const std::string& path, const std::string& why) {
-  throw DeviceError("testbed: state " + path + " " + why + ": not trusting it (remove it, or fix it)");
+  throw DeviceError("testbed: state " + path + " " + why +
+                    ": not trusting it (remove it, or fix it)");
 }
 
 // Opens a directory without following a symlink; creates it (0700) first if `create`.
@@ -81,7 +82,8 @@ bool parse_mac(const std::string& s, std::array<uint8_t, 6>& mac) {
 
 std::string mac_text(const std::array<uint8_t, 6>& m) {
   char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                m[5]);
   return buf;
 }
 
@@ -150,7 +152,8 @@ Trust read_file_at(int dir_fd, const std::string& name, std::string& text, std::
   const int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return Trust::absent;
-    why = errno == ELOOP ? "is a symlink" : std::string("cannot be opened: ") + std::strerror(errno);
+    why =
+        errno == ELOOP ? "is a symlink" : std::string("cannot be opened: ") + std::strerror(errno);
     return Trust::untrusted;
   }
   struct stat st {};
@@ -210,7 +213,8 @@ StateDir::StateDir() {
                         std::strerror(err));
     }
     struct stat st {};
-    if (::fstat(fd_, &st) != 0) untrusted(path, std::string("cannot be read: ") + std::strerror(errno));
+    if (::fstat(fd_, &st) != 0)
+      untrusted(path, std::string("cannot be read: ") + std::strerror(errno));
     if (const std::string why = distrust(st); !why.empty()) {
       ::close(fd_);
       fd_ = -1;
@@ -224,7 +228,8 @@ StateDir::StateDir() {
     const int err = errno;
     ::close(fd_);
     fd_ = -1;
-    throw DeviceError(std::string("testbed: cannot lock ") + kTestbedStateDir + ": " + std::strerror(err));
+    throw DeviceError(std::string("testbed: cannot lock ") + kTestbedStateDir + ": " +
+                      std::strerror(err));
   }
 }
 
