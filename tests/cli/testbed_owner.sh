@@ -142,6 +142,28 @@ ip -n "$netns" link show dev "${peer_if}x" >/dev/null 2>&1 || fail_with "down re
 [ -e "/sys/class/net/$host_if" ] && fail_with "down left $host_if"
 ip netns del "$netns"
 
+# A state directory or file another user could have written is refused (exit 2, one line),
+# checked in a private mount namespace with a tmpfs over /run/txpath (nothing else sees it).
+if command -v unshare >/dev/null; then
+  bad_state=(
+    "chmod 0777 /run/txpath|/run/txpath is writable by group or others (mode 0777)"
+    "mkdir -m 0700 /run/txpath/testbed; chown 65534 /run/txpath/testbed|/run/txpath/testbed is owned by uid 65534, not root"
+    "ln -s /tmp /run/txpath/testbed|/run/txpath/testbed is not a directory (or is a symlink)"
+    "mkdir -m 0700 /run/txpath/testbed; echo x >/run/txpath/testbed/$host_if; chmod 0666 /run/txpath/testbed/$host_if|/run/txpath/testbed/$host_if is writable by group or others (mode 0666)"
+  )
+  for case_ in "${bad_state[@]}"; do
+    setup=${case_%%|*}
+    want="txpath: error: testbed: state ${case_#*|}: not trusting it (remove it, or fix it)"
+    err=$(unshare --mount sh -c 'mkdir -p /run/txpath && mount -t tmpfs -o mode=0755 tmpfs /run/txpath && '"$setup"' && exec "$0" "$@"' \
+          "$bin" testbed up "${names[@]}" "${addrs[@]}" 2>&1 >/dev/null)
+    rc=$?
+    [ "$rc" -eq 2 ] && [ "$err" = "$want" ] || fail_with "state '$setup': exit $rc, $err"
+    [ -e "/sys/class/net/$host_if" ] && { fail_with "up went on with an untrusted state ($setup)"; remove_names; }
+  done
+else
+  echo "note: unshare missing, state directory checks skipped"
+fi
+
 # down after up removes the pair, the namespace and the record.
 "$bin" testbed up "${names[@]}" "${addrs[@]}" >/dev/null 2>&1 || fail_with "up (last)"
 out=$("$bin" testbed down --host-if "$host_if")
