@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // `txpath testbed up|down|show`: creates, removes or prints the veth testbed (testbed.hpp).
-// Exit codes: 0 ok; 1 `show` found no testbed; 2 bad option or the kernel refused (one line).
+// Exit codes: 0 ok (`down` also when there was nothing of txpath's to remove: it says so);
+// 1 `show` found no testbed; 2 bad option, not root, a name in use by something txpath testbed
+// did not make, an untrusted state directory, or the kernel refused (one line on stderr).
 #include <fmt/core.h>
 
 #include <cstdio>
 
 #include "net_cmds.hpp"
 #include "txpath/error.hpp"
+#include "txpath/text.hpp"
 
 namespace txpath::cli {
 
@@ -23,6 +26,25 @@ void print_info(const TestbedInfo& info) {
   fmt::print("peer: {} {} {} (netns {})\n", c.peer_if, c.peer_addr, mac(info.peer_mac), c.netns);
   fmt::print("qdisc: {} (root of {})\n", c.qdisc, c.host_if);
   fmt::print("mtu: {}\n", c.mtu);
+}
+
+std::string pair_text(const TestbedConfig& c) { return c.host_if + " / " + c.peer_if; }
+
+// What down removed (or up replaced), one line each; `kept` lines say what stays and why.
+void print_removal(const TestbedRemoval& r) {
+  const auto& c = r.config;
+  if (!r.recorded)
+    fmt::print("no testbed made by txpath on {} (nothing removed)\n", c.host_if);
+  else if (r.removed_pair && r.removed_netns)
+    fmt::print("removed {} (netns {})\n", pair_text(c), c.netns);
+  else if (r.removed_pair)
+    fmt::print("removed {}\n", pair_text(c));
+  else if (r.removed_netns)
+    fmt::print("removed netns {}\n", c.netns);
+  else
+    fmt::print("the testbed txpath made on {} was already gone (its record is removed)\n",
+               c.host_if);
+  for (const auto& why : r.kept) fmt::print("kept: {}\n", why);
 }
 
 void add_names(CLI::App* sub, TestbedConfig& c) {
@@ -42,7 +64,7 @@ void add_testbed_command(CLI::App& app, TestbedOptions& o) {
   o.up->add_option("--peer-addr", o.config.peer_addr, "IPv4 address/prefix of the peer end")->capture_default_str();
   o.up->add_option("--qdisc", o.config.qdisc, "root qdisc of the host end (tc syntax; noqueue: none)")->capture_default_str();
   o.up->add_option("--mtu", o.config.mtu, "MTU of both ends")->capture_default_str();
-  o.down = tb->add_subcommand("down", "remove the testbed");
+  o.down = tb->add_subcommand("down", "remove the testbed on --host-if (only what `up` made)");
   add_names(o.down, o.config);
   o.show = tb->add_subcommand("show", "print the testbed whose host end is --host-if");
   o.show->add_option("--host-if", o.config.host_if, "host end of the veth pair")->capture_default_str();
@@ -51,20 +73,23 @@ void add_testbed_command(CLI::App& app, TestbedOptions& o) {
 int run_testbed_command(const TestbedOptions& o) {
   try {
     if (o.up->parsed()) {
-      print_info(testbed_up(o.config));
+      TestbedRemoval replaced;
+      const TestbedInfo info = testbed_up(o.config, &replaced);
+      if (replaced)
+        fmt::print("replaced the testbed txpath made on {} (netns {})\n",
+                   pair_text(replaced.config), replaced.config.netns);
+      for (const auto& why : replaced.kept) fmt::print("kept: {}\n", why);
+      print_info(info);
       return 0;
     }
     if (o.down->parsed()) {
-      if (testbed_down(o.config))
-        fmt::print("removed {} / {} (netns {})\n", o.config.host_if, o.config.peer_if, o.config.netns);
-      else
-        fmt::print("no testbed on {} (nothing removed)\n", o.config.host_if);
+      print_removal(testbed_down(o.config));
       return 0;
     }
     if (o.show->parsed()) {
       const auto info = find_testbed(o.config.host_if);
       if (!info) {
-        fmt::print("no testbed on {}\n", o.config.host_if);
+        fmt::print("no testbed on {}\n", escape_user_text(o.config.host_if));
         return 1;
       }
       print_info(*info);

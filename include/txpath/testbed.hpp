@@ -10,6 +10,12 @@
 // neighbour entries both ways (no ARP traffic during a measurement), turns IPv6 off on both ends
 // (no router solicitations), and records the configuration in a state file under
 // /run/txpath/testbed/ so that `txpath bench` can find the peer of a host interface.
+//
+// Ownership: the testbed touches only what it made. It records each testbed (root-only state
+// file /run/txpath/testbed/HOST_IF, directory 0700) and marks both interfaces with the alias
+// "txpath-testbed ID"; the namespace is recognised by its recorded cookie. A name already in use
+// by anything else is refused before any change; down removes only recorded, still-marked
+// objects and never a namespace that holds interfaces it did not make. Needs root.
 #pragma once
 
 #include <array>
@@ -17,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace txpath {
 
@@ -36,15 +43,30 @@ struct TestbedInfo {
   std::array<uint8_t, 6> peer_mac{};
   uint32_t host_ip = 0;  // host byte order
   uint32_t peer_ip = 0;
+  std::string id;  // the marker id: both interfaces carry the alias "txpath-testbed <id>"
 };
 
-// Creates the pair, the namespace, addresses, qdisc and neighbour entries; replaces a testbed of
-// the same names that is already up. Throws ConfigError for a bad name or address, DeviceError
-// (one line) when the kernel refuses (not root, a name taken by something else).
-TestbedInfo testbed_up(const TestbedConfig& config);
+// What testbed_down() removed (or testbed_up() replaced) of a testbed txpath made.
+struct TestbedRemoval {
+  bool recorded = false;       // a state file recorded a testbed on this host interface
+  TestbedConfig config;        // its names as recorded (the request's, if none was recorded)
+  bool removed_pair = false;   // the veth pair it made was there and is gone
+  bool removed_netns = false;  // the namespace it made was there and is gone
+  std::vector<std::string> kept;  // why something named stays, one line each (user text escaped)
+  explicit operator bool() const { return removed_pair || removed_netns; }
+};
 
-// Removes the pair and the namespace (and the state file). Returns false if nothing was there.
-bool testbed_down(const TestbedConfig& config);
+// Creates the pair, the namespace, addresses, qdisc and neighbour entries. A testbed txpath made
+// on the same host interface is replaced (what was removed goes to *replaced, if given). Throws
+// ConfigError for a bad name or address; DeviceError (one line) when not root, when a name is in
+// use by something txpath testbed did not make ("... exists and was not made by txpath testbed:
+// choose another name with --host-if" / "--netns"), or when the kernel refuses.
+TestbedInfo testbed_up(const TestbedConfig& config, TestbedRemoval* replaced = nullptr);
+
+// Removes the testbed recorded on config.host_if: the pair and the namespace it made, and the
+// record; nothing else (see TestbedRemoval::kept). Nothing recorded: removes nothing, says why
+// in kept if the names are in use. Throws ConfigError / DeviceError as testbed_up().
+TestbedRemoval testbed_down(const TestbedConfig& config);
 
 // The testbed whose host end is `host_if`, if one is up (read from its state file and checked
 // against the live interfaces); nullopt otherwise.

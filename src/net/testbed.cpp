@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: MIT
 // The veth testbed (see testbed.hpp): drives iproute2 (`ip`, `tc`) as child processes, reads the
-// MACs, writes a key=value state file under /run/txpath/testbed/.
+// MACs, and records what it made under /run/txpath/testbed/ (net/testbed_state.hpp).
 //
-// Origin: txpath issue 5, from ip-link(8), ip-netns(8), ip-neighbour(8), tc(8) and veth(4).
+// Origin: txpath issue 5, from ip-link(8), ip-netns(8), ip-neighbour(8), tc(8) and veth(4);
+// ownership (only what it made is touched) from issue 12.
 // Invariants: names and addresses are validated before anything is run; every failing command
-// becomes one DeviceError line quoting the command and its first stderr line; a failed
-// testbed_up() removes what it created; testbed_down() only deletes a host interface that is a
-// veth. Not a hot path; no atomics (the namespace work runs on a joined thread, see netns.hpp).
+// becomes one DeviceError line quoting the command (escaped) and its first stderr line; nothing
+// is deleted unless a record says the testbed made it AND the object still carries the proof:
+// an interface its alias "txpath-testbed ID", a namespace its cookie (or inode). A namespace
+// that holds interfaces the testbed did not make is never deleted. Every name already in use
+// that is not ours is refused before any change. A failed testbed_up() removes what it
+// created. up and down serialise on the state directory's flock. Not a hot path; no atomics
+// (the namespace work runs on a joined thread, see netns.hpp).
 #include "txpath/testbed.hpp"
 
 #include <arpa/inet.h>
@@ -20,6 +25,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -28,7 +36,13 @@
 #include <vector>
 
 #include "net/netns.hpp"
+#include "net/testbed_state.hpp"
 #include "txpath/error.hpp"
+#include "txpath/text.hpp"
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71  // Linux 5.14+; older headers lack the name
+#endif
 
 extern char** environ;
 
@@ -36,7 +50,8 @@ namespace txpath {
 
 namespace {
 
-constexpr const char* kStateDir = "/run/txpath/testbed";
+using net::StateDir;
+using net::TestbedRecord;
 
 struct CmdResult {
   int status = 0;  // exit status (127+ for signals)
@@ -59,7 +74,8 @@ std::string first_line(std::string s) {
 // Runs args[0] (looked up in PATH, plus /sbin and /usr/sbin) and collects stdout and stderr.
 CmdResult run_cmd(const std::vector<std::string>& args) {
   int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw DeviceError("testbed: pipe: " + std::string(std::strerror(errno)));
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw DeviceError("testbed: pipe: " + std::string(std::strerror(errno)));
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     ::close(out_pipe[0]);
     ::close(out_pipe[1]);
@@ -129,13 +145,15 @@ CmdResult run_cmd(const std::vector<std::string>& args) {
   return result;
 }
 
-// Runs the command; a failure becomes one DeviceError line.
+
+// Runs the command; a failure becomes one DeviceError line (the command and the tool's
+// complaint escaped: they may carry user text).
 std::string must(const std::vector<std::string>& args) {
   CmdResult r = run_cmd(args);
   if (r.status != 0) {
     std::string why = first_line(r.err);
     if (why.empty()) why = "exit status " + std::to_string(r.status);
-    throw DeviceError("testbed: " + join(args) + ": " + why);
+    throw DeviceError("testbed: " + escape_user_text(join(args)) + ": " + escape_user_text(why));
   }
   return r.out;
 }
@@ -148,10 +166,12 @@ bool exists(const std::string& path) {
 bool host_if_exists(const std::string& ifname) { return exists("/sys/class/net/" + ifname); }
 bool netns_exists(const std::string& netns) { return exists("/run/netns/" + netns); }
 
-// Is the host-namespace interface a veth? (`ip -d link show` names the link kind.)
-bool is_veth(const std::string& ifname) {
-  const CmdResult r = run_cmd({"ip", "-d", "-o", "link", "show", "dev", ifname});
-  return r.status == 0 && r.out.find(" veth ") != std::string::npos;
+// The alias of a host-namespace interface (IFLA_IFALIAS, world-readable in sysfs); "" if none.
+std::string host_alias(const std::string& ifname) {
+  std::ifstream in("/sys/class/net/" + ifname + "/ifalias");
+  std::string s;
+  std::getline(in, s);
+  return s;
 }
 
 // Parses a.b.c.d/len; returns false if it is not one.
@@ -209,30 +229,38 @@ struct Validated {
   uint32_t host_ip = 0, peer_ip = 0;
 };
 
+// Interface and netns names: the netns.hpp character set (a subset of what the kernel allows:
+// no '/', ':', '%', whitespace, control or non-ASCII bytes), and no leading '.' or '-' (a
+// hidden state file, or an option to `ip`).
+void check_name(const char* what, const std::string& name, bool valid, const char* rule) {
+  if (!valid || name[0] == '.' || name[0] == '-')
+    throw ConfigError(std::string("testbed: ") + what + " name " + txpath::quoted(name) +
+                      " is not " + rule +
+                      " characters of A-Z a-z 0-9 _ . - (not starting with . or -)");
+}
+
 Validated validate(const TestbedConfig& c) {
-  for (const auto& [what, name] : {std::pair{"host interface", c.host_if},
-                                   std::pair{"peer interface", c.peer_if}}) {
-    if (!net::valid_ifname(name))
-      throw ConfigError(std::string("testbed: ") + what + " name \"" + name +
-                        "\" is not 1..15 characters of A-Z a-z 0-9 _ . -");
-  }
-  if (!net::valid_netns_name(c.netns))
-    throw ConfigError("testbed: netns name \"" + c.netns +
-                      "\" is not 1..64 characters of A-Z a-z 0-9 _ . -");
+  check_name("host interface", c.host_if, net::valid_ifname(c.host_if), "1..15");
+  check_name("peer interface", c.peer_if, net::valid_ifname(c.peer_if), "1..15");
+  check_name("netns", c.netns, net::valid_netns_name(c.netns), "1..64");
   Validated v;
   int prefix = 0;
   if (!parse_cidr(c.host_addr, v.host_ip, prefix))
-    throw ConfigError("testbed: host address \"" + c.host_addr + "\" is not an IPv4 a.b.c.d/len");
+    throw ConfigError("testbed: host address " + txpath::quoted(c.host_addr) +
+                      " is not an IPv4 a.b.c.d/len");
   if (!parse_cidr(c.peer_addr, v.peer_ip, prefix))
-    throw ConfigError("testbed: peer address \"" + c.peer_addr + "\" is not an IPv4 a.b.c.d/len");
+    throw ConfigError("testbed: peer address " + txpath::quoted(c.peer_addr) +
+                      " is not an IPv4 a.b.c.d/len");
   if (v.host_ip == v.peer_ip)
     throw ConfigError("testbed: host and peer address are the same (" + ip_string(v.host_ip) + ")");
   if (c.mtu < 68 || c.mtu > 65535)
     throw ConfigError("testbed: mtu " + std::to_string(c.mtu) + " is not in 68..65535");
   if (split_ws(c.qdisc).empty()) throw ConfigError("testbed: empty qdisc");
-  for (const char ch : c.qdisc) {
-    if (ch == '\n' || ch == '\r') throw ConfigError("testbed: qdisc contains a line break");
-  }
+  const bool printable = std::all_of(c.qdisc.begin(), c.qdisc.end(),
+                                     [](char ch) { return ch >= 0x20 && ch <= 0x7e; });
+  if (!printable || c.qdisc.size() > 256)
+    throw ConfigError("testbed: qdisc " + txpath::quoted(c.qdisc) +
+                      " is not 1..256 printable ASCII characters");
   return v;
 }
 
@@ -246,7 +274,7 @@ std::array<uint8_t, 6> read_host_mac(const std::string& ifname) {
 }
 
 void netns_failed(const std::string& netns, int err) {
-  throw DeviceError("testbed: netns '" + netns + "': " + net::netns_error_text(err));
+  throw DeviceError("testbed: netns " + txpath::quoted(netns) + ": " + net::netns_error_text(err));
 }
 
 // Turns IPv6 off on an interface of the current thread's namespace; no-op without IPv6 support.
@@ -277,85 +305,238 @@ std::array<uint8_t, 6> mac_here(const std::string& ifname) {
   return mac;
 }
 
-std::string state_path(const std::string& host_if) { return std::string(kStateDir) + "/" + host_if; }
-
-void write_state(const TestbedInfo& info) {
-  for (const std::string dir : {"/run/txpath", kStateDir}) {
-    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-      throw DeviceError("testbed: cannot create " + dir + ": " + std::strerror(errno));
-  }
-  const auto& c = info.config;
-  const std::string path = state_path(c.host_if);
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << "# txpath testbed (txpath testbed up); key=value\n"
-        << "host_if=" << c.host_if << "\n"
-        << "peer_if=" << c.peer_if << "\n"
-        << "netns=" << c.netns << "\n"
-        << "host_addr=" << c.host_addr << "\n"
-        << "peer_addr=" << c.peer_addr << "\n"
-        << "qdisc=" << c.qdisc << "\n"
-        << "mtu=" << c.mtu << "\n"
-        << "host_mac=" << mac_string(info.host_mac) << "\n"
-        << "peer_mac=" << mac_string(info.peer_mac) << "\n";
-    out.flush();
-    if (!out) {
-      ::unlink(tmp.c_str());
-      throw DeviceError("testbed: cannot write " + tmp);
-    }
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int saved = errno;
-    ::unlink(tmp.c_str());
-    throw DeviceError("testbed: cannot write " + path + ": " + std::strerror(saved));
-  }
-}
-
 // ip netns needs root (it mounts under /run/netns); say so instead of quoting a later failure.
 void require_root() {
   if (::geteuid() != 0)
-    throw DeviceError("testbed: not permitted (needs root: creates network namespaces and veth pairs)");
+    throw DeviceError(
+        "testbed: not permitted (needs root: creates network namespaces and veth pairs)");
 }
 
-// Removes the pair (if the host end is a veth) and the namespace; true if either was there.
-bool remove_existing(const TestbedConfig& c) {
-  bool found = false;
-  if (host_if_exists(c.host_if) || netns_exists(c.netns)) require_root();
-  if (host_if_exists(c.host_if)) {
-    if (!is_veth(c.host_if))
-      throw DeviceError("testbed: interface " + c.host_if +
-                        " exists and is not a veth; not touching it");
+// --- what is ours ------------------------------------------------------------------------------
+
+struct NetnsId {
+  uint64_t cookie = 0, dev = 0, ino = 0;
+};
+
+// The identity of a named namespace: its cookie (unique for the system's lifetime; 0 if the
+// kernel has none) and the inode of its bind mount (reused once the namespace is gone).
+NetnsId netns_id(const std::string& netns) {
+  NetnsId id;
+  struct stat st {};
+  if (::stat(("/run/netns/" + netns).c_str(), &st) != 0) return id;
+  id.dev = st.st_dev;
+  id.ino = st.st_ino;
+  try {
+    net::in_netns(
+        netns,
+        [&] {
+          const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+          if (fd < 0) return;
+          uint64_t cookie = 0;
+          socklen_t len = sizeof cookie;
+          if (::getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &len) == 0) id.cookie = cookie;
+          ::close(fd);
+        },
+        [&](int err) { netns_failed(netns, err); });
+  } catch (const DeviceError&) {
+    id.cookie = 0;
+  }
+  return id;
+}
+
+// Is the namespace the record names still the one the testbed made?
+bool is_our_netns(const TestbedRecord& r) {
+  const std::string& netns = r.info.config.netns;
+  if (!netns_exists(netns)) return false;
+  const NetnsId now = netns_id(netns);
+  if (r.netns_cookie != 0 && now.cookie != 0) return now.cookie == r.netns_cookie;
+  return r.netns_ino != 0 && now.ino == r.netns_ino && now.dev == r.netns_dev;
+}
+
+bool is_our_host_if(const TestbedRecord& r) {
+  const std::string& host_if = r.info.config.host_if;
+  return host_if_exists(host_if) && host_alias(host_if) == net::testbed_marker(r.info.id);
+}
+
+struct NetnsInterface {
+  std::string name, alias;
+};
+
+// The interfaces of a namespace (`ip -j link show`). ip writes names as raw bytes, which need
+// not be UTF-8; if the JSON does not parse, bytes above 0x7f are read as '?' (names are only
+// compared with ASCII ones).
+std::vector<NetnsInterface> netns_interfaces(const std::string& netns) {
+  std::string text = must({"ip", "-n", netns, "-j", "link", "show"});
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded()) {
+    for (char& ch : text)
+      if (static_cast<unsigned char>(ch) > 0x7f) ch = '?';
+    doc = nlohmann::json::parse(text, nullptr, false);
+  }
+  if (!doc.is_array())
+    throw DeviceError("testbed: cannot read the interfaces of netns " + txpath::quoted(netns));
+  std::vector<NetnsInterface> out;
+  for (const auto& link : doc) {
+    NetnsInterface i;
+    if (link.contains("ifname") && link["ifname"].is_string())
+      i.name = link["ifname"].get<std::string>();
+    if (link.contains("ifalias") && link["ifalias"].is_string())
+      i.alias = link["ifalias"].get<std::string>();
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+// The interfaces of a namespace other than lo and those carrying `marker`.
+std::vector<std::string> foreign_interfaces(const std::vector<NetnsInterface>& links,
+                                            const std::string& marker) {
+  std::vector<std::string> out;
+  for (const auto& i : links)
+    if (i.name != "lo" && i.alias != marker) out.push_back(i.name);
+  return out;
+}
+
+// "\"a\", \"b\" and 3 more": names quoted, at most four.
+std::string name_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (std::size_t i = 0; i < names.size() && i < 4; ++i)
+    s += (i ? ", " : "") + txpath::quoted(names[i]);
+  if (names.size() > 4) s += " and " + std::to_string(names.size() - 4) + " more";
+  return s;
+}
+
+// The record whose namespace `netns` is (still) the one it made; nullopt if none.
+std::optional<TestbedRecord> netns_owner(const StateDir& state, const std::string& netns) {
+  if (!netns_exists(netns)) return std::nullopt;
+  for (auto& r : state.all())
+    if (r.info.config.netns == netns && is_our_netns(r)) return r;
+  return std::nullopt;
+}
+
+[[noreturn]] void not_ours(const std::string& what, const std::string& name, const char* flag) {
+  throw DeviceError("testbed: " + what + " " + txpath::quoted(name) +
+                    " exists and was not made by txpath testbed: choose another name with " + flag);
+}
+
+// Refuses (before any change) a configuration whose names are in use by anything but the
+// testbed `old` recorded on the same host interface.
+void check_names_free(const StateDir& state, const TestbedConfig& c,
+                      const std::optional<TestbedRecord>& old) {
+  if (host_if_exists(c.host_if) && !(old && is_our_host_if(*old)))
+    not_ours("interface", c.host_if, "--host-if");
+  if (!netns_exists(c.netns)) return;
+  const auto owner = netns_owner(state, c.netns);
+  if (!owner) not_ours("netns", c.netns, "--netns");
+  if (owner->info.config.host_if != c.host_if)
+    throw DeviceError("testbed: netns " + txpath::quoted(c.netns) +
+                      " belongs to the txpath testbed on " + owner->info.config.host_if +
+                      ": choose another name with --netns (or take that one down first)");
+  const auto foreign =
+      foreign_interfaces(netns_interfaces(c.netns), net::testbed_marker(owner->info.id));
+  if (!foreign.empty())
+    throw DeviceError("testbed: netns " + txpath::quoted(c.netns) + " holds " + name_list(foreign) +
+                      ", not made by txpath testbed: choose another name with --netns");
+}
+
+// Removes what the record says the testbed made and what still carries its marker; keeps (and
+// says why) everything else. The record is removed.
+TestbedRemoval remove_recorded(const StateDir& state, const TestbedRecord& r) {
+  const TestbedConfig& c = r.info.config;
+  const std::string marker = net::testbed_marker(r.info.id);
+  TestbedRemoval out;
+  out.recorded = true;
+  out.config = c;
+  if (is_our_host_if(r)) {
     must({"ip", "link", "del", "dev", c.host_if});
-    found = true;
+    out.removed_pair = true;
+  } else if (host_if_exists(c.host_if)) {
+    out.kept.push_back("interface " + c.host_if +
+                       " is no longer the one txpath testbed made (no marker): left alone");
   }
-  if (netns_exists(c.netns)) {
-    must({"ip", "netns", "del", c.netns});
-    found = true;
+  if (is_our_netns(r)) {
+    std::vector<std::string> foreign;
+    for (const auto& i : netns_interfaces(c.netns)) {
+      if (i.name == "lo") continue;
+      if (i.alias != marker) {
+        foreign.push_back(i.name);
+        continue;
+      }
+      must({"ip", "-n", c.netns, "link", "del", "dev", i.name});  // the peer, if still there
+      out.removed_pair = true;
+    }
+    if (foreign.empty()) {
+      must({"ip", "netns", "del", c.netns});
+      out.removed_netns = true;
+    } else {
+      out.kept.push_back("netns " + c.netns + " stays: it holds " + name_list(foreign) +
+                         ", which txpath testbed did not make");
+    }
+  } else if (netns_exists(c.netns)) {
+    out.kept.push_back("netns " + c.netns +
+                       " is no longer the one txpath testbed made: left alone");
   }
-  return found;
+  state.remove(c.host_if);
+  return out;
 }
 
-}  // namespace
+// Best effort after a failed testbed_up(): removes what this call created, nothing else.
+void undo_up(const StateDir& state, const TestbedConfig& c, bool created_ns,
+             bool created_link) noexcept {
+  try {
+    if (created_link) run_cmd({"ip", "link", "del", "dev", c.host_if});
+    bool ns_left = false;
+    if (created_ns) {
+      const auto links = netns_interfaces(c.netns);
+      ns_left = !foreign_interfaces(links, "").empty() ||
+                run_cmd({"ip", "netns", "del", c.netns}).status != 0;
+    }
+    if (!ns_left) state.remove(c.host_if);  // else the record lets `down` finish the job
+  } catch (...) {
+  }
+}
 
-TestbedInfo testbed_up(const TestbedConfig& config) {
-  const Validated v = validate(config);
-  const TestbedConfig& c = config;
-  require_root();
-  remove_existing(c);
+// Addresses, the root qdisc, static neighbours both ways, and the links up.
+void configure(const TestbedConfig& c, const Validated& v, const TestbedInfo& info) {
+  must({"ip", "addr", "replace", c.host_addr, "dev", c.host_if});
+  must({"ip", "-n", c.netns, "addr", "replace", c.peer_addr, "dev", c.peer_if});
+  if (c.qdisc != "noqueue") {
+    std::vector<std::string> tc = {"tc", "qdisc", "replace", "dev", c.host_if, "root"};
+    for (auto& w : split_ws(c.qdisc)) tc.push_back(std::move(w));
+    must(tc);
+  }
+  must({"ip", "neigh", "replace", ip_string(v.peer_ip), "lladdr", mac_string(info.peer_mac),
+        "nud", "permanent", "dev", c.host_if});
+  must({"ip", "-n", c.netns, "neigh", "replace", ip_string(v.host_ip), "lladdr",
+        mac_string(info.host_mac), "nud", "permanent", "dev", c.peer_if});
+  must({"ip", "-n", c.netns, "link", "set", "dev", "lo", "up"});
+  must({"ip", "-n", c.netns, "link", "set", "dev", c.peer_if, "up"});
+  must({"ip", "link", "set", "dev", c.host_if, "up"});
+}
 
-  TestbedInfo info;
-  info.config = c;
-  info.host_ip = v.host_ip;
-  info.peer_ip = v.peer_ip;
+// Creates the namespace, the pair and everything on them, recording each step; returns the
+// complete record.
+TestbedRecord create(const StateDir& state, const TestbedConfig& c, const Validated& v) {
+  TestbedRecord rec;
+  rec.info.config = c;
+  rec.info.host_ip = v.host_ip;
+  rec.info.peer_ip = v.peer_ip;
+  rec.info.id = net::new_testbed_id();
+  const std::string marker = net::testbed_marker(rec.info.id);
   bool created_ns = false, created_link = false;
   try {
-    must({"ip", "netns", "add", c.netns});
+    must({"ip", "netns", "add", c.netns});  // fails if the name appeared meanwhile
     created_ns = true;
+    const NetnsId id = netns_id(c.netns);
+    rec.netns_cookie = id.cookie;
+    rec.netns_dev = id.dev;
+    rec.netns_ino = id.ino;
+    state.write(rec);
     const std::string mtu = std::to_string(c.mtu);
     must({"ip", "link", "add", c.host_if, "mtu", mtu, "type", "veth", "peer", "name", c.peer_if,
-          "mtu", mtu, "netns", c.netns});
+          "mtu", mtu, "netns", c.netns});  // fails if host_if appeared meanwhile
     created_link = true;
+    must({"ip", "link", "set", "dev", c.host_if, "alias", marker});
+    must({"ip", "-n", c.netns, "link", "set", "dev", c.peer_if, "alias", marker});
     // IPv6 off before the links come up: no router solicitations, no DAD, no MLD reports.
     disable_ipv6_here(c.host_if);
     net::in_netns(
@@ -363,72 +544,62 @@ TestbedInfo testbed_up(const TestbedConfig& config) {
         [&] {
           disable_ipv6_here(c.peer_if);
           disable_ipv6_here("lo");
-          info.peer_mac = mac_here(c.peer_if);
+          rec.info.peer_mac = mac_here(c.peer_if);
         },
         [&](int err) { netns_failed(c.netns, err); });
-    info.host_mac = read_host_mac(c.host_if);
-
-    must({"ip", "addr", "replace", c.host_addr, "dev", c.host_if});
-    must({"ip", "-n", c.netns, "addr", "replace", c.peer_addr, "dev", c.peer_if});
-    if (c.qdisc != "noqueue") {
-      std::vector<std::string> tc = {"tc", "qdisc", "replace", "dev", c.host_if, "root"};
-      for (auto& w : split_ws(c.qdisc)) tc.push_back(std::move(w));
-      must(tc);
-    }
-    must({"ip", "neigh", "replace", ip_string(v.peer_ip), "lladdr", mac_string(info.peer_mac),
-          "nud", "permanent", "dev", c.host_if});
-    must({"ip", "-n", c.netns, "neigh", "replace", ip_string(v.host_ip), "lladdr",
-          mac_string(info.host_mac), "nud", "permanent", "dev", c.peer_if});
-    must({"ip", "-n", c.netns, "link", "set", "dev", "lo", "up"});
-    must({"ip", "-n", c.netns, "link", "set", "dev", c.peer_if, "up"});
-    must({"ip", "link", "set", "dev", c.host_if, "up"});
-    write_state(info);
+    rec.info.host_mac = read_host_mac(c.host_if);
+    configure(c, v, rec.info);
+    rec.complete = true;
+    state.write(rec);
   } catch (...) {
-    // Best effort: leave nothing half made.
-    if (created_link) run_cmd({"ip", "link", "del", "dev", c.host_if});
-    if (created_ns) run_cmd({"ip", "netns", "del", c.netns});
+    undo_up(state, c, created_ns, created_link);
     throw;
   }
-  return info;
+  return rec;
 }
 
-bool testbed_down(const TestbedConfig& config) {
+}  // namespace
+
+TestbedInfo testbed_up(const TestbedConfig& config, TestbedRemoval* replaced) {
+  const Validated v = validate(config);
+  require_root();
+  StateDir state;
+  const auto old = state.read(config.host_if);
+  check_names_free(state, config, old);
+  TestbedRemoval removal;
+  if (old) removal = remove_recorded(state, *old);
+  if (replaced) *replaced = removal;
+  return create(state, config, v).info;
+}
+
+TestbedRemoval testbed_down(const TestbedConfig& config) {
   validate(config);
-  const bool found = remove_existing(config);
-  ::unlink(state_path(config.host_if).c_str());
-  return found;
+  require_root();
+  StateDir state;
+  if (const auto rec = state.read(config.host_if)) return remove_recorded(state, *rec);
+  TestbedRemoval out;
+  out.config = config;
+  if (host_if_exists(config.host_if))
+    out.kept.push_back("interface " + config.host_if +
+                       " exists but was not made by txpath testbed: left alone");
+  if (netns_exists(config.netns) && !netns_owner(state, config.netns))
+    out.kept.push_back("netns " + config.netns +
+                       " exists but was not made by txpath testbed: left alone");
+  return out;
 }
 
 std::optional<TestbedInfo> find_testbed(std::string_view host_if) {
   const std::string name(host_if);
-  if (!net::valid_ifname(name)) return std::nullopt;
-  std::ifstream in(state_path(name));
-  if (!in) return std::nullopt;
-  TestbedInfo info;
-  TestbedConfig& c = info.config;
-  bool have_host_mac = false, have_peer_mac = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const auto eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string key = line.substr(0, eq);
-    const std::string value = line.substr(eq + 1);
-    if (key == "host_if") c.host_if = value;
-    else if (key == "peer_if") c.peer_if = value;
-    else if (key == "netns") c.netns = value;
-    else if (key == "host_addr") c.host_addr = value;
-    else if (key == "peer_addr") c.peer_addr = value;
-    else if (key == "qdisc") c.qdisc = value;
-    else if (key == "mtu") c.mtu = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
-    else if (key == "host_mac") have_host_mac = parse_mac(value, info.host_mac);
-    else if (key == "peer_mac") have_peer_mac = parse_mac(value, info.peer_mac);
-  }
-  if (c.host_if != name || !have_host_mac || !have_peer_mac) return std::nullopt;
+  const auto rec = net::read_record_unlocked(name);
+  if (!rec || !rec->complete) return std::nullopt;
+  TestbedInfo info = rec->info;
   int prefix = 0;
-  if (!parse_cidr(c.host_addr, info.host_ip, prefix) || !parse_cidr(c.peer_addr, info.peer_ip, prefix))
+  if (!parse_cidr(info.config.host_addr, info.host_ip, prefix) ||
+      !parse_cidr(info.config.peer_addr, info.peer_ip, prefix))
     return std::nullopt;
-  // Still up? The host end must exist, with the recorded MAC, and the namespace too.
-  if (!host_if_exists(name) || !netns_exists(c.netns)) return std::nullopt;
+  // Still up, and still ours? The host end must carry our marker and the recorded MAC, and the
+  // namespace must be there.
+  if (!is_our_host_if(*rec) || !netns_exists(info.config.netns)) return std::nullopt;
   try {
     if (read_host_mac(name) != info.host_mac) return std::nullopt;
   } catch (const DeviceError&) {

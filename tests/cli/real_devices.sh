@@ -12,8 +12,8 @@ host_if="rc${id}a"
 peer_if="rc${id}b"
 netns="txpath-r$$"
 x=$(( $$ % 250 + 1 ))
-names=(--host-if "$host_if" --peer-if "$peer_if" --netns "$netns"
-       --host-addr "10.80.$x.1/24" --peer-addr "10.80.$x.2/24")
+names=(--host-if "$host_if" --peer-if "$peer_if" --netns "$netns")
+addrs=(--host-addr "10.80.$x.1/24" --peer-addr "10.80.$x.2/24")
 cleanup() {
   if [ "$(id -u)" -eq 0 ]; then
     "$bin" testbed down "${names[@]}" >/dev/null 2>&1
@@ -52,7 +52,7 @@ out=$(bad bench --device afpacket:nosuch0 --threads 1)
 case "$out" in *"device 'afpacket:nosuch0': no such interface 'nosuch0'"*) ;;
   *) echo "FAIL: missing interface message: $out"; fail=1 ;; esac
 
-"$bin" testbed up "${names[@]}" >/dev/null || { echo "FAIL: testbed up"; exit 1; }
+"$bin" testbed up "${names[@]}" "${addrs[@]}" >/dev/null || { echo "FAIL: testbed up"; exit 1; }
 
 # Missing permission: the same command as an unprivileged user.
 if command -v setpriv >/dev/null; then

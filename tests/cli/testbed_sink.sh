@@ -149,7 +149,7 @@ rc=$?
 [ "$rc" -eq 1 ] && [ "$out" = "no testbed on $host_if" ] || { echo "FAIL: show after down: exit $rc, $out"; fail=1; }
 out=$("$bin" testbed down "${names[@]}")
 rc=$?
-[ "$rc" -eq 0 ] && [ "$out" = "no testbed on $host_if (nothing removed)" ] || { echo "FAIL: second down: exit $rc, $out"; fail=1; }
+[ "$rc" -eq 0 ] && [ "$out" = "no testbed made by txpath on $host_if (nothing removed)" ] || { echo "FAIL: second down: exit $rc, $out"; fail=1; }
 
 [ "$fail" -eq 0 ] && echo "testbed_sink: all checks passed"
 exit "$fail"
