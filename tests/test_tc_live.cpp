@@ -10,11 +10,13 @@
 #include <grp.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -104,8 +106,9 @@ TEST_F(TcLive, NoRunningProcessIsSaidOnStderrAndTheConfigurationShown) {
   ASSERT_EQ(tc("qdisc add dev d0 root handle 1: prio"), 0);
   ASSERT_EQ(tc("-s qdisc show dev d0"), 0);
   EXPECT_NE(out_.str().find(" Sent 0 bytes 0 pkt"), std::string::npos) << out_.str();
-  EXPECT_EQ(err_.str(), "txpath tc: no live counters for dev d0 (no running txpath bench serves \"" +
-                            path_ + "\"): showing the configuration\n");
+  EXPECT_EQ(err_.str(), "txpath tc: no live counters for dev d0 (no running txpath bench of uid " +
+                            std::to_string(::geteuid()) + " serves \"" + path_ +
+                            "\"): showing the configuration\n");
   ASSERT_EQ(tc("-s -j class show dev d0"), 0);
   EXPECT_NE(err_.str().find("no live counters for dev d0"), std::string::npos) << err_.str();
   // Without -s nothing live was asked for, and nothing is said.
@@ -226,10 +229,15 @@ TEST_F(TcLive, StalledClientsDoNotStallTheQueue) {
   std::thread trickle([&] {  // one byte at a time
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) return;
+    const timeval wait{0, 50'000};  // recv gives up after 50 ms, so that `stop` is seen
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
     char byte;
     // relaxed: a flag that only ends the loop; the join orders the rest.
-    while (!stop.load(std::memory_order_relaxed) && ::recv(fd, &byte, 1, 0) == 1)
+    while (!stop.load(std::memory_order_relaxed)) {
+      const ssize_t n = ::recv(fd, &byte, 1, 0);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;
       std::this_thread::sleep_for(5ms);
+    }
     ::close(fd);
   });
   Pool pool(PoolConfig{});

@@ -110,8 +110,8 @@ class Config {
     bool json = false;     // -j
     bool pretty = false;   // -p
     // Live counters of a device: the running process's snapshot document (LiveStats), or why
-    // there is none (one line, e.g. "no running txpath bench serves \"txpath.tc\""). Asked with
-    // -s only.
+    // there is none (one line, e.g. "no running txpath bench of uid 0 serves \"txpath.tc\"").
+    // Asked with -s only.
     struct LiveDocument {
       std::optional<std::string> text;
       std::string why_not;
@@ -178,7 +178,8 @@ std::string stats_document(const std::vector<TreeNode>& nodes,
 
 // The live counters of `dev` of configuration `config_path` as `txpath tc -s` gets them: the
 // document of the process serving them (LiveStats), if it runs as this effective uid or root and
-// answers within `timeout`; else why not ("no running txpath bench serves \"FILE\"", ...).
+// answers within `timeout`; else why not ("no running txpath bench of uid 0 serves \"FILE\"",
+// ...).
 Config::ShowOptions::LiveDocument fetch_live(
     const std::string& config_path, const std::string& dev,
     std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));

@@ -8,6 +8,8 @@
 // {"error": "..."}, never as an empty document that a client would show as zero counters.
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -71,7 +73,9 @@ Config::ShowOptions::LiveDocument fetch_live(const std::string& config_path,
   try {
     Fetched got = fetch_stats(stats_endpoint(config_path, dev), timeout);
     live.text = std::move(got.document);
-    live.why_not = got.no_server ? "no running txpath bench serves " + txpath::quoted(config_path)
+    // Endpoints are per effective uid: say whose were looked at (root does not see a user's).
+    live.why_not = got.no_server ? "no running txpath bench of uid " + std::to_string(::geteuid()) +
+                                       " serves " + txpath::quoted(config_path)
                                  : std::move(got.why_not);
   } catch (const std::exception& e) {  // the endpoint directory is not private (ConfigError), ...
     live.text.reset();
