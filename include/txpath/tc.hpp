@@ -176,6 +176,22 @@ std::string default_config_path();
 std::string stats_document(const std::vector<TreeNode>& nodes,
                            const std::optional<QdiscStats>& root = std::nullopt);
 
+// The same counters copied out, so that the document is built outside the qdisc's serialised
+// context: collect_counters() inside TxQueue::inspect_qdisc (a copy: the senders wait for no
+// JSON), stats_document(counters) after it.
+struct TreeCounters {
+  struct Entry {
+    uint32_t handle = 0;  // a qdisc's major:0 or a class id
+    bool is_class = false;
+    QdiscStats stats;
+    Xstats xstats;
+  };
+  std::vector<Entry> entries;  // qdiscs in tree order, each followed by its classes
+};
+TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
+                              const std::optional<QdiscStats>& root = std::nullopt);
+std::string stats_document(const TreeCounters& counters);
+
 // The live counters of `dev` of configuration `config_path` as `txpath tc -s` gets them: the
 // document of the process serving them (LiveStats), if it runs as this effective uid or root and
 // answers within `timeout`; else why not ("no running txpath bench of uid 0 serves \"FILE\"",

@@ -3,9 +3,10 @@
 //
 // Each request takes one snapshot inside TxQueue::inspect_qdisc() — the driver-loop owner's
 // context, as Linux dumps qdisc statistics under the root lock — so the qdiscs' xstats need no
-// atomics and the numbers of one snapshot are consistent with each other. A snapshot that cannot
-// be taken (the queue does not answer in time, the document would be too large) is served as
-// {"error": "..."}, never as an empty document that a client would show as zero counters.
+// atomics and the numbers of one snapshot are consistent with each other; only a copy of the
+// counters is made there (the senders wait for no JSON), the document is built after. A snapshot
+// that cannot be taken (the queue does not answer in time, the document would be too large) is
+// served as {"error": "..."}, never as an empty document a client would show as zero counters.
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -43,12 +44,14 @@ struct LiveStats::Impl {
     // The root's generic counters as the TxQueue sees them (requeue list and a nolock qdisc's
     // per-thread counts included); read from counters any thread may read, just before.
     const QdiscStats root = txq.stats().qdisc;
-    std::string doc;
+    // Inside: a copy of the counters only; the JSON is built after the qdisc runs again.
+    TreeCounters counters;
     const bool ok = txq.inspect_qdisc(
-        [&](const Qdisc&) { doc = stats_document(tree->nodes, root); }, kSnapshotTimeout);
+        [&](const Qdisc&) { counters = collect_counters(tree->nodes, root); }, kSnapshotTimeout);
     if (!ok)
       return error_document("the queue did not answer within " +
                             std::to_string(kSnapshotTimeout.count()) + " ms");
+    const std::string doc = stats_document(counters);
     if (doc.size() > kMaxDocument)
       return error_document("the counters take " + std::to_string(doc.size()) +
                             " bytes, more than the limit of " + std::to_string(kMaxDocument));

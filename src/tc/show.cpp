@@ -217,28 +217,38 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
 
 // ---- the live document ----
 
-std::string stats_document(const std::vector<TreeNode>& nodes, const std::optional<QdiscStats>& root) {
-  Json doc;
-  doc["qdiscs"] = Json::object();
-  doc["classes"] = Json::object();
-  auto entry = [](const QdiscStats& s, const Xstats& x) {
-    Json j;
-    add_counters_json(j, s);
-    Json xs = Json::array();  // [name, value] pairs: keeps tc's order and repeated names
-    for (const auto& [k, v] : x) xs.push_back(Json::array({k, v}));
-    j["xstats"] = std::move(xs);
-    return j;
-  };
+TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
+                              const std::optional<QdiscStats>& root) {
+  TreeCounters out;
   for (const TreeNode& n : nodes) {
     const Qdisc& q = *n.qdisc;
     const QdiscStats s = n.parent == kRoot && root ? *root : q.stats();
-    doc["qdiscs"][format_handle(n.handle)] = entry(s, q.xstats());
+    out.entries.push_back({n.handle, false, s, q.xstats()});
     const uint32_t major = n.handle & 0xFFFF0000u;
     for (const QdiscClassInfo& info : q.classes())
-      doc["classes"][format_handle(major | info.minor)] =
-          entry(q.class_stats(info.minor), q.class_xstats(info.minor));
+      out.entries.push_back(
+          {major | info.minor, true, q.class_stats(info.minor), q.class_xstats(info.minor)});
+  }
+  return out;
+}
+
+std::string stats_document(const TreeCounters& counters) {
+  Json doc;
+  doc["qdiscs"] = Json::object();
+  doc["classes"] = Json::object();
+  for (const TreeCounters::Entry& e : counters.entries) {
+    Json j;
+    add_counters_json(j, e.stats);
+    Json xs = Json::array();  // [name, value] pairs: keeps tc's order and repeated names
+    for (const auto& [k, v] : e.xstats) xs.push_back(Json::array({k, v}));
+    j["xstats"] = std::move(xs);
+    doc[e.is_class ? "classes" : "qdiscs"][format_handle(e.handle)] = std::move(j);
   }
   return doc.dump();
+}
+
+std::string stats_document(const std::vector<TreeNode>& nodes, const std::optional<QdiscStats>& root) {
+  return stats_document(collect_counters(nodes, root));
 }
 
 }  // namespace txpath::tc
