@@ -148,6 +148,42 @@ bool write_some(Client& c) noexcept {
   return false;
 }
 
+// Accepts every connection waiting (up to the caps) and answers each with a fresh snapshot: what
+// does not fit the socket at once is left in `clients`. Returns false after an accept error other
+// than "nothing waiting" (EMFILE, ENOBUFS ...): the caller pauses accepting a moment.
+bool accept_waiting(int listen_fd, const std::function<std::string()>& snapshot,
+                    std::vector<Client>& clients, uint64_t& buffered) noexcept {
+  while (static_cast<int>(clients.size()) < StatsServer::kMaxClients &&
+         buffered < StatsServer::kMaxBuffered) {
+    Fd fd(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (fd.get() < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+    // Another uid gets nothing, not even a snapshot taken (root may read anyone's).
+    if (!trusted_uid(peer_uid(fd.get()))) continue;
+    Client c;
+    try {
+      std::string doc = snapshot();
+      if (doc.size() > kMaxDocument) continue;  // more than any client takes: closed
+      c.out = std::to_string(doc.size()) + '\n';
+      c.out += doc;
+    } catch (...) {
+      continue;  // snapshot failed (or out of memory): closed without a document
+    }
+    c.fd = std::move(fd);
+    c.deadline = Clock::now() + StatsServer::kClientTimeout;
+    if (!write_some(c)) continue;  // all sent at once (or the client is gone): close
+    try {
+      clients.push_back(std::move(c));
+      buffered += clients.back().out.size();
+    } catch (...) {
+      // out of memory: this client is dropped
+    }
+  }
+  return true;
+}
+
 // Takes the server lock `lock_path` (flock, held until the descriptor is closed). The file a
 // holder removes on stop may have been opened by a second process meanwhile: the lock counts
 // only on the inode still linked at the path, so that case is retried.
@@ -425,36 +461,8 @@ void StatsServer::serve() noexcept {
     clients.resize(keep);
 
     if (!accepting || !(fds[1].revents & POLLIN)) continue;
-    // Accept everything waiting (up to the caps).
-    while (static_cast<int>(clients.size()) < kMaxClients && buffered < kMaxBuffered) {
-      Fd fd(::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-      if (fd.get() < 0) {
-        if (errno == EINTR || errno == ECONNABORTED) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-          accept_pause = Clock::now() + std::chrono::milliseconds(10);  // EMFILE, ENOBUFS ...
-        break;
-      }
-      // Another uid gets nothing, not even a snapshot taken (root may read anyone's).
-      if (!trusted_uid(peer_uid(fd.get()))) continue;
-      Client c;
-      try {
-        std::string doc = snapshot_();
-        if (doc.size() > kMaxDocument) continue;  // more than any client takes: closed
-        c.out = std::to_string(doc.size()) + '\n';
-        c.out += doc;
-      } catch (...) {
-        continue;  // snapshot failed (or out of memory): closed without a document
-      }
-      c.fd = std::move(fd);
-      c.deadline = Clock::now() + kClientTimeout;
-      if (!write_some(c)) continue;  // all sent at once (or the client is gone): close
-      try {
-        clients.push_back(std::move(c));
-        buffered += clients.back().out.size();
-      } catch (...) {
-        // out of memory: this client is dropped
-      }
-    }
+    if (!accept_waiting(listen_fd_, snapshot_, clients, buffered))
+      accept_pause = Clock::now() + std::chrono::milliseconds(10);  // EMFILE, ENOBUFS ...
   }
 }
 
@@ -501,13 +509,51 @@ std::optional<uint64_t> parse_length(const std::string& data, std::size_t nl) {
   return v;
 }
 
+// Reads one answer "<length>\n<document>" from `fd` before `deadline` into `document`. Returns ""
+// or why not. Holds no more than it has received, and refuses a header announcing more than
+// kMaxDocument before reading on.
+std::string read_document(int fd, Clock::time_point deadline, std::chrono::milliseconds timeout,
+                          std::optional<std::string>& document) {
+  std::string data;  // grows with what arrived only: never reserved from the header
+  char buf[65536];
+  std::optional<uint64_t> expected;  // the document's length, once the header is in
+  std::size_t body = 0;              // where the document starts in `data`
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      data.append(buf, static_cast<std::size_t>(n));
+      if (!expected) {
+        const std::size_t nl = data.find('\n');
+        if (nl == std::string::npos && data.size() <= kMaxHeader) continue;
+        expected = nl == std::string::npos ? std::nullopt : parse_length(data, nl);
+        if (!expected) return "the answer is not a txpath stats document";
+        if (*expected > kMaxDocument)
+          return "the answer announces " + std::to_string(*expected) +
+                 " bytes, more than the limit of " + std::to_string(kMaxDocument);
+        body = nl + 1;
+      }
+      if (data.size() - body > *expected) return "the answer is longer than it announced";
+      continue;
+    }
+    if (n == 0) break;  // EOF: the server closed after the document
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return "recv: " + errno_text(errno);
+    const int left = ms_until(deadline);
+    if (left == 0) return "no complete answer within " + std::to_string(timeout.count()) + " ms";
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, left) < 0 && errno != EINTR) return "poll: " + errno_text(errno);
+  }
+  if (!expected || data.size() - body != *expected) return "the answer was cut short";
+  document = data.substr(body);
+  return "";
+}
+
 }  // namespace
 
 Fetched fetch_stats(const std::string& path, std::chrono::milliseconds timeout) {
   Fetched r;
   try {
     const Clock::time_point deadline = Clock::now() + timeout;  // connect and read together
-    const std::string within = "within " + std::to_string(timeout.count()) + " ms";
     sockaddr_un addr;
     const socklen_t len = path_address(path, addr);
     if (len == 0) {
@@ -529,59 +575,7 @@ Fetched fetch_stats(const std::string& path, std::chrono::milliseconds timeout) 
                   ", neither uid " + std::to_string(::geteuid()) + " nor root: not trusted";
       return r;
     }
-
-    std::string data;  // grows with what arrived only: never reserved from the header
-    char buf[65536];
-    std::optional<uint64_t> expected;  // the document's length, once the header is in
-    std::size_t body = 0;              // where the document starts in `data`
-    for (;;) {
-      const ssize_t n = ::recv(fd.get(), buf, sizeof buf, MSG_DONTWAIT);
-      if (n > 0) {
-        data.append(buf, static_cast<std::size_t>(n));
-        if (!expected) {
-          const std::size_t nl = data.find('\n');
-          if (nl == std::string::npos && data.size() <= kMaxHeader) continue;
-          expected = nl == std::string::npos ? std::nullopt : parse_length(data, nl);
-          if (!expected) {
-            r.why_not = "the answer is not a txpath stats document";
-            return r;
-          }
-          if (*expected > kMaxDocument) {
-            r.why_not = "the answer announces " + std::to_string(*expected) +
-                        " bytes, more than the limit of " + std::to_string(kMaxDocument);
-            return r;
-          }
-          body = nl + 1;
-        }
-        if (data.size() - body > *expected) {
-          r.why_not = "the answer is longer than it announced";
-          return r;
-        }
-        continue;
-      }
-      if (n == 0) break;  // EOF: the server closed after the document
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        r.why_not = "recv: " + errno_text(errno);
-        return r;
-      }
-      const int left = ms_until(deadline);
-      if (left == 0) {
-        r.why_not = "no complete answer " + within;
-        return r;
-      }
-      pollfd p{fd.get(), POLLIN, 0};
-      if (::poll(&p, 1, left) < 0 && errno != EINTR) {
-        r.why_not = "poll: " + errno_text(errno);
-        return r;
-      }
-    }
-    if (!expected || data.size() - body != *expected) {
-      r.why_not = "the answer was cut short";
-      return r;
-    }
-    r.document = data.substr(body);
-    r.why_not.clear();
+    r.why_not = read_document(fd.get(), deadline, timeout, r.document);
   } catch (...) {
     r.document.reset();
     r.why_not = "out of memory";
