@@ -109,8 +109,18 @@ class Config {
     bool details = false;  // -d
     bool json = false;     // -j
     bool pretty = false;   // -p
-    // Live counters: endpoint name → snapshot document (LiveStats), or nullopt.
-    std::function<std::optional<std::string>(const std::string& dev)> fetch_live;
+    // Live counters of a device: the running process's snapshot document (LiveStats), or why
+    // there is none (one line, e.g. "no running txpath bench of uid 0 serves \"txpath.tc\"").
+    // Asked with -s only.
+    struct LiveDocument {
+      std::optional<std::string> text;
+      std::string why_not;
+    };
+    std::function<LiveDocument(const std::string& dev)> fetch_live;
+    // Told, one line each, when -s shows the configuration's counters instead of live ones, and
+    // why ("no live counters for dev eth0 (WHY): showing the configuration"); txpath tc prints
+    // them on stderr. Never called without fetch_live.
+    std::function<void(const std::string& line)> note;
   };
   // Returns true if the configuration changed.
   bool execute(std::span<const std::string> args, std::ostream& out, const ShowOptions& show);
@@ -166,8 +176,36 @@ std::string default_config_path();
 std::string stats_document(const std::vector<TreeNode>& nodes,
                            const std::optional<QdiscStats>& root = std::nullopt);
 
+// The same counters copied out, so that the document is built outside the qdisc's serialised
+// context: collect_counters() inside TxQueue::inspect_qdisc (a copy: the senders wait for no
+// JSON), stats_document(counters) after it.
+struct TreeCounters {
+  struct Entry {
+    uint32_t handle = 0;  // a qdisc's major:0 or a class id
+    bool is_class = false;
+    QdiscStats stats;
+    Xstats xstats;
+  };
+  std::vector<Entry> entries;  // qdiscs in tree order, each followed by its classes
+};
+TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
+                              const std::optional<QdiscStats>& root = std::nullopt);
+std::string stats_document(const TreeCounters& counters);
+
+// The live counters of `dev` of configuration `config_path` as `txpath tc -s` gets them: the
+// document of the process serving them (LiveStats), if it runs as this effective uid or root and
+// answers within `timeout`; else why not ("no running txpath bench of uid 0 serves \"FILE\"",
+// ...).
+Config::ShowOptions::LiveDocument fetch_live(
+    const std::string& config_path, const std::string& dev,
+    std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
+
 // Serves the live counters of a TxQueue built from `dev` of configuration `config_path` to
-// `txpath tc -s ... show` (a unix-socket endpoint named after the file and the device). RAII.
+// `txpath tc -s ... show`: a unix socket named after the file and the device, in a directory only
+// this effective uid can enter (/run/txpath/stats/ for root, $XDG_RUNTIME_DIR/txpath/ or
+// /tmp/txpath-UID/ for others), answering only this uid and root. RAII: the socket goes with it.
+// Throws ConfigError if another process serves the same file and device, or if the directory is
+// not private.
 class LiveStats {
  public:
   LiveStats(const std::string& config_path, const std::string& dev, TxQueue& txq,

@@ -3,32 +3,58 @@
 //
 // Each request takes one snapshot inside TxQueue::inspect_qdisc() — the driver-loop owner's
 // context, as Linux dumps qdisc statistics under the root lock — so the qdiscs' xstats need no
-// atomics and the numbers of one snapshot are consistent with each other.
+// atomics and the numbers of one snapshot are consistent with each other; only a copy of the
+// counters is made there (the senders wait for no JSON), the document is built after. A snapshot
+// that cannot be taken (the queue does not answer in time, the document would be too large) is
+// served as {"error": "..."}, never as an empty document a client would show as zero counters.
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
 
 #include "tc/stats_socket.hpp"
 #include "txpath/tc.hpp"
+#include "txpath/text.hpp"
 #include "txpath/txqueue.hpp"
 
 namespace txpath::tc {
+
+namespace {
+
+constexpr std::chrono::milliseconds kSnapshotTimeout{1000};
+
+std::string error_document(const std::string& why) {
+  nlohmann::json doc;
+  doc["error"] = why;
+  return doc.dump();
+}
+
+}  // namespace
 
 struct LiveStats::Impl {
   Impl(const std::string& config_path, const std::string& dev, TxQueue& q,
        std::shared_ptr<const Tree> t)
       : txq(q), tree(std::move(t)),
-        server(stats_endpoint(config_path, dev), [this] { return snapshot(); }) {}
+        server(stats_endpoint(config_path, dev, /*create=*/true), [this] { return snapshot(); }) {}
 
   std::string snapshot() {
     // The root's generic counters as the TxQueue sees them (requeue list and a nolock qdisc's
     // per-thread counts included); read from counters any thread may read, just before.
     const QdiscStats root = txq.stats().qdisc;
-    std::string doc;
+    // Inside: a copy of the counters only; the JSON is built after the qdisc runs again.
+    TreeCounters counters;
     const bool ok = txq.inspect_qdisc(
-        [&](const Qdisc&) { doc = stats_document(tree->nodes, root); },
-        std::chrono::milliseconds(1000));
-    if (!ok) return "{}";  // the queue did not answer: tc shows the idle counters
+        [&](const Qdisc&) { counters = collect_counters(tree->nodes, root); }, kSnapshotTimeout);
+    if (!ok)
+      return error_document("the queue did not answer within " +
+                            std::to_string(kSnapshotTimeout.count()) + " ms");
+    const std::string doc = stats_document(counters);
+    if (doc.size() > kMaxDocument)
+      return error_document("the counters take " + std::to_string(doc.size()) +
+                            " bytes, more than the limit of " + std::to_string(kMaxDocument));
     return doc;
   }
 
@@ -42,5 +68,23 @@ LiveStats::LiveStats(const std::string& config_path, const std::string& dev, TxQ
     : impl_(std::make_unique<Impl>(config_path, dev, txq, std::move(tree))) {}
 
 LiveStats::~LiveStats() = default;
+
+Config::ShowOptions::LiveDocument fetch_live(const std::string& config_path,
+                                             const std::string& dev,
+                                             std::chrono::milliseconds timeout) {
+  Config::ShowOptions::LiveDocument live;
+  try {
+    Fetched got = fetch_stats(stats_endpoint(config_path, dev), timeout);
+    live.text = std::move(got.document);
+    // Endpoints are per effective uid: say whose were looked at (root does not see a user's).
+    live.why_not = got.no_server ? "no running txpath bench of uid " + std::to_string(::geteuid()) +
+                                       " serves " + txpath::quoted(config_path)
+                                 : std::move(got.why_not);
+  } catch (const std::exception& e) {  // the endpoint directory is not private (ConfigError), ...
+    live.text.reset();
+    live.why_not = e.what();
+  }
+  return live;
+}
 
 }  // namespace txpath::tc

@@ -147,9 +147,8 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
       out << kUsage;
       return 0;
     }
-    show.fetch_live = [&config_path](const std::string& dev) {
-      return fetch_stats(stats_endpoint(config_path, dev), std::chrono::milliseconds(2000));
-    };
+    show.fetch_live = [&config_path](const std::string& dev) { return fetch_live(config_path, dev); };
+    show.note = [&err](const std::string& line) { err << "txpath tc: " << line << "\n"; };
 
     const bool is_show = !batch && (command.size() == 1 || command[1].rfind("sh", 0) == 0 ||
                                     command[1].rfind("li", 0) == 0 || command[1] == "ls" ||

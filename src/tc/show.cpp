@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // tc qdisc show / tc class show: text and JSON (-j) in tc's formats, with -s statistics taken from
 // a running process (LiveStats) when one serves this configuration, else from the configuration's
-// own idle tree (all zero).
+// own idle tree (all zero) — and then ShowOptions::note says so, with the reason: zeros are never
+// shown as if they were live.
 //
 // Text:  qdisc fq_codel 1: root refcnt 2 limit 10240p flows 1024 ... drop_batch 64
 //         Sent 0 bytes 0 pkt (dropped 0, overlimits 0 requeues 0)
@@ -18,6 +19,7 @@
 
 #include "qdisc/tc_units.hpp"
 #include "txpath/tc.hpp"
+#include "txpath/text.hpp"
 
 namespace txpath::tc {
 
@@ -95,11 +97,39 @@ void print_entry(std::ostream& out, const std::string& head, const std::string& 
   }
 }
 
-// The live document of `dev` when -s asks for statistics and a process serves them.
+void note(const Config::ShowOptions& show, const std::string& line) {
+  if (show.note) show.note(line);
+}
+
+// The live document of `dev` when -s asks for statistics and a process serves them. Otherwise,
+// when live counters were asked for, a note says why the configuration's are shown instead.
 std::optional<Json> live_document(const Config::ShowOptions& show, const std::string& dev) {
   if (!show.stats || !show.fetch_live) return std::nullopt;
-  if (auto text = show.fetch_live(dev)) return parse_object(*text);
+  const Config::ShowOptions::LiveDocument live = show.fetch_live(dev);
+  std::string why = live.why_not.empty() ? "no running process serves it" : live.why_not;
+  if (live.text) {
+    Json doc = Json::parse(*live.text, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_object() && doc.contains("error") && doc["error"].is_string())
+      why = "the running process took no snapshot: " + escape_user_text(doc["error"].get<std::string>());
+    else if (doc.is_object() && doc.contains("qdiscs") && doc["qdiscs"].is_object() &&
+             doc.contains("classes") && doc["classes"].is_object())
+      return doc;
+    else
+      why = "the running process sent no valid document";
+  }
+  note(show, "no live counters for dev " + escape_user_text(dev) + " (" + why +
+                 "): showing the configuration");
   return std::nullopt;
+}
+
+// After a live listing: entries the running tree does not have show the configuration's counters.
+void note_not_live(const Config::ShowOptions& show, const std::string& dev, std::size_t count) {
+  if (count == 0) return;
+  note(show, "dev " + escape_user_text(dev) + ": " + std::to_string(count) +
+                 (count == 1 ? " entry is" : " entries are") +
+                 " not in the running process's tree (the configuration changed since it "
+                 "started): showing the configuration's counters for " +
+                 (count == 1 ? "it" : "them"));
 }
 
 void emit_json(std::ostream& out, const Json& arr, bool pretty) {
@@ -114,11 +144,13 @@ void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOption
     if (only && &d != only) continue;
     const Tree tree = build(d, QdiscEnv{});
     const std::optional<Json> doc = live_document(show, d.config.name);
+    std::size_t not_live = 0;
     for (const TreeNode& n : tree.nodes) {
       const Qdisc& q = *n.qdisc;
       const std::string handle = format_handle(n.handle);
       Counters c{q.stats(), q.xstats()};
       if (auto live = live_counters(doc ? &*doc : nullptr, "qdiscs", handle)) c = *live;
+      else if (doc) ++not_live;
       if (show.json) {
         Json j;
         j["kind"] = std::string(q.kind());
@@ -137,6 +169,7 @@ void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOption
       head += n.parent == kRoot ? std::string("root refcnt 2 ") : "parent " + format_handle(n.parent) + " ";
       print_entry(out, head, q.options(), show.stats, c, show.stats ? q.format_xstats(c.xstats) : "");
     }
+    note_not_live(show, d.config.name, not_live);
   }
   if (show.json) emit_json(out, arr, show.pretty);
 }
@@ -145,6 +178,7 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
   Json arr = Json::array();
   const Tree tree = build(d, QdiscEnv{});
   const std::optional<Json> doc = live_document(show, d.config.name);
+  std::size_t not_live = 0;
   for (const TreeNode& n : tree.nodes) {
     const Qdisc& q = *n.qdisc;
     const uint32_t major = n.handle & 0xFFFF0000u;
@@ -157,6 +191,7 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
         if (child.parent == classid) leaf = child.handle;
       Counters c{q.class_stats(info.minor), q.class_xstats(info.minor)};
       if (auto live = live_counters(doc ? &*doc : nullptr, "classes", id)) c = *live;
+      else if (doc) ++not_live;
       if (show.json) {
         Json j;
         j["class"] = std::string(q.kind());
@@ -176,33 +211,44 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
                   show.stats ? q.format_class_xstats(c.xstats) : "");
     }
   }
+  note_not_live(show, d.config.name, not_live);
   if (show.json) emit_json(out, arr, show.pretty);
 }
 
 // ---- the live document ----
 
-std::string stats_document(const std::vector<TreeNode>& nodes, const std::optional<QdiscStats>& root) {
-  Json doc;
-  doc["qdiscs"] = Json::object();
-  doc["classes"] = Json::object();
-  auto entry = [](const QdiscStats& s, const Xstats& x) {
-    Json j;
-    add_counters_json(j, s);
-    Json xs = Json::array();  // [name, value] pairs: keeps tc's order and repeated names
-    for (const auto& [k, v] : x) xs.push_back(Json::array({k, v}));
-    j["xstats"] = std::move(xs);
-    return j;
-  };
+TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
+                              const std::optional<QdiscStats>& root) {
+  TreeCounters out;
   for (const TreeNode& n : nodes) {
     const Qdisc& q = *n.qdisc;
     const QdiscStats s = n.parent == kRoot && root ? *root : q.stats();
-    doc["qdiscs"][format_handle(n.handle)] = entry(s, q.xstats());
+    out.entries.push_back({n.handle, false, s, q.xstats()});
     const uint32_t major = n.handle & 0xFFFF0000u;
     for (const QdiscClassInfo& info : q.classes())
-      doc["classes"][format_handle(major | info.minor)] =
-          entry(q.class_stats(info.minor), q.class_xstats(info.minor));
+      out.entries.push_back(
+          {major | info.minor, true, q.class_stats(info.minor), q.class_xstats(info.minor)});
+  }
+  return out;
+}
+
+std::string stats_document(const TreeCounters& counters) {
+  Json doc;
+  doc["qdiscs"] = Json::object();
+  doc["classes"] = Json::object();
+  for (const TreeCounters::Entry& e : counters.entries) {
+    Json j;
+    add_counters_json(j, e.stats);
+    Json xs = Json::array();  // [name, value] pairs: keeps tc's order and repeated names
+    for (const auto& [k, v] : e.xstats) xs.push_back(Json::array({k, v}));
+    j["xstats"] = std::move(xs);
+    doc[e.is_class ? "classes" : "qdiscs"][format_handle(e.handle)] = std::move(j);
   }
   return doc.dump();
+}
+
+std::string stats_document(const std::vector<TreeNode>& nodes, const std::optional<QdiscStats>& root) {
+  return stats_document(collect_counters(nodes, root));
 }
 
 }  // namespace txpath::tc
