@@ -104,6 +104,7 @@ struct Run {
   uint64_t sink_socket_drops = 0;
   bool interrupted = false;  // BenchConfig::stop cut this run short
   std::string output_error;  // the device's output could not be written (see finish_output)
+  std::string live_note;     // why tc -s gets no live counters from this run (empty: it does)
 };
 
 // True once the caller asked the bench to stop (BenchConfig::stop).
@@ -278,11 +279,12 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
   auto txq = TxQueue::create(*device, qcfg);
   // tc -s reads this row's counters while it runs (a second process on the same file: no).
   std::unique_ptr<tc::LiveStats> live;
+  std::string live_note;
   if (!cfg.tc_config.empty() && txq->qdisc()) {
     try {
       live = std::make_unique<tc::LiveStats>(cfg.tc_config, cfg.tc_dev, *txq, tc_tree);
-    } catch (const ConfigError&) {
-      // the endpoint is served by another process; the row runs without live counters
+    } catch (const ConfigError& e) {
+      live_note = e.what();  // in use by another process, a directory not private: said, not fatal
     }
   }
 
@@ -347,6 +349,7 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
   for (auto& w : workers) w.join();
 
   Run r;
+  r.live_note = std::move(live_note);
   r.interrupted = !whole;
   r.lock = std::string(txq->lock_kind());
   r.drained = txq->drain(std::chrono::seconds(10));
@@ -633,6 +636,7 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
   const std::size_t total = cfg.threads.size() * cfg.park.size() * cfg.strategies.size() *
                             static_cast<std::size_t>(cfg.repeat);
   std::size_t done = 0;
+  std::string last_live_note;  // said once, not once per run
   for (int threads : cfg.threads) {
     if (stop_requested(cfg)) break;
     std::map<std::pair<bool, std::string>, std::vector<Run>> runs;
@@ -644,7 +648,11 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
           ++done;
           if (progress) progress(progress_line(cfg, done, total, strategy, threads, park, round));
           set_spin_park(park);  // no waiter of an earlier run is left: its queue is gone
-          runs[{park, strategy}].push_back(run_once(cfg, strategy, threads, sink.get()));
+          Run run = run_once(cfg, strategy, threads, sink.get());
+          if (progress && !run.live_note.empty() && run.live_note != last_live_note)
+            progress("no live counters for txpath tc -s: " + run.live_note);
+          last_live_note = run.live_note;
+          runs[{park, strategy}].push_back(std::move(run));
         }
       }
     }

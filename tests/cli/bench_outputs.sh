@@ -248,5 +248,21 @@ err=$(timeout 60 "$bin" bench --duration 0x10 --device null --strategy busylock 
 err=$(timeout 60 "$bin" bench --tc-dev eth0 --device null --strategy busylock --threads 1 --duration 0.01 --repeat 1 --quiet 2>&1 >/dev/null)
 [ "$err" = "txpath: error: --tc-dev requires --tc-config" ] || FAIL "--tc-dev alone: $err"
 
+# A second bench on the same tc file cannot serve tc -s: it says so (once), and still runs.
+"$bin" tc --config "$tmp/live.tc" link add dev eth0 &&
+  "$bin" tc --config "$tmp/live.tc" qdisc add dev eth0 root handle 1: prio || FAIL "tc setup"
+"$bin" bench --device null --strategy busylock --threads 1 --repeat 1 --duration 5 \
+  --tc-config "$tmp/live.tc" >/dev/null 2>"$tmp/live1.err" &
+first=$!
+for _ in $(seq 200); do grep -q 'busylock threads=1' "$tmp/live1.err" && break; sleep 0.05; done
+err=$(timeout 60 "$bin" bench --device null --strategy busylock --threads 1 --repeat 2 --duration 0.05 \
+  --tc-config "$tmp/live.tc" 2>&1 >/dev/null)
+rc=$?
+kill -INT "$first" 2>/dev/null
+wait "$first" 2>/dev/null
+[ "$rc" -eq 0 ] || FAIL "second bench on one tc file: exit $rc"
+[ "$(grep -c 'no live counters for txpath tc -s: stats endpoint .* is in use by another process' <<<"$err")" -eq 1 ] ||
+  FAIL "second bench on one tc file: no single note that tc -s cannot read it: $err"
+
 [ "$fail" -eq 0 ] && echo "bench_outputs: all checks passed"
 exit "$fail"
