@@ -17,7 +17,6 @@
 // but for building the tree it changes (O(n)), and reading a file of n lines is O(n log n).
 // Nothing recurses on the input: trees are walked with explicit stacks.
 #include <algorithm>
-#include <cctype>
 #include <functional>
 #include <map>
 #include <memory>
@@ -202,13 +201,15 @@ Target parse_target(std::span<const std::string> args, bool is_class) {
   return t;
 }
 
-// QdiscOptions over `tokens` whose errors read `class "1:10 htb rate x": what`.
+// QdiscOptions over a class's tokens whose errors read `class "1:10 htb rate x": what` (the
+// text made only for an error). The class must outlive the options.
 struct ClassOptions {
   std::vector<std::string_view> views;
-  std::string shown;
+  const ClassConfig* config = nullptr;
   QdiscOptions options() const {
-    return QdiscOptions(views, [this](const std::string& what, bool rejected) {
-      const std::string msg = "class \"" + shown + "\": " + what;
+    return QdiscOptions(views, [c = config](const std::string& what, bool rejected) {
+      const std::string msg = "class " + quoted(format_handle(c->classid) + " " + join(c->kind, c->options)) +
+                              ": " + what;
       if (rejected) throw ConfigRejected(msg);
       throw ConfigError(msg);
     });
@@ -218,7 +219,7 @@ struct ClassOptions {
 ClassOptions class_options_of(const ClassConfig& c) {
   ClassOptions o;
   for (const auto& t : c.options) o.views.push_back(t);
-  o.shown = escape_user_text(format_handle(c.classid) + " " + join(c.kind, c.options));
+  o.config = &c;
   return o;
 }
 
@@ -851,20 +852,24 @@ namespace {
 // A batch line split the way tc's makeargs does: whitespace-separated words, double quotes group,
 // '#' starts a comment.
 std::vector<std::string> split_line(std::string_view line) {
+  // isspace() of the "C" locale, without a call per byte.
+  const auto space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
   std::vector<std::string> out;
   std::size_t i = 0;
   while (i < line.size()) {
-    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    while (i < line.size() && space(line[i])) ++i;
     if (i >= line.size() || line[i] == '#') break;
-    std::string word;
+    std::size_t end = i;
     if (line[i] == '"') {
-      ++i;
-      while (i < line.size() && line[i] != '"') word += line[i++];
-      if (i < line.size()) ++i;
+      end = line.find('"', ++i);
+      if (end == std::string_view::npos) end = line.size();
+      out.emplace_back(line.substr(i, end - i));
+      i = end < line.size() ? end + 1 : end;
     } else {
-      while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) word += line[i++];
+      while (end < line.size() && !space(line[end])) ++end;
+      out.emplace_back(line.substr(i, end - i));
+      i = end;
     }
-    out.push_back(std::move(word));
   }
   return out;
 }
@@ -951,16 +956,19 @@ Config Config::parse(std::string_view text, std::string_view origin) {
   // Line `bad` (1-based) is the first at fault: run it with every check to get its error.
   cfg = run_prefix(lines, good, origin, failed);
   cfg.run_file_line(lines[bad - 1], bad, origin);
-  for (const auto& d : cfg.devs_) {  // not expected: the line passed its own checks
+  // Not expected: the line passed its own checks. Its tree's error is the file's, and a partial
+  // configuration is never returned.
+  const std::string where = escape_user_text(origin) + ":" + std::to_string(bad) + ": ";
+  for (const auto& d : cfg.devs_) {
     try {
       (void)cfg.build(d, QdiscEnv{});
     } catch (const ConfigRejected& e) {
-      throw ConfigRejected(escape_user_text(origin) + ":" + std::to_string(bad) + ": " + e.what());
+      throw ConfigRejected(where + e.what());
     } catch (const ConfigError& e) {
-      throw ConfigError(escape_user_text(origin) + ":" + std::to_string(bad) + ": " + e.what());
+      throw ConfigError(where + e.what());
     }
   }
-  return cfg;
+  throw ConfigError(where + "the configuration does not build from this line on");
 }
 
 }  // namespace txpath::tc
