@@ -51,6 +51,7 @@ rc=$?
 cmp -s "$conf" "$tmp/before" || bad "a writer killed mid-write changed the file"
 [ "$(classes)" -eq 1000 ] || bad "classes after the killed writer: $(classes)"
 rm -f "$tmp"/.txpath.tc.??????  # the killed writer's temporary file
+cp "$tmp/before" "$conf"  # (what failed above does not spoil what follows)
 
 # A full disk (root: a small tmpfs in a private mount namespace).
 if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
@@ -75,6 +76,8 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
   esac
 fi
 
+cp "$tmp/before" "$conf"
+
 # Mode (and, as root, owner) of the file are kept by the rewrite.
 chmod 640 "$conf"
 [ "$(id -u)" -eq 0 ] && chown 65534:65534 "$conf"
@@ -84,22 +87,23 @@ tc link add dev d1 || bad "link add d1"
 [ "$(stat -c %u:%g "$conf")" = "$want_owner" ] || bad "owner after a rewrite: $(stat -c %u:%g "$conf")"
 
 # --- item 1: 20 concurrent writers adding 10 classes each lose nothing; readers see whole files --
+conc="$tmp/conc.tc"
 printf 'link add dev c0\nqdisc add dev c0 root handle 1: htb\nclass add dev c0 parent 1: classid 1:1 htb rate 1gbit\n' >"$tmp/c0"
-tc -batch "$tmp/c0" || bad "setting up c0"
+"$bin" tc --config "$conc" -batch "$tmp/c0" || bad "setting up c0"
+touch "$tmp/readers"
 (
   end=$((SECONDS + 60))
   while [ -e "$tmp/readers" ] && [ $SECONDS -lt $end ]; do
-    tc class show dev c0 >/dev/null 2>"$tmp/reader.err" || { echo x >>"$tmp/reader.failed"; cat "$tmp/reader.err" >>"$tmp/reader.failed"; }
+    "$bin" tc --config "$conc" class show dev c0 >/dev/null 2>"$tmp/reader.err" || cp "$tmp/reader.err" "$tmp/reader.failed"
   done
 ) &
 reader=$!
-touch "$tmp/readers"
 pids=()
 for p in $(seq 1 20); do
   (
     for c in $(seq 1 10); do
-      tc class add dev c0 parent 1:1 classid "1:$(printf %x $((p * 16 + c)))" htb rate 1mbit ||
-        echo "writer $p class $c" >>"$tmp/writer.failed"
+      "$bin" tc --config "$conc" class add dev c0 parent 1:1 classid "1:$(printf %x $((p * 16 + c)))" htb rate 1mbit ||
+        echo "writer $p, class $c" >"$tmp/writer.failed"
     done
   ) &
   pids+=($!)
@@ -109,9 +113,9 @@ rm -f "$tmp/readers"
 wait "$reader"
 [ ! -e "$tmp/writer.failed" ] || bad "concurrent writers failed: $(cat "$tmp/writer.failed")"
 [ ! -e "$tmp/reader.failed" ] || bad "a reader saw an incomplete file: $(head -c 600 "$tmp/reader.failed")"
-n=$(tc class show dev c0 | grep -c '^class htb')
+n=$("$bin" tc --config "$conc" class show dev c0 | grep -c '^class htb')
 [ "$n" -eq 201 ] || bad "20 writers x 10 classes: $((n - 1)) classes, want 200"
-ls -A "$tmp" | grep -q '^\.txpath\.tc\.' && bad "temporary files left: $(ls -A "$tmp")"
+ls -A "$tmp" | grep -q '^\.conc\.tc\.' && bad "temporary files left: $(ls -A "$tmp")"
 
 # --- item 6: a symlink owned by another user in a sticky directory is never followed -------------
 if [ "$(id -u)" -eq 0 ]; then
