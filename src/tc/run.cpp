@@ -306,13 +306,14 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
       cfg.execute(command, out, show);
       return 0;
     }
+    // The batch is read before the lock is taken: a slow pipe does not hold other writers up.
+    const std::string text = batch ? read_batch(*batch) : std::string();
     LockedConfig file(config_path);
     Config cfg = Config::parse(file.read(), config_path);
     if (!batch) {
       if (cfg.execute(command, out, show)) file.replace(cfg.serialize());
       return 0;
     }
-    const std::string text = read_batch(*batch);
     int status = 0;
     bool changed = false;
     std::size_t line_no = 0;
