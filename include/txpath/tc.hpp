@@ -164,9 +164,9 @@ class Config {
       uint64_t seq = 0;
     };
     DeviceConfig config;
-    std::map<uint32_t, QdiscEntry> qdiscs;          // by handle (major:0)
+    std::map<uint32_t, QdiscEntry> qdiscs;       // by handle (major:0)
     std::map<uint32_t, uint32_t> qdisc_parents;  // parent (kRoot or a class id) -> handle
-    std::map<uint32_t, ClassEntry> classes;          // by class id: a qdisc's classes are one range
+    std::map<uint32_t, ClassEntry> classes;      // by class id: a qdisc's classes are one range
     std::map<uint32_t, uint32_t> child_classes;  // class id -> how many classes it is parent of
     uint64_t next_seq = 0;
     uint32_t next_auto_major = 0x8001;  // where the search for an automatic handle starts
