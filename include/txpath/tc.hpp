@@ -12,13 +12,22 @@
 //
 // The file is a tc batch file: one command per line, '#' comments. txpath tc rewrites it in a
 // canonical form after every change (devices, then each device's qdiscs and classes, parents
-// first), under an exclusive lock (flock) on the file.
+// first): a new file is written beside it and renamed over it (txpath/file.hpp), under an
+// exclusive lock (flock) that writers take on the file they are about to replace (run.cpp).
+//
+// Limits of a file (one-line errors; exit status 2, tc's "rejected"): kMaxConfigBytes and
+// kMaxNestedQdiscs below, and htb's own 8 class levels. A file that is not a regular file, or a
+// symlink that fs.protected_symlinks would not follow, is refused (exit status 1). Loading is
+// O(n log n) in the number of qdiscs and classes and never recurses on the depth of the input.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -36,6 +45,10 @@ class TxQueue;
 namespace txpath::tc {
 
 constexpr uint32_t kRoot = 0xFFFFFFFFu;  // TC_H_ROOT: the device's root
+// The largest configuration file read (Config::load, txpath tc, -batch): 64 MiB.
+constexpr std::size_t kMaxConfigBytes = std::size_t{64} << 20;
+// The most qdiscs on one path from a device's root down (the root counts as 1).
+constexpr int kMaxNestedQdiscs = 64;
 constexpr uint32_t major_of(uint32_t h) noexcept { return h >> 16; }
 constexpr uint32_t minor_of(uint32_t h) noexcept { return h & 0xFFFFu; }
 
@@ -51,6 +64,13 @@ class TcArgError : public ConfigError {
 };
 // The exit status tc gives an error: TcArgError 255, ConfigRejected 2, other ConfigError 1.
 int exit_status(const ConfigError& e) noexcept;
+
+// Refuses `name` as a device name if the kernel would (dev_valid_name: empty, longer than
+// IFNAMSIZ-1 = 15 bytes, "." or "..", a '/', ':' or whitespace byte, where the kernel's isspace()
+// also counts 0xA0) and, to be safe, if it is not printable UTF-8 or holds a byte that the
+// configuration file cannot carry ('"', '\\', '#'). Throws TcArgError (ip's
+// 'argument "..." is wrong: "dev" not a valid ifname', exit status 255).
+void check_device_name(std::string_view name);
 
 struct DeviceConfig {
   std::string name;
@@ -87,10 +107,19 @@ struct Tree {
 
 class Config {
  public:
+  Config() = default;
+  Config(const Config& other);
+  Config& operator=(const Config& other);
+  Config(Config&&) noexcept = default;
+  Config& operator=(Config&&) noexcept = default;
+  ~Config() = default;
+
   // Reads a configuration file; a missing file is an empty configuration. Throws ConfigError
-  // "FILE:LINE: message" for a line that fails.
+  // "FILE:LINE: message" for a line that fails, ConfigError for a file that is not a regular file
+  // or a foreign symlink, ConfigRejected past kMaxConfigBytes or kMaxNestedQdiscs.
   static Config load(const std::string& path);
-  // Parses configuration text (origin names it in errors).
+  // Parses configuration text (origin names it in errors). A line that is not a tc command is
+  // named, never quoted ("FILE:3: line 3 is not a tc command (qdisc, class or link)").
   static Config parse(std::string_view text, std::string_view origin = "config");
   std::string serialize() const;
 
@@ -133,10 +162,42 @@ class Config {
       std::string_view dev, std::shared_ptr<Tree> tree) const;
 
  private:
+  // A device's configured qdiscs and classes, indexed by handle, parent and class id; `seq`
+  // numbers record the creation order, in which parents come before their children.
   struct Device {
+    struct QdiscEntry {
+      QdiscConfig config;
+      uint64_t seq = 0;
+    };
+    struct ClassEntry {
+      ClassConfig config;
+      uint64_t seq = 0;
+    };
     DeviceConfig config;
-    std::vector<QdiscConfig> qdiscs;  // configured ones; the first has parent kRoot if any
-    std::vector<ClassConfig> classes;
+    std::map<uint32_t, QdiscEntry> qdiscs;       // by handle (major:0)
+    std::map<uint32_t, uint32_t> qdisc_parents;  // parent (kRoot or a class id) -> handle
+    std::map<uint32_t, ClassEntry> classes;      // by class id: a qdisc's classes are one range
+    std::map<uint32_t, uint32_t> child_classes;  // class id -> how many classes it is parent of
+    uint64_t next_seq = 0;
+    uint32_t next_auto_major = 0x8001;  // where the search for an automatic handle starts
+
+    QdiscConfig* qdisc(uint32_t handle) noexcept;
+    const QdiscConfig* qdisc(uint32_t handle) const noexcept;
+    QdiscConfig* qdisc_at(uint32_t parent) noexcept;  // the qdisc attached to `parent`
+    ClassConfig* find_class(uint32_t classid) noexcept;
+    void add_qdisc(QdiscConfig q);
+    void add_class(ClassConfig c);
+    void remove_class(uint32_t classid);
+    // Removes qdisc `handle` and everything below it (its classes, the qdiscs on them).
+    void remove_subtree(uint32_t handle);
+    // How many qdiscs a qdisc attached to `parent` would sit below.
+    int qdiscs_above(uint32_t parent) const noexcept;
+    // In creation order: every qdisc (the root first), a qdisc's classes, the qdiscs attached to
+    // a qdisc's classes.
+    std::vector<const QdiscConfig*> all_qdiscs() const;
+    std::vector<const ClassConfig*> classes_of(uint32_t handle) const;
+    std::vector<const QdiscConfig*> qdiscs_below(uint32_t handle) const;
+    const QdiscConfig* root() const noexcept;
   };
   Device* find(std::string_view dev) noexcept;
   const Device* find(std::string_view dev) const noexcept;
@@ -151,12 +212,21 @@ class Config {
   void show_qdiscs(const Device* only, std::ostream& out, const ShowOptions& show) const;
   void show_classes(const Device& d, std::ostream& out, const ShowOptions& show) const;
   // Builds d's tree after a change, turning any error into the command's error; the caller
-  // restores the previous state on throw.
+  // restores the previous state on throw. Does nothing while a file is read (defer_validation_).
   void validate(const Device& d) const;
-  static Config parse_lines(std::string_view text, std::string_view origin, bool defer);
+  bool builds() const;  // every device builds
+  void reindex();
+  // One line of a configuration file, with its errors as "ORIGIN:LINE: message".
+  void run_file_line(std::string_view line, std::size_t line_no, std::string_view origin);
+  // The configuration of lines[0, count), without building trees; `failed` is the index of the
+  // first line that failed (the configuration is then unusable), else count.
+  static Config run_prefix(std::span<const std::string_view> lines, std::size_t count,
+                           std::string_view origin, std::size_t& failed);
 
-  std::vector<Device> devs_;
-  // While a file is read, trees are built once at the end rather than after every line.
+  std::list<Device> devs_;  // in creation order
+  std::map<std::string, std::list<Device>::iterator, std::less<>> by_name_;
+  // While a file is read, trees are built once at the end rather than after every line, and a
+  // failed command does not restore the state (the whole configuration is dropped).
   bool defer_validation_ = false;
 };
 

@@ -743,13 +743,15 @@ void HtbQdisc::apply_config(Class& c, const HtbClassConfig& given) {
   if (reprio) activate(c);
 }
 
-void HtbQdisc::reserve_all() {
+void HtbQdisc::reserve_all(Class* parent) {
   const std::size_t n = classes_.size();
   for (auto& level : row_)
     for (DrrList& r : level) grow(r.v, n);
   for (auto& w : wait_) grow(w, n);
-  for (auto& c : classes_)
-    for (DrrList& f : c->feed) grow(f.v, c->children.size());
+  // Only the parent of the class just added has one child more (every other feed list keeps its
+  // capacity): not a walk over every class, which made building n classes O(n^2).
+  if (parent)
+    for (DrrList& f : parent->feed) grow(f.v, parent->children.size());
   grow(custom_children_, n);
 }
 
@@ -800,7 +802,7 @@ void HtbQdisc::add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptio
   if (parent) parent->children.push_back(&c);
   by_minor_[minor] = &c;
   classes_.push_back(std::move(owned));
-  reserve_all();
+  reserve_all(parent);
 }
 
 void HtbQdisc::change_class(uint16_t minor, const QdiscOptions& options, const QdiscEnv& env) {

@@ -215,7 +215,7 @@ class HtbQdisc final : public Qdisc {
   Packet* dequeue_tree(int level, int prio, uint64_t t) noexcept;
   Packet* dequeue_internal() noexcept;
 
-  void reserve_all();
+  void reserve_all(Class* parent);  // after add_class(): capacity for every list a class enters
   void detach_wait_and_rows(Class& c) noexcept;
 
   uint64_t (*const clock_)();

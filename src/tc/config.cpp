@@ -12,13 +12,16 @@
 //     accepted by the qdisc implementations — a command that breaks this is refused and leaves
 //     the configuration as it was.
 // Order: qdiscs and classes are kept in the order they were created, so parents come first.
+// Indexes: a device's qdiscs by handle and by parent, its classes by class id (a qdisc's classes
+// are one key range) with a count of child classes, devices by name; every command is O(log n)
+// but for building the tree it changes (O(n)), and reading a file of n lines is O(n log n).
+// Nothing recurses on the input: trees are walked with explicit stacks.
 #include <algorithm>
-#include <cctype>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
-#include <set>
 #include <span>
 #include <sstream>
 #include <string>
@@ -30,6 +33,7 @@
 #include "txpath/error.hpp"
 #include "tc/internal.hpp"
 #include "txpath/tc.hpp"
+#include "txpath/text.hpp"
 
 namespace txpath::tc {
 
@@ -197,13 +201,15 @@ Target parse_target(std::span<const std::string> args, bool is_class) {
   return t;
 }
 
-// QdiscOptions over `tokens` whose errors read `class "1:10 htb rate x": what`.
+// QdiscOptions over a class's tokens whose errors read `class "1:10 htb rate x": what` (the
+// text made only for an error). The class must outlive the options.
 struct ClassOptions {
   std::vector<std::string_view> views;
-  std::string shown;
+  const ClassConfig* config = nullptr;
   QdiscOptions options() const {
-    return QdiscOptions(views, [this](const std::string& what, bool rejected) {
-      const std::string msg = "class \"" + shown + "\": " + what;
+    return QdiscOptions(views, [c = config](const std::string& what, bool rejected) {
+      const std::string msg = "class " + quoted(format_handle(c->classid) + " " + join(c->kind, c->options)) +
+                              ": " + what;
       if (rejected) throw ConfigRejected(msg);
       throw ConfigError(msg);
     });
@@ -213,218 +219,32 @@ struct ClassOptions {
 ClassOptions class_options_of(const ClassConfig& c) {
   ClassOptions o;
   for (const auto& t : c.options) o.views.push_back(t);
-  o.shown = escape_user_text(format_handle(c.classid) + " " + join(c.kind, c.options));
+  o.config = &c;
   return o;
 }
 
-}  // namespace
+// A tc object word ("qdisc", "class", "link" or a prefix tc accepts for it).
+bool is_object_word(std::string_view w) {
+  return matches(w, "qdisc") || matches(w, "class") || matches(w, "link");
+}
 
-// ---------------------------------------------------------------------------------------------
+// The [first, last] keys of a qdisc's classes (and of the parents of the qdiscs on them) in the
+// maps keyed by class id: major:0 .. major:ffff, less kRoot (ffff:ffff), which is no class.
+constexpr uint32_t range_first(uint32_t handle) { return handle & 0xFFFF0000u; }
+constexpr uint32_t range_last(uint32_t handle) {
+  return (handle | 0xFFFFu) == kRoot ? kRoot - 1 : (handle | 0xFFFFu);
+}
 
-std::vector<DeviceConfig> Config::devices() const {
-  std::vector<DeviceConfig> out;
-  for (const auto& d : devs_) out.push_back(d.config);
+template <class T>
+std::vector<const T*> by_seq(std::vector<std::pair<uint64_t, const T*>>& v) {
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const T*> out;
+  out.reserve(v.size());
+  for (const auto& [seq, p] : v) out.push_back(p);
   return out;
 }
 
-const DeviceConfig* Config::device(std::string_view name) const noexcept {
-  const Device* d = find(name);
-  return d ? &d->config : nullptr;
-}
-
-std::vector<QdiscConfig> Config::qdiscs(std::string_view dev) const { return need(dev).qdiscs; }
-std::vector<ClassConfig> Config::classes(std::string_view dev) const { return need(dev).classes; }
-
-Config::Device* Config::find(std::string_view dev) noexcept {
-  for (auto& d : devs_)
-    if (d.config.name == dev) return &d;
-  return nullptr;
-}
-const Config::Device* Config::find(std::string_view dev) const noexcept {
-  for (const auto& d : devs_)
-    if (d.config.name == dev) return &d;
-  return nullptr;
-}
-Config::Device& Config::need(std::string_view dev) {
-  if (Device* d = find(dev)) return *d;
-  throw ConfigError("Cannot find device \"" + escape_user_text(dev) + "\"");
-}
-const Config::Device& Config::need(std::string_view dev) const {
-  if (const Device* d = find(dev)) return *d;
-  throw ConfigError("Cannot find device \"" + escape_user_text(dev) + "\"");
-}
-
-// ---- building trees ----
-
-Tree Config::build(std::string_view dev, QdiscEnv env) const { return build(need(dev), env); }
-
-Tree Config::build(const Device& d, QdiscEnv env) const {
-  env.txqueuelen = d.config.txqueuelen;
-  env.mtu = d.config.mtu;
-  Tree tree;
-  const QdiscConfig* root = nullptr;
-  for (const auto& q : d.qdiscs)
-    if (q.parent == kRoot) root = &q;
-  if (!root) {
-    env.handle_major = 0;
-    tree.root = make_qdisc("pfifo_fast", env);
-    tree.nodes.push_back({0, kRoot, tree.root.get()});
-    return tree;
-  }
-  // Builds q, its classes and, recursively, the qdiscs attached to its classes.
-  std::function<std::unique_ptr<Qdisc>(const QdiscConfig&)> build_node =
-      [&](const QdiscConfig& qc) -> std::unique_ptr<Qdisc> {
-    QdiscEnv e = env;
-    e.handle_major = static_cast<uint16_t>(major_of(qc.handle));
-    std::unique_ptr<Qdisc> q = make_qdisc(join(qc.kind, qc.options), e);
-    tree.nodes.push_back({qc.handle, qc.parent, q.get()});
-    for (const auto& c : d.classes) {
-      if (major_of(c.classid) != major_of(qc.handle)) continue;
-      if (c.kind != qc.kind)
-        rejected("class " + format_handle(c.classid) + " is of kind \"" + escape_user_text(c.kind) +
-                 "\" but its qdisc " + format_handle(qc.handle) + " is " + qc.kind);
-      const ClassOptions co = class_options_of(c);
-      const uint32_t parent_minor = c.parent == kRoot ? 0 : minor_of(c.parent);
-      q->add_class(static_cast<uint16_t>(minor_of(c.classid)),
-                   static_cast<uint16_t>(parent_minor), co.options(), e);
-    }
-    for (const auto& child : d.qdiscs) {
-      if (child.parent == kRoot || major_of(child.parent) != major_of(qc.handle)) continue;
-      std::unique_ptr<Qdisc> built = build_node(child);
-      PacketList none;
-      q->graft(static_cast<uint16_t>(minor_of(child.parent)), std::move(built), none);
-    }
-    return q;
-  };
-  tree.root = build_node(*root);
-  return tree;
-}
-
-std::function<std::unique_ptr<Qdisc>(const QdiscEnv&)> Config::root_factory(
-    std::string_view dev, std::shared_ptr<Tree> tree) const {
-  const Device& d = need(dev);  // an unknown device fails now, not inside TxQueue::create
-  auto self = std::make_shared<Config>(*this);
-  std::string name = d.config.name;
-  return [self, name, tree](const QdiscEnv& env) {
-    Tree built = self->build(name, env);
-    std::unique_ptr<Qdisc> root = std::move(built.root);
-    if (tree) {
-      tree->nodes = std::move(built.nodes);
-      tree->root.reset();
-    }
-    return root;
-  };
-}
-
-void Config::validate(const Device& d) const {
-  if (!defer_validation_) (void)build(d, QdiscEnv{});
-}
-
-// ---- commands ----
-
-bool Config::execute(std::span<const std::string> args, std::ostream& out, const ShowOptions& show) {
-  if (args.empty()) throw ConfigError("missing object (qdisc, class or link)");
-  const std::string& object = args[0];
-  const std::string_view cmd = args.size() > 1 ? std::string_view(args[1]) : std::string_view("show");
-  const auto rest = args.size() > 2 ? args.subspan(2) : std::span<const std::string>{};
-  if (matches(object, "qdisc")) return qdisc_command(cmd, rest, out, show);
-  if (matches(object, "class")) return class_command(cmd, rest, out, show);
-  if (matches(object, "link")) return link_command(cmd, rest, out);
-  throw ConfigError("Object \"" + escape_user_text(object) +
-                    "\" is unknown, try \"txpath tc help\" (known: qdisc, class, link)");
-}
-
-bool Config::link_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out) {
-  DeviceConfig dc;
-  bool have_dev = false;
-  std::optional<uint32_t> txqueuelen, mtu;
-  auto number = [](const std::string& v, const char* what) {
-    uint64_t n = 0;
-    if (v.empty() || v.size() > 10) throw ConfigError(std::string("invalid ") + what + " \"" + escape_user_text(v) + "\"");
-    for (char c : v) {
-      if (c < '0' || c > '9') throw ConfigError(std::string("invalid ") + what + " \"" + escape_user_text(v) + "\"");
-      n = n * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (n > 0xFFFFFFFFull) throw ConfigError(std::string("invalid ") + what + " \"" + v + "\"");
-    return static_cast<uint32_t>(n);
-  };
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "dev" || a == "name") {
-      dc.name = next_arg(args, i);
-      have_dev = true;
-    } else if (a == "txqueuelen" || a == "qlen" || a == "txqlen") {
-      txqueuelen = number(next_arg(args, i), "txqueuelen");
-    } else if (a == "mtu") {
-      mtu = number(next_arg(args, i), "mtu");
-      if (*mtu < 68 || *mtu > 65535) rejected("mtu " + std::to_string(*mtu) + " is out of range (68..65535)");
-    } else if (a == "type") {
-      (void)next_arg(args, i);  // dummy, veth ...: every configured device is the same to tc
-    } else if (!have_dev && !a.empty() && a[0] != '-') {
-      dc.name = a;  // ip's "ip link add NAME type dummy"
-      have_dev = true;
-    } else {
-      throw ConfigError("link: unknown argument \"" + escape_user_text(a) + "\"");
-    }
-  }
-  if (have_dev) {
-    check_token(dc.name);
-    if (dc.name.empty() || dc.name.size() > 15)
-      throw ConfigError("invalid device name \"" + escape_user_text(dc.name) + "\" (1..15 characters)");
-  }
-  if (matches(cmd, "show") || matches(cmd, "list")) {
-    for (const auto& d : devs_) {
-      if (have_dev && d.config.name != dc.name) continue;
-      out << d.config.name << ": txqueuelen " << d.config.txqueuelen << " mtu " << d.config.mtu << "\n";
-    }
-    if (have_dev && !find(dc.name)) need(dc.name);
-    return false;
-  }
-  if (!have_dev) throw TcArgError("Not enough information: \"dev\" argument is required.");
-  if (cmd == "add") {
-    if (find(dc.name)) rejected("device \"" + dc.name + "\" already exists");
-    dc.txqueuelen = txqueuelen.value_or(1000);
-    dc.mtu = mtu.value_or(1500);
-    devs_.push_back(Device{dc, {}, {}});
-    return true;
-  }
-  if (matches(cmd, "delete")) {
-    Device& d = need(dc.name);
-    devs_.erase(devs_.begin() + (&d - devs_.data()));
-    return true;
-  }
-  if (cmd == "set" || matches(cmd, "change")) {
-    Device& d = need(dc.name);
-    const Device before = d;
-    if (txqueuelen) d.config.txqueuelen = *txqueuelen;
-    if (mtu) d.config.mtu = *mtu;
-    try {
-      validate(d);
-    } catch (...) {
-      d = before;
-      throw;
-    }
-    return true;
-  }
-  throw ConfigError("link: unknown command \"" + escape_user_text(cmd) + "\" (add, del, set, show)");
-}
-
-namespace {
-
-// Removes qdisc `handle` and everything below it (its classes, the qdiscs on them).
-void remove_subtree(std::vector<QdiscConfig>& qdiscs, std::vector<ClassConfig>& classes, uint32_t handle) {
-  const uint32_t major = major_of(handle);
-  std::vector<uint32_t> children;
-  for (const auto& q : qdiscs)
-    if (q.parent != kRoot && major_of(q.parent) == major && q.handle != handle) children.push_back(q.handle);
-  for (uint32_t c : children) remove_subtree(qdiscs, classes, c);
-  std::erase_if(classes, [&](const ClassConfig& c) { return major_of(c.classid) == major; });
-  std::erase_if(qdiscs, [&](const QdiscConfig& q) { return q.handle == handle; });
-}
-
-// tc parses a command's options before the kernel sees the request: a parse error (exit 1) wins
-// over anything the kernel would refuse (exit 2). So the options are first parsed on their own;
-// refusals (ConfigRejected) are left for the real request, which meets them again.
+// tc's preparsing of options before the request: see qdisc_command.
 void preparse_qdisc(const std::string& kind, const std::vector<std::string>& options) {
   try {
     (void)make_qdisc(join(kind, options), QdiscEnv{});
@@ -450,11 +270,374 @@ void preparse_class(const std::string& kind, const ClassConfig& c) {
 
 }  // namespace
 
+void check_device_name(std::string_view name) {
+  bool ok = !name.empty() && name.size() <= 15 && name != "." && name != "..";
+  for (const char c : name) {
+    // The kernel's isspace() is also true for 0xA0 (Latin-1's no-break space), even in UTF-8.
+    if (c == '/' || c == ':' || c == ' ' || c == '#' || static_cast<unsigned char>(c) == 0xA0) ok = false;
+  }
+  // escape_user_text() leaves a name as it is exactly when the name is well-formed UTF-8 without
+  // control characters (C0 — the other whitespace —, DEL, C1), '"' or '\'.
+  if (ok && escape_user_text(name) == name) return;
+  throw TcArgError("argument " + quoted(name) +
+                   " is wrong: \"dev\" not a valid ifname (1 to 15 bytes of printable UTF-8, not "
+                   "\".\" or \"..\", without whitespace, '/', ':', '#', '\"' or '\\')");
+}
+
+// ---- a device's indexes ----
+
+QdiscConfig* Config::Device::qdisc(uint32_t handle) noexcept {
+  const auto it = qdiscs.find(handle);
+  return it == qdiscs.end() ? nullptr : &it->second.config;
+}
+const QdiscConfig* Config::Device::qdisc(uint32_t handle) const noexcept {
+  const auto it = qdiscs.find(handle);
+  return it == qdiscs.end() ? nullptr : &it->second.config;
+}
+QdiscConfig* Config::Device::qdisc_at(uint32_t parent) noexcept {
+  const auto it = qdisc_parents.find(parent);
+  return it == qdisc_parents.end() ? nullptr : qdisc(it->second);
+}
+const QdiscConfig* Config::Device::root() const noexcept {
+  const auto it = qdisc_parents.find(kRoot);
+  return it == qdisc_parents.end() ? nullptr : qdisc(it->second);
+}
+ClassConfig* Config::Device::find_class(uint32_t classid) noexcept {
+  const auto it = classes.find(classid);
+  return it == classes.end() ? nullptr : &it->second.config;
+}
+
+void Config::Device::add_qdisc(QdiscConfig q) {
+  qdisc_parents[q.parent] = q.handle;
+  const uint32_t handle = q.handle;
+  qdiscs[handle] = QdiscEntry{std::move(q), next_seq++};
+}
+
+void Config::Device::add_class(ClassConfig c) {
+  if (minor_of(c.parent) != 0) ++child_classes[c.parent];
+  const uint32_t id = c.classid;
+  classes[id] = ClassEntry{std::move(c), next_seq++};
+}
+
+void Config::Device::remove_class(uint32_t classid) {
+  const auto it = classes.find(classid);
+  if (it == classes.end()) return;
+  const uint32_t parent = it->second.config.parent;
+  if (minor_of(parent) != 0) {
+    const auto n = child_classes.find(parent);
+    if (n != child_classes.end() && --n->second == 0) child_classes.erase(n);
+  }
+  child_classes.erase(classid);
+  classes.erase(it);
+}
+
+void Config::Device::remove_subtree(uint32_t handle) {
+  std::vector<uint32_t> work{handle};  // a work list, not recursion: depth is the input's
+  while (!work.empty()) {
+    const uint32_t h = work.back();
+    work.pop_back();
+    const auto first = qdisc_parents.lower_bound(range_first(h));
+    const auto last = qdisc_parents.upper_bound(range_last(h));
+    for (auto it = first; it != last; ++it)
+      if (it->second != h) work.push_back(it->second);
+    classes.erase(classes.lower_bound(range_first(h)), classes.upper_bound(range_last(h)));
+    child_classes.erase(child_classes.lower_bound(range_first(h)),
+                        child_classes.upper_bound(range_last(h)));
+    const auto q = qdiscs.find(h);
+    if (q == qdiscs.end()) continue;
+    const auto at = qdisc_parents.find(q->second.config.parent);
+    if (at != qdisc_parents.end() && at->second == h) qdisc_parents.erase(at);
+    qdiscs.erase(q);
+  }
+}
+
+int Config::Device::qdiscs_above(uint32_t parent) const noexcept {
+  int n = 0;
+  while (parent != kRoot && n <= kMaxNestedQdiscs) {
+    const QdiscConfig* owner = qdisc(range_first(parent));
+    if (!owner) break;
+    ++n;
+    parent = owner->parent;
+  }
+  return n;
+}
+
+std::vector<const QdiscConfig*> Config::Device::all_qdiscs() const {
+  std::vector<std::pair<uint64_t, const QdiscConfig*>> v;
+  v.reserve(qdiscs.size());
+  for (const auto& [h, e] : qdiscs) v.emplace_back(e.config.parent == kRoot ? 0 : e.seq + 1, &e.config);
+  return by_seq(v);
+}
+
+std::vector<const ClassConfig*> Config::Device::classes_of(uint32_t handle) const {
+  std::vector<std::pair<uint64_t, const ClassConfig*>> v;
+  const auto last = classes.upper_bound(range_last(handle));
+  for (auto it = classes.lower_bound(range_first(handle)); it != last; ++it)
+    v.emplace_back(it->second.seq, &it->second.config);
+  return by_seq(v);
+}
+
+std::vector<const QdiscConfig*> Config::Device::qdiscs_below(uint32_t handle) const {
+  std::vector<std::pair<uint64_t, const QdiscConfig*>> v;
+  const auto last = qdisc_parents.upper_bound(range_last(handle));
+  for (auto it = qdisc_parents.lower_bound(range_first(handle)); it != last; ++it) {
+    const auto q = qdiscs.find(it->second);
+    if (q != qdiscs.end() && it->second != handle) v.emplace_back(q->second.seq, &q->second.config);
+  }
+  return by_seq(v);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Config::Config(const Config& other) : devs_(other.devs_), defer_validation_(other.defer_validation_) {
+  reindex();
+}
+
+Config& Config::operator=(const Config& other) {
+  if (this != &other) {
+    devs_ = other.devs_;
+    defer_validation_ = other.defer_validation_;
+    reindex();
+  }
+  return *this;
+}
+
+void Config::reindex() {
+  by_name_.clear();
+  for (auto it = devs_.begin(); it != devs_.end(); ++it) by_name_.emplace(it->config.name, it);
+}
+
+std::vector<DeviceConfig> Config::devices() const {
+  std::vector<DeviceConfig> out;
+  for (const auto& d : devs_) out.push_back(d.config);
+  return out;
+}
+
+const DeviceConfig* Config::device(std::string_view name) const noexcept {
+  const Device* d = find(name);
+  return d ? &d->config : nullptr;
+}
+
+std::vector<QdiscConfig> Config::qdiscs(std::string_view dev) const {
+  std::vector<QdiscConfig> out;
+  for (const QdiscConfig* q : need(dev).all_qdiscs()) out.push_back(*q);
+  return out;
+}
+
+std::vector<ClassConfig> Config::classes(std::string_view dev) const {
+  const Device& d = need(dev);
+  std::vector<std::pair<uint64_t, const ClassConfig*>> v;
+  for (const auto& [id, e] : d.classes) v.emplace_back(e.seq, &e.config);
+  std::vector<ClassConfig> out;
+  for (const ClassConfig* c : by_seq(v)) out.push_back(*c);
+  return out;
+}
+
+Config::Device* Config::find(std::string_view dev) noexcept {
+  const auto it = by_name_.find(dev);
+  return it == by_name_.end() ? nullptr : &*it->second;
+}
+const Config::Device* Config::find(std::string_view dev) const noexcept {
+  const auto it = by_name_.find(dev);
+  return it == by_name_.end() ? nullptr : &*it->second;
+}
+Config::Device& Config::need(std::string_view dev) {
+  if (Device* d = find(dev)) return *d;
+  throw ConfigError("Cannot find device " + quoted(dev));
+}
+const Config::Device& Config::need(std::string_view dev) const {
+  if (const Device* d = find(dev)) return *d;
+  throw ConfigError("Cannot find device " + quoted(dev));
+}
+
+// ---- building trees ----
+
+Tree Config::build(std::string_view dev, QdiscEnv env) const { return build(need(dev), env); }
+
+Tree Config::build(const Device& d, QdiscEnv env) const {
+  env.txqueuelen = d.config.txqueuelen;
+  env.mtu = d.config.mtu;
+  Tree tree;
+  const QdiscConfig* root = d.root();
+  if (!root) {
+    env.handle_major = 0;
+    tree.root = make_qdisc("pfifo_fast", env);
+    tree.nodes.push_back({0, kRoot, tree.root.get()});
+    return tree;
+  }
+  // Depth first with an explicit stack (never recursion on the input's depth): a qdisc is made
+  // with its classes when first reached (tree.nodes in pre-order), and grafted onto its parent's
+  // class once everything below it is built.
+  struct Frame {
+    const QdiscConfig* config;
+    std::unique_ptr<Qdisc> qdisc;
+    std::vector<const QdiscConfig*> children;
+    std::size_t next = 0;
+  };
+  std::vector<Frame> stack;
+  auto enter = [&](const QdiscConfig& qc) {
+    if (stack.size() >= static_cast<std::size_t>(kMaxNestedQdiscs))
+      rejected("qdisc " + format_handle(qc.handle) + " is nested too deep (at most " +
+               std::to_string(kMaxNestedQdiscs) + " nested qdiscs)");
+    QdiscEnv e = env;
+    e.handle_major = static_cast<uint16_t>(major_of(qc.handle));
+    std::unique_ptr<Qdisc> q = make_qdisc(join(qc.kind, qc.options), e);
+    tree.nodes.push_back({qc.handle, qc.parent, q.get()});
+    for (const ClassConfig* c : d.classes_of(qc.handle)) {
+      if (c->kind != qc.kind)
+        rejected("class " + format_handle(c->classid) + " is of kind " + quoted(c->kind) +
+                 " but its qdisc " + format_handle(qc.handle) + " is " + escape_user_text(qc.kind));
+      const ClassOptions co = class_options_of(*c);
+      const uint32_t parent_minor = c->parent == kRoot ? 0 : minor_of(c->parent);
+      q->add_class(static_cast<uint16_t>(minor_of(c->classid)),
+                   static_cast<uint16_t>(parent_minor), co.options(), e);
+    }
+    stack.push_back(Frame{&qc, std::move(q), d.qdiscs_below(qc.handle)});
+  };
+  enter(*root);
+  while (!stack.empty()) {
+    Frame& top = stack.back();
+    if (top.next < top.children.size()) {
+      enter(*top.children[top.next++]);  // may reallocate the stack: `top` is not used after
+      continue;
+    }
+    std::unique_ptr<Qdisc> done = std::move(top.qdisc);
+    const uint32_t parent = top.config->parent;
+    stack.pop_back();
+    if (stack.empty()) {
+      tree.root = std::move(done);
+    } else {
+      PacketList none;
+      stack.back().qdisc->graft(static_cast<uint16_t>(minor_of(parent)), std::move(done), none);
+    }
+  }
+  return tree;
+}
+
+std::function<std::unique_ptr<Qdisc>(const QdiscEnv&)> Config::root_factory(
+    std::string_view dev, std::shared_ptr<Tree> tree) const {
+  const Device& d = need(dev);  // an unknown device fails now, not inside TxQueue::create
+  auto self = std::make_shared<Config>(*this);
+  std::string name = d.config.name;
+  return [self, name, tree](const QdiscEnv& env) {
+    Tree built = self->build(name, env);
+    std::unique_ptr<Qdisc> root = std::move(built.root);
+    if (tree) {
+      tree->nodes = std::move(built.nodes);
+      tree->root.reset();
+    }
+    return root;
+  };
+}
+
+void Config::validate(const Device& d) const {
+  if (!defer_validation_) (void)build(d, QdiscEnv{});
+}
+
+bool Config::builds() const {
+  try {
+    for (const auto& d : devs_) (void)build(d, QdiscEnv{});
+    return true;
+  } catch (const ConfigError&) {
+    return false;
+  }
+}
+
+// ---- commands ----
+
+bool Config::execute(std::span<const std::string> args, std::ostream& out, const ShowOptions& show) {
+  if (args.empty()) throw ConfigError("missing object (qdisc, class or link)");
+  const std::string& object = args[0];
+  const std::string_view cmd = args.size() > 1 ? std::string_view(args[1]) : std::string_view("show");
+  const auto rest = args.size() > 2 ? args.subspan(2) : std::span<const std::string>{};
+  if (matches(object, "qdisc")) return qdisc_command(cmd, rest, out, show);
+  if (matches(object, "class")) return class_command(cmd, rest, out, show);
+  if (matches(object, "link")) return link_command(cmd, rest, out);
+  throw ConfigError("Object " + quoted(object) +
+                    " is unknown, try \"txpath tc help\" (known: qdisc, class, link)");
+}
+
+bool Config::link_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out) {
+  DeviceConfig dc;
+  bool have_dev = false;
+  std::optional<uint32_t> txqueuelen, mtu;
+  auto number = [](const std::string& v, const char* what) {
+    uint64_t n = 0;
+    const bool digits = !v.empty() && v.size() <= 10 &&
+                        std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    for (char c : digits ? v : std::string()) n = n * 10 + static_cast<uint64_t>(c - '0');
+    if (!digits || n > 0xFFFFFFFFull) throw ConfigError(std::string("invalid ") + what + " " + quoted(v));
+    return static_cast<uint32_t>(n);
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "dev" || a == "name") {
+      dc.name = next_arg(args, i);
+      have_dev = true;
+    } else if (a == "txqueuelen" || a == "qlen" || a == "txqlen") {
+      txqueuelen = number(next_arg(args, i), "txqueuelen");
+    } else if (a == "mtu") {
+      mtu = number(next_arg(args, i), "mtu");
+      if (*mtu < 68 || *mtu > 65535) rejected("mtu " + std::to_string(*mtu) + " is out of range (68..65535)");
+    } else if (a == "type") {
+      (void)next_arg(args, i);  // dummy, veth ...: every configured device is the same to tc
+    } else if (!have_dev && !a.empty() && a[0] != '-') {
+      dc.name = a;  // ip's "ip link add NAME type dummy"
+      have_dev = true;
+    } else {
+      throw ConfigError("link: unknown argument " + quoted(a));
+    }
+  }
+  if (have_dev) check_device_name(dc.name);
+  if (matches(cmd, "show") || matches(cmd, "list")) {
+    for (const auto& d : devs_) {
+      if (have_dev && d.config.name != dc.name) continue;
+      out << d.config.name << ": txqueuelen " << d.config.txqueuelen << " mtu " << d.config.mtu << "\n";
+    }
+    if (have_dev && !find(dc.name)) need(dc.name);
+    return false;
+  }
+  if (!have_dev) throw TcArgError("Not enough information: \"dev\" argument is required.");
+  if (cmd == "add") {
+    if (find(dc.name)) rejected("device " + quoted(dc.name) + " already exists");
+    dc.txqueuelen = txqueuelen.value_or(1000);
+    dc.mtu = mtu.value_or(1500);
+    devs_.emplace_back().config = dc;
+    by_name_.emplace(dc.name, std::prev(devs_.end()));
+    return true;
+  }
+  if (matches(cmd, "delete")) {
+    const auto it = by_name_.find(dc.name);
+    if (it == by_name_.end()) throw ConfigError("Cannot find device " + quoted(dc.name));
+    devs_.erase(it->second);
+    by_name_.erase(it);
+    return true;
+  }
+  if (cmd == "set" || matches(cmd, "change")) {
+    Device& d = need(dc.name);
+    const DeviceConfig before = d.config;
+    if (txqueuelen) d.config.txqueuelen = *txqueuelen;
+    if (mtu) d.config.mtu = *mtu;
+    try {
+      validate(d);
+    } catch (...) {
+      d.config = before;
+      throw;
+    }
+    return true;
+  }
+  throw ConfigError("link: unknown command " + quoted(cmd) + " (add, del, set, show)");
+}
+
+// tc parses a command's options before the kernel sees the request: a parse error (exit 1) wins
+// over anything the kernel would refuse (exit 2). So the options are first parsed on their own
+// (preparse_*); refusals (ConfigRejected) are left for the real request, which meets them again.
+// While a file is read this is skipped: a failing file is read again line by line (parse()).
 bool Config::qdisc_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                            const ShowOptions& show) {
   if (matches(cmd, "show") || matches(cmd, "list") || cmd == "ls" || cmd == "lst") {
     Target t = parse_target(args, false);
-    if (!t.kind.empty()) throw ConfigError("qdisc show: unknown argument \"" + escape_user_text(t.kind) + "\"");
+    if (!t.kind.empty()) throw ConfigError("qdisc show: unknown argument " + quoted(t.kind));
     if (t.dev.empty()) {
       show_qdiscs(nullptr, out, show);
     } else {
@@ -467,55 +650,58 @@ bool Config::qdisc_command(std::string_view cmd, std::span<const std::string> ar
   const bool replace = matches(cmd, "replace");
   const bool del = matches(cmd, "delete");
   if (!add && !change && !replace && !del)
-    throw ConfigError("Command \"" + escape_user_text(cmd) + "\" is unknown, try \"txpath tc qdisc help\".");
+    throw ConfigError("Command " + quoted(cmd) + " is unknown, try \"txpath tc qdisc help\".");
   Target t = parse_target(args, false);
   if (t.dev.empty()) throw ConfigError("Cannot find device \"\"");
   Device& d = need(t.dev);
   if (!del && t.kind.empty()) throw ConfigError("qdisc " + std::string(cmd) + ": the qdisc kind is missing");
-  if (!del) preparse_qdisc(t.kind, t.options);
-  const Device before = d;
+  if (!del && !defer_validation_) preparse_qdisc(t.kind, t.options);
+  std::optional<Device> before;
+  if (!defer_validation_) before = d;
 
-  auto at_parent = [&](uint32_t parent) -> QdiscConfig* {
-    for (auto& q : d.qdiscs)
-      if (q.parent == parent) return &q;
-    return nullptr;
-  };
-  auto by_handle = [&](uint32_t handle) -> QdiscConfig* {
-    for (auto& q : d.qdiscs)
-      if (q.handle == handle) return &q;
-    return nullptr;
-  };
   auto check_parent_class = [&](uint32_t parent) {
     if (parent == kRoot) return;
-    const uint32_t major = major_of(parent);
-    bool found = false;
-    for (const auto& q : d.qdiscs) found = found || major_of(q.handle) == major;
-    if (!found || major == 0) rejected("Failed to find qdisc with specified classid.");
+    if (major_of(parent) == 0 || !d.qdisc(range_first(parent)))
+      rejected("Failed to find qdisc with specified classid.");
+    if (d.qdiscs_above(parent) >= kMaxNestedQdiscs)
+      rejected("a qdisc at parent " + format_handle(parent) + " would be nested too deep (at most " +
+               std::to_string(kMaxNestedQdiscs) + " nested qdiscs)");
   };
   auto auto_handle = [&]() -> uint32_t {
-    for (uint32_t major = 0x8001; major <= 0xFFFF; ++major)
-      if (!by_handle(major << 16)) return major << 16;
+    // Like the kernel's counter: the search goes on from the last handle given out.
+    for (uint32_t tries = 0; tries < 0x7FFF; ++tries) {
+      const uint32_t major = d.next_auto_major;
+      d.next_auto_major = major == 0xFFFF ? 0x8001 : major + 1;
+      if (!d.qdisc(major << 16)) return major << 16;
+    }
     rejected("no free qdisc handle");
+  };
+  auto add_new = [&]() {
+    QdiscConfig q{t.handle.value_or(0), *t.parent, t.kind, t.options};
+    if (q.handle == 0) q.handle = auto_handle();
+    d.add_qdisc(std::move(q));
+    validate(d);
   };
 
   try {
     if (del) {
       QdiscConfig* q = nullptr;
       if (t.parent) {
-        q = at_parent(*t.parent);
+        q = d.qdisc_at(*t.parent);
         if (!q) {
           if (*t.parent == kRoot) rejected("Cannot delete qdisc with handle of zero.");
           rejected("Failed to find qdisc with specified classid.");
         }
         if (t.handle && q->handle != *t.handle) rejected("Invalid handle.");
       } else if (t.handle) {
-        q = by_handle(*t.handle);
+        q = d.qdisc(*t.handle);
         if (!q) rejected("Failed to find qdisc with specified handle.");
       } else {
         throw ConfigError("qdisc del: say which qdisc: \"root\", \"parent ID\" or \"handle ID\"");
       }
-      if (!t.kind.empty() && t.kind != q->kind) rejected("Invalid qdisc name: the qdisc is " + q->kind + ", not " + escape_user_text(t.kind));
-      remove_subtree(d.qdiscs, d.classes, q->handle);
+      if (!t.kind.empty() && t.kind != q->kind)
+        rejected("Invalid qdisc name: the qdisc is " + quoted(q->kind) + ", not " + quoted(t.kind));
+      d.remove_subtree(q->handle);
       validate(d);
       return true;
     }
@@ -523,10 +709,10 @@ bool Config::qdisc_command(std::string_view cmd, std::span<const std::string> ar
     if (!t.parent) rejected("a parent is needed: \"root\" or \"parent ID\"");
     check_parent_class(*t.parent);
     if (change) {
-      QdiscConfig* existing = t.handle ? by_handle(*t.handle) : at_parent(*t.parent);
+      QdiscConfig* existing = t.handle ? d.qdisc(*t.handle) : d.qdisc_at(*t.parent);
       if (!existing) rejected("Specified qdisc not found.");
       if (existing->parent != *t.parent) rejected("Specified qdisc not found at that parent.");
-      if (existing->kind != t.kind) rejected("Specified qdisc kind is different (" + existing->kind + ").");
+      if (existing->kind != t.kind) rejected("Specified qdisc kind is different (" + quoted(existing->kind) + ").");
       if (t.handle && existing->handle != *t.handle) rejected("Invalid handle.");
       if (existing->kind == "fq_codel" &&
           std::find(t.options.begin(), t.options.end(), "flows") != t.options.end())
@@ -536,36 +722,28 @@ bool Config::qdisc_command(std::string_view cmd, std::span<const std::string> ar
       return true;
     }
     if (add) {
-      if (t.handle && by_handle(*t.handle)) rejected("Exclusivity flag on, cannot modify.");
-      if (at_parent(*t.parent)) rejected("Exclusivity flag on, cannot modify.");
-      QdiscConfig q{t.handle.value_or(0), *t.parent, t.kind, t.options};
-      if (q.handle == 0) q.handle = auto_handle();
-      if (*t.parent == kRoot) d.qdiscs.insert(d.qdiscs.begin(), std::move(q));
-      else d.qdiscs.push_back(std::move(q));
-      validate(d);
+      if (t.handle && d.qdisc(*t.handle)) rejected("Exclusivity flag on, cannot modify.");
+      if (d.qdisc_at(*t.parent)) rejected("Exclusivity flag on, cannot modify.");
+      add_new();
       return true;
     }
     // replace: change the qdisc at that parent if it is of the same kind and handle, else put a
     // new one in its place (its subtree goes).
-    QdiscConfig* cur = at_parent(*t.parent);
+    QdiscConfig* cur = d.qdisc_at(*t.parent);
     if (cur && cur->kind == t.kind && (!t.handle || *t.handle == cur->handle)) {
       cur->options = merge_options(cur->kind, cur->options, t.options);
       validate(d);
       return true;
     }
     if (t.handle) {
-      QdiscConfig* other = by_handle(*t.handle);
+      const QdiscConfig* other = d.qdisc(*t.handle);
       if (other && other != cur) rejected("Exclusivity flag on, cannot modify: handle " + format_handle(*t.handle) + " is in use.");
     }
-    if (cur) remove_subtree(d.qdiscs, d.classes, cur->handle);
-    QdiscConfig q{t.handle.value_or(0), *t.parent, t.kind, t.options};
-    if (q.handle == 0) q.handle = auto_handle();
-    if (*t.parent == kRoot) d.qdiscs.insert(d.qdiscs.begin(), std::move(q));
-    else d.qdiscs.push_back(std::move(q));
-    validate(d);
+    if (cur) d.remove_subtree(cur->handle);
+    add_new();
     return true;
   } catch (...) {
-    d = before;
+    if (before) d = std::move(*before);
     throw;
   }
 }
@@ -574,7 +752,7 @@ bool Config::class_command(std::string_view cmd, std::span<const std::string> ar
                            const ShowOptions& show) {
   Target t = parse_target(args, true);
   if (matches(cmd, "show") || matches(cmd, "list") || cmd == "ls" || cmd == "lst") {
-    if (!t.kind.empty()) throw ConfigError("class show: unknown argument \"" + escape_user_text(t.kind) + "\"");
+    if (!t.kind.empty()) throw ConfigError("class show: unknown argument " + quoted(t.kind));
     if (t.dev.empty()) throw ConfigError("class show: \"dev\" is required");
     show_classes(need(t.dev), out, show);
     return false;
@@ -584,44 +762,34 @@ bool Config::class_command(std::string_view cmd, std::span<const std::string> ar
   const bool replace = matches(cmd, "replace");
   const bool del = matches(cmd, "delete");
   if (!add && !change && !replace && !del)
-    throw ConfigError("Command \"" + escape_user_text(cmd) + "\" is unknown, try \"txpath tc class help\".");
+    throw ConfigError("Command " + quoted(cmd) + " is unknown, try \"txpath tc class help\".");
   if (t.dev.empty()) throw ConfigError("Cannot find device \"\"");
   Device& d = need(t.dev);
-  const Device before = d;
   if (!t.classid) {
     if (t.parent && *t.parent != kRoot && minor_of(*t.parent) != 0 && del) t.classid = t.parent;
     else rejected("a class id is needed: \"classid MAJ:MIN\"");
   }
   const uint32_t id = *t.classid;
   if (minor_of(id) == 0) rejected("invalid class id " + format_handle(id) + ": the minor must not be 0");
-  auto find_class = [&](uint32_t classid) -> ClassConfig* {
-    for (auto& c : d.classes)
-      if (c.classid == classid) return &c;
-    return nullptr;
-  };
-  const QdiscConfig* owner = nullptr;
-  for (const auto& q : d.qdiscs)
-    if (major_of(q.handle) == major_of(id)) owner = &q;
+  const QdiscConfig* owner = d.qdisc(range_first(id));
   if (!owner) rejected("Failed to find qdisc with specified classid.");
+  std::optional<Device> before;
+  if (!defer_validation_) before = d;
   try {
-    ClassConfig* cur = find_class(id);
+    ClassConfig* cur = d.find_class(id);
     if (del) {
       if (!cur) rejected("Specified class not found.");
-      for (const auto& c : d.classes)
-        if (c.parent == id) rejected("Class " + format_handle(id) + " has child classes: delete them first.");
-      for (const auto& q : d.qdiscs)
-        if (q.parent == id) {
-          remove_subtree(d.qdiscs, d.classes, q.handle);
-          break;
-        }
-      std::erase_if(d.classes, [&](const ClassConfig& c) { return c.classid == id; });
+      if (d.child_classes.count(id)) rejected("Class " + format_handle(id) + " has child classes: delete them first.");
+      if (const QdiscConfig* q = d.qdisc_at(id)) d.remove_subtree(q->handle);
+      d.remove_class(id);
       validate(d);
       return true;
     }
     if (t.kind.empty()) throw ConfigError("class " + std::string(cmd) + ": the class kind is missing");
-    preparse_class(t.kind, ClassConfig{id, 0, t.kind, t.options});
+    if (!defer_validation_) preparse_class(t.kind, ClassConfig{id, 0, t.kind, t.options});
     if (t.kind != owner->kind)
-      rejected("Specified class kind \"" + escape_user_text(t.kind) + "\" is different from its qdisc's (" + owner->kind + ").");
+      rejected("Specified class kind " + quoted(t.kind) + " is different from its qdisc's (" +
+               quoted(owner->kind) + ").");
     if (cur && add) rejected("Class " + format_handle(id) + " already exists.");
     if (!cur && change) rejected("Specified class not found.");
     if (cur) {  // change, or replace of an existing class
@@ -637,19 +805,15 @@ bool Config::class_command(std::string_view cmd, std::span<const std::string> ar
       parent = id & 0xFFFF0000u;
     } else {
       if (major_of(parent) != major_of(id)) rejected("The parent " + format_handle(parent) + " is not a class of qdisc " + format_handle(id & 0xFFFF0000u) + ".");
-      if (!find_class(parent)) rejected("Failed to find the parent class " + format_handle(parent) + ".");
+      if (!d.find_class(parent)) rejected("Failed to find the parent class " + format_handle(parent) + ".");
       // A leaf that gets a child becomes an inner class: its qdisc goes (as in the kernel).
-      for (const auto& q : d.qdiscs)
-        if (q.parent == parent) {
-          remove_subtree(d.qdiscs, d.classes, q.handle);
-          break;
-        }
+      if (const QdiscConfig* q = d.qdisc_at(parent)) d.remove_subtree(q->handle);
     }
-    d.classes.push_back(ClassConfig{id, parent, t.kind, t.options});
+    d.add_class(ClassConfig{id, parent, t.kind, t.options});
     validate(d);
     return true;
   } catch (...) {
-    d = before;
+    if (before) d = std::move(*before);
     throw;
   }
 }
@@ -663,20 +827,22 @@ std::string Config::serialize() const {
     s << "link add dev " << d.config.name << " txqueuelen " << d.config.txqueuelen << " mtu "
       << d.config.mtu << "\n";
   for (const auto& d : devs_) {
-    // Tree order: a qdisc, its classes, then the qdiscs on its classes.
-    std::function<void(const QdiscConfig&)> emit = [&](const QdiscConfig& q) {
+    // Tree order: a qdisc, its classes, then the qdiscs on its classes — depth first with an
+    // explicit stack, never recursion on the input's depth.
+    std::vector<const QdiscConfig*> stack;
+    if (const QdiscConfig* root = d.root()) stack.push_back(root);
+    while (!stack.empty()) {
+      const QdiscConfig& q = *stack.back();
+      stack.pop_back();
       s << "qdisc add dev " << d.config.name << " "
         << (q.parent == kRoot ? std::string("root") : "parent " + format_handle(q.parent))
         << " handle " << format_handle(q.handle) << " " << join(q.kind, q.options) << "\n";
-      for (const auto& c : d.classes)
-        if (major_of(c.classid) == major_of(q.handle))
-          s << "class add dev " << d.config.name << " parent " << format_handle(c.parent)
-            << " classid " << format_handle(c.classid) << " " << join(c.kind, c.options) << "\n";
-      for (const auto& child : d.qdiscs)
-        if (child.parent != kRoot && major_of(child.parent) == major_of(q.handle)) emit(child);
-    };
-    for (const auto& q : d.qdiscs)
-      if (q.parent == kRoot) emit(q);
+      for (const ClassConfig* c : d.classes_of(q.handle))
+        s << "class add dev " << d.config.name << " parent " << format_handle(c->parent)
+          << " classid " << format_handle(c->classid) << " " << join(c->kind, c->options) << "\n";
+      const auto below = d.qdiscs_below(q.handle);
+      stack.insert(stack.end(), below.rbegin(), below.rend());
+    }
   }
   return s.str();
 }
@@ -686,70 +852,123 @@ namespace {
 // A batch line split the way tc's makeargs does: whitespace-separated words, double quotes group,
 // '#' starts a comment.
 std::vector<std::string> split_line(std::string_view line) {
+  // isspace() of the "C" locale, without a call per byte.
+  const auto space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
   std::vector<std::string> out;
   std::size_t i = 0;
   while (i < line.size()) {
-    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    while (i < line.size() && space(line[i])) ++i;
     if (i >= line.size() || line[i] == '#') break;
-    std::string word;
+    std::size_t end = i;
     if (line[i] == '"') {
-      ++i;
-      while (i < line.size() && line[i] != '"') word += line[i++];
-      if (i < line.size()) ++i;
+      end = line.find('"', ++i);
+      if (end == std::string_view::npos) end = line.size();
+      out.emplace_back(line.substr(i, end - i));
+      i = end < line.size() ? end + 1 : end;
     } else {
-      while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) word += line[i++];
+      while (end < line.size() && !space(line[end])) ++end;
+      out.emplace_back(line.substr(i, end - i));
+      i = end;
     }
-    out.push_back(std::move(word));
   }
   return out;
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    lines.push_back(text.substr(0, nl));
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+  }
+  return lines;
 }
 
 }  // namespace
 
 std::vector<std::string> batch_words(std::string_view line) { return split_line(line); }
 
-
-Config Config::parse(std::string_view text, std::string_view origin) {
-  // Fast path: run every line without building trees, then build each device once. If that
-  // fails, the slow path below builds after every line to name the line at fault.
-  {
-    Config fast = parse_lines(text, origin, /*defer=*/true);
-    fast.defer_validation_ = false;
-    try {
-      for (const auto& d : fast.devs_) fast.validate(d);
-      return fast;
-    } catch (const ConfigError&) {
-    }
-  }
-  return parse_lines(text, origin, /*defer=*/false);
+bool is_tc_command(std::span<const std::string> words) {
+  return !words.empty() && is_object_word(words[0]);
 }
 
-Config Config::parse_lines(std::string_view text, std::string_view origin, bool defer) {
+void Config::run_file_line(std::string_view line, std::size_t line_no, std::string_view origin) {
+  const auto words = split_line(line);
+  if (words.empty()) return;
+  const std::string where = escape_user_text(origin) + ":" + std::to_string(line_no) + ": ";
+  try {
+    // A file that is not a tc configuration (a secret, a binary) is named, never quoted.
+    if (!is_object_word(words[0]))
+      throw ConfigError("line " + std::to_string(line_no) + " is not a tc command (qdisc, class or link)");
+    if (words.size() > 1 && (matches(words[1], "show") || matches(words[1], "list")))
+      throw ConfigError("a configuration holds no show commands");
+    std::ostringstream none;  // never written: show commands are refused above
+    execute(words, none, {});
+  } catch (const TcArgError& e) {
+    throw TcArgError(where + e.what());
+  } catch (const ConfigRejected& e) {
+    throw ConfigRejected(where + e.what());
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + e.what());
+  }
+}
+
+Config Config::run_prefix(std::span<const std::string_view> lines, std::size_t count,
+                          std::string_view origin, std::size_t& failed) {
   Config cfg;
-  cfg.defer_validation_ = defer;
-  std::size_t line_no = 0;
-  std::ostringstream sink;
-  while (!text.empty()) {
-    const std::size_t nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-    ++line_no;
-    const auto words = split_line(line);
-    if (words.empty()) continue;
+  cfg.defer_validation_ = true;
+  failed = count;
+  for (std::size_t i = 0; i < count; ++i) {
     try {
-      if (!matches(words[0], "qdisc") && !matches(words[0], "class") && !matches(words[0], "link"))
-        throw ConfigError("Object \"" + escape_user_text(words[0]) + "\" is unknown (qdisc, class, link)");
-      if (words.size() > 1 && (matches(words[1], "show") || matches(words[1], "list")))
-        throw ConfigError("a configuration holds no show commands");
-      cfg.execute(words, sink, {});
-    } catch (const ConfigError& e) {
-      const std::string msg = std::string(origin) + ":" + std::to_string(line_no) + ": " + e.what();
-      if (dynamic_cast<const TcArgError*>(&e)) throw TcArgError(msg);
-      if (dynamic_cast<const ConfigRejected*>(&e)) throw ConfigRejected(msg);
-      throw ConfigError(msg);
+      cfg.run_file_line(lines[i], i + 1, origin);
+    } catch (const ConfigError&) {
+      failed = i;
+      break;
     }
   }
+  cfg.defer_validation_ = false;
   return cfg;
+}
+
+// Reads every line without building trees, then builds each device once: O(n log n). Only a file
+// that fails is looked at again, to name the first line at fault as reading it line by line
+// (building after every line) would: a binary search for the line after which the configuration
+// stops building, then that line run with every check — O(n log^2 n), still no quadratic path.
+Config Config::parse(std::string_view text, std::string_view origin) {
+  const std::vector<std::string_view> lines = split_lines(text);
+  std::size_t failed = 0;
+  Config cfg = run_prefix(lines, lines.size(), origin, failed);
+  std::size_t good = 0;            // the configuration of the first `good` lines builds
+  std::size_t bad = lines.size();  // that of the first `bad` lines does not, or line `bad` fails
+  if (failed == lines.size()) {
+    if (cfg.builds()) return cfg;
+  } else if (std::size_t unused = 0; run_prefix(lines, failed, origin, unused).builds()) {
+    good = failed;
+    bad = failed + 1;
+  } else {
+    bad = failed;
+  }
+  while (bad - good > 1) {
+    const std::size_t mid = good + (bad - good) / 2;
+    std::size_t unused = 0;
+    (run_prefix(lines, mid, origin, unused).builds() ? good : bad) = mid;
+  }
+  // Line `bad` (1-based) is the first at fault: run it with every check to get its error.
+  cfg = run_prefix(lines, good, origin, failed);
+  cfg.run_file_line(lines[bad - 1], bad, origin);
+  // Not expected: the line passed its own checks. Its tree's error is the file's, and a partial
+  // configuration is never returned.
+  const std::string where = escape_user_text(origin) + ":" + std::to_string(bad) + ": ";
+  for (const auto& d : cfg.devs_) {
+    try {
+      (void)cfg.build(d, QdiscEnv{});
+    } catch (const ConfigRejected& e) {
+      throw ConfigRejected(where + e.what());
+    } catch (const ConfigError& e) {
+      throw ConfigError(where + e.what());
+    }
+  }
+  throw ConfigError(where + "the configuration does not build from this line on");
 }
 
 }  // namespace txpath::tc

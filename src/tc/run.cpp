@@ -4,8 +4,11 @@
 //   txpath tc [--config FILE] [-s] [-d] [-j] [-p] [-force] { -batch FILE | OBJECT COMMAND ... }
 //
 // The file (--config, else $TXPATH_TC, else ./txpath.tc) is read, the command applied and, if it
-// changed anything, rewritten — all under an exclusive flock() on the file, so concurrent
-// invocations serialise. -batch runs one command per line and stops at the first failure (with
+// changed anything, replaced by a new file renamed over it — all under an exclusive flock() on
+// the file, so concurrent invocations serialise (LockedConfig). Show commands read without a lock.
+// A configuration that is not a regular file, a foreign symlink (fs.protected_symlinks' rule) or
+// a file over 64 MiB is refused with one line; a failed write of the file exits 1 and leaves the
+// old file as it was. -batch runs one command per line and stops at the first failure (with
 // -force it goes on); the changes of the lines that succeeded are kept, as tc's are.
 // Errors print one line, "Error: ...", and give tc's exit status (1 parse, 2 rejected, 255 args).
 #include <fcntl.h>
@@ -14,6 +17,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -22,66 +27,205 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "qdisc/spec.hpp"
 #include "tc/internal.hpp"
 #include "tc/stats_socket.hpp"
+#include "txpath/file.hpp"
 #include "txpath/tc.hpp"
+#include "txpath/text.hpp"
 
 namespace txpath::tc {
 
 namespace {
 
-// An open, flock()ed configuration file (created empty if missing when `write`).
-class LockedFile {
- public:
-  LockedFile(const std::string& path, bool write) : path_(path) {
-    fd_ = ::open(path.c_str(), (write ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, 0644);
-    if (fd_ < 0) {
-      if (!write && errno == ENOENT) return;  // no file: an empty configuration
-      throw ConfigError("configuration \"" + escape_user_text(path) + "\": " + std::strerror(errno));
+[[noreturn]] void fail(const std::string& path, std::string_view step, int err) {
+  std::string m = "configuration " + quoted(path) + ": ";
+  if (!step.empty()) m.append(step).append(": ");
+  throw ConfigError(m + std::strerror(err));
+}
+
+// Refuses every symlink on the way to the file that fs.protected_symlinks would not follow
+// (txpath::refuse_foreign_symlink, whatever the sysctl says), as a ConfigError.
+void refuse_foreign_links(const std::string& path) {
+  std::string cur = path;
+  try {
+    for (int hop = 0; hop < 40; ++hop) {  // the kernel's limit; past it open() says ELOOP
+      refuse_foreign_symlink(cur, "configuration");
+      struct stat st;
+      if (::lstat(cur.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return;
+      std::vector<char> buf(PATH_MAX + 1);
+      const ssize_t n = ::readlink(cur.c_str(), buf.data(), buf.size() - 1);
+      if (n <= 0) return;
+      std::string next(buf.data(), static_cast<std::size_t>(n));
+      if (next[0] != '/') {
+        const std::size_t slash = cur.rfind('/');
+        if (slash != std::string::npos) next = cur.substr(0, slash + 1) + next;
+      }
+      cur = std::move(next);
     }
-    while (::flock(fd_, write ? LOCK_EX : LOCK_SH) != 0) {
-      if (errno != EINTR) throw ConfigError("configuration \"" + escape_user_text(path) + "\": flock: " + std::strerror(errno));
-    }
+  } catch (const FileError& e) {
+    throw ConfigError(e.what());
   }
-  ~LockedFile() {
+}
+
+// Refuses what is not a regular file (a FIFO, /dev/zero, a directory), and a file over
+// kMaxConfigBytes.
+void check_config_file(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) fail(path, "fstat", errno);
+  if (!S_ISREG(st.st_mode)) throw ConfigError("configuration " + quoted(path) + ": not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes)
+    throw ConfigRejected("configuration " + quoted(path) + ": " + std::to_string(st.st_size) +
+                         " bytes, larger than the limit of 64 MiB");
+}
+
+// Reads an open configuration file (checked by check_config_file): at most kMaxConfigBytes.
+std::string read_config(int fd, const std::string& path) {
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(path, "read", errno);
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > kMaxConfigBytes)  // grew after the fstat
+      throw ConfigRejected("configuration " + quoted(path) + ": larger than the limit of 64 MiB");
+  }
+  return text;
+}
+
+// Opens a configuration file for reading: never blocks (O_NONBLOCK: a FIFO opens at once and is
+// then refused) and never becomes the controlling terminal. -1 if there is no such file.
+int open_config(const std::string& path) {
+  refuse_foreign_links(path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0 && errno != ENOENT) fail(path, "", errno);
+  return fd;
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
     if (fd_ >= 0) ::close(fd_);
   }
-  LockedFile(const LockedFile&) = delete;
-  LockedFile& operator=(const LockedFile&) = delete;
-
-  std::string read() const {
-    std::string text;
-    if (fd_ < 0) return text;
-    char buf[65536];
-    ::lseek(fd_, 0, SEEK_SET);
-    for (;;) {
-      const ssize_t n = ::read(fd_, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw ConfigError("configuration \"" + escape_user_text(path_) + "\": read: " + std::strerror(errno));
-      if (n == 0) break;
-      text.append(buf, static_cast<std::size_t>(n));
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = o.release();
     }
-    return text;
+    return *this;
   }
-  void write(const std::string& text) const {
-    if (::ftruncate(fd_, 0) != 0 || ::lseek(fd_, 0, SEEK_SET) != 0)
-      throw ConfigError("configuration \"" + escape_user_text(path_) + "\": " + std::strerror(errno));
-    std::size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw ConfigError("configuration \"" + escape_user_text(path_) + "\": write: " + std::strerror(errno));
-      done += static_cast<std::size_t>(n);
+  int get() const noexcept { return fd_; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+// The configuration file, locked for a read-modify-write by `txpath tc`.
+//
+// Writers never change the file in place: replace() writes a new file beside it and renames it
+// over the old one (OutputFile: fsync, rename, directory fsync), so a reader's open() sees one
+// complete version, old or new, and readers take no lock; a full disk, a failed write or a kill
+// at any point leaves the old file as it was. Writers serialise on an exclusive flock() of the
+// file itself. Since a rename replaces the inode, a writer that waited for the lock may hold it
+// on a file that is no longer there: after flock() the open file is compared (device and inode)
+// with what the path names now, and if it was replaced meanwhile the lock is dropped and taken
+// again on the new file. Only the holder of the lock on the current file replaces it, and it
+// keeps the lock until the new file is in place. (A separate lock file would have done as well,
+// but would leave a second file beside every configuration.)
+class LockedConfig {
+ public:
+  explicit LockedConfig(std::string path) : path_(std::move(path)) {
+    for (int attempt = 0;; ++attempt) {
+      if (attempt == 10000) throw ConfigError("configuration " + quoted(path_) + ": it keeps being replaced");
+      if (lock_current()) return;
     }
+  }
+  ~LockedConfig() {
+    struct stat now;
+    // A file made only to hold the lock, by a command that then changed nothing, goes again.
+    if (created_ && !replaced_ && ::stat(path_.c_str(), &now) == 0 && now.st_ino == ino_ &&
+        now.st_dev == dev_ && now.st_size == 0)
+      ::unlink(path_.c_str());
+    ::close(fd_);
+  }
+  LockedConfig(const LockedConfig&) = delete;
+  LockedConfig& operator=(const LockedConfig&) = delete;
+
+  std::string read() const { return read_config(fd_, path_); }
+
+  // The new contents, through an OutputFile; the lock is held until destruction.
+  void replace(std::string_view text) {
+    replace_file(path_, text, "configuration");  // FileError: one line, exit status 1
+    replaced_ = true;
   }
 
  private:
+  // Opens (or creates, never through a symlink) and locks the file the path names; false if it
+  // was replaced before the lock was granted.
+  bool lock_current() {
+    refuse_foreign_links(path_);
+    // O_RDWR: a file the caller may not write is refused as before; O_NONBLOCK: a FIFO does not
+    // block the open, and is refused below.
+    Fd fd(::open(path_.c_str(), O_RDWR | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    bool created = false;
+    if (fd.get() < 0 && errno == ENOENT) {
+      Fd made(::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666));
+      struct stat link;
+      if (made.get() < 0 && errno == EEXIST && ::lstat(path_.c_str(), &link) == 0 && S_ISLNK(link.st_mode))
+        throw ConfigError("configuration " + quoted(path_) + ": a symlink to a missing file: not followed");
+      if (made.get() < 0 && errno == EEXIST) return false;  // another writer made it meanwhile
+      if (made.get() < 0) fail(path_, "create", errno);
+      created = true;
+      fd = Fd(made.release());
+    }
+    if (fd.get() < 0) fail(path_, "", errno);
+    check_config_file(fd.get(), path_);
+    while (::flock(fd.get(), LOCK_EX) != 0)
+      if (errno != EINTR) fail(path_, "flock", errno);
+    struct stat mine, now;
+    if (::fstat(fd.get(), &mine) != 0) fail(path_, "fstat", errno);
+    if (::stat(path_.c_str(), &now) != 0 || now.st_ino != mine.st_ino || now.st_dev != mine.st_dev)
+      return false;  // replaced (or removed) while we waited: lock the file there now
+    fd_ = fd.release();
+    created_ = created;
+    ino_ = mine.st_ino;
+    dev_ = mine.st_dev;
+    return true;
+  }
+
   std::string path_;
   int fd_ = -1;
+  bool created_ = false;
+  bool replaced_ = false;
+  ino_t ino_ = 0;
+  dev_t dev_ = 0;
 };
+
+// The text of a -batch file ("-": standard input), at most kMaxConfigBytes.
+std::string read_batch(const std::string& name) {
+  std::ifstream file;
+  if (name != "-") {
+    file.open(name);
+    if (!file) throw ConfigError("Cannot open file " + quoted(name) + " for reading: " + std::strerror(errno));
+  }
+  std::istream& in = name == "-" ? std::cin : file;
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxConfigBytes)
+      throw ConfigRejected("batch file " + quoted(name) + ": larger than the limit of 64 MiB");
+  }
+  return text;
+}
 
 const char* kUsage =
     "Usage: txpath tc [--config FILE] [-s] [-d] [-j] [-p] [-force] OBJECT COMMAND [ARGS]\n"
@@ -98,8 +242,11 @@ const char* kUsage =
 }  // namespace
 
 Config Config::load(const std::string& path) {
-  const LockedFile file(path, /*write=*/false);  // shared lock: no half-written file
-  return Config::parse(file.read(), path);
+  if (path.empty()) throw ConfigError("the configuration file name is empty");
+  const Fd fd(open_config(path));
+  if (fd.get() < 0) return Config{};  // no file: an empty configuration
+  check_config_file(fd.get(), path);
+  return Config::parse(read_config(fd.get(), path), path);
 }
 
 std::string default_config_path() {
@@ -153,24 +300,18 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
     const bool is_show = !batch && (command.size() == 1 || command[1].rfind("sh", 0) == 0 ||
                                     command[1].rfind("li", 0) == 0 || command[1] == "ls" ||
                                     command[1] == "lst");
-    LockedFile file(config_path, /*write=*/!is_show);
-    Config cfg = Config::parse(file.read(), config_path);
-
-    if (!batch) {
-      if (cfg.execute(command, out, show)) file.write(cfg.serialize());
+    if (is_show) {
+      Config cfg = Config::load(config_path);
+      cfg.execute(command, out, show);
       return 0;
     }
-    std::string text;
-    if (*batch == "-") {
-      std::ostringstream s;
-      s << std::cin.rdbuf();
-      text = s.str();
-    } else {
-      std::ifstream in(*batch);
-      if (!in) throw ConfigError("Cannot open file \"" + escape_user_text(*batch) + "\" for reading: " + std::strerror(errno));
-      std::ostringstream s;
-      s << in.rdbuf();
-      text = s.str();
+    // The batch is read before the lock is taken: a slow pipe does not hold other writers up.
+    const std::string text = batch ? read_batch(*batch) : std::string();
+    LockedConfig file(config_path);
+    Config cfg = Config::parse(file.read(), config_path);
+    if (!batch) {
+      if (cfg.execute(command, out, show)) file.replace(cfg.serialize());
+      return 0;
     }
     int status = 0;
     bool changed = false;
@@ -182,15 +323,18 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
       const auto words = batch_words(line);
       if (words.empty()) continue;
       try {
+        // A file that is not a tc batch file is named, never quoted.
+        if (!is_tc_command(words))
+          throw ConfigError("line " + std::to_string(line_no) + " is not a tc command (qdisc, class or link)");
         changed = cfg.execute(words, out, show) || changed;
       } catch (const ConfigError& e) {
         err << "Error: " << e.what() << "\n";
-        err << "Command failed " << *batch << ":" << line_no << "\n";
+        err << "Command failed " << escape_user_text(*batch) << ":" << line_no << "\n";
         status = exit_status(e);
         if (!force) break;
       }
     }
-    if (changed) file.write(cfg.serialize());
+    if (changed) file.replace(cfg.serialize());
     return status;
   } catch (const ConfigError& e) {
     err << "Error: " << e.what() << "\n";
