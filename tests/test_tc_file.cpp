@@ -6,7 +6,9 @@
 // read back exactly (the indexes of Config). Timing is measured by bench/bench_tc_load.cpp.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -299,6 +301,63 @@ TEST(TcFileText, AFailingFileNamesTheFirstLineAtFault) {
                      status);
   EXPECT_EQ(status, 2);
   EXPECT_EQ(what, "f.tc:3: Exclusivity flag on, cannot modify.");
+}
+
+}  // namespace
+}  // namespace txpath::tc
+
+namespace txpath::tc {
+namespace {
+
+// The VmSize of this process, from /proc/self/status (0 if it cannot be read).
+rlim_t vm_size_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmSize:") {
+      rlim_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+    in.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+// Many small htb qdiscs (each class of a root htb carries an htb of its own): memory grows with
+// what the file holds, not by 512 KiB of class table per htb qdisc (1001 of them took 500 MiB;
+// a 64 MiB file could ask for hundreds of GiB). Loaded and built in a child whose address space
+// may grow by 256 MiB at most.
+TEST(TcFileText, ManyHtbQdiscsStayWithinMemory) {
+  std::string text = "link add dev eth0\nqdisc add dev eth0 root handle 1: htb\n";
+  char line[160];
+  for (int i = 1; i <= 1000; ++i) {
+    std::snprintf(line, sizeof line,
+                  "class add dev eth0 parent 1: classid 1:%x htb rate 1mbit\n"
+                  "qdisc add dev eth0 parent 1:%x handle %x: htb\n",
+                  i, i, i + 1);
+    text += line;
+  }
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const rlim_t limit = vm_size_bytes() + (rlim_t{256} << 20);
+    const rlimit rl{limit, limit};
+    if (::setrlimit(RLIMIT_AS, &rl) != 0) ::_exit(10);
+    try {
+      const Config cfg = Config::parse(text, "many-htb.tc");
+      const Tree tree = cfg.build("eth0");
+      ::_exit(tree.nodes.size() == 1001 ? 0 : 11);
+    } catch (const std::bad_alloc&) {
+      ::_exit(12);
+    } catch (...) {
+      ::_exit(13);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "child exit: 11 wrong tree, 12 out of memory, 13 error";
 }
 
 }  // namespace

@@ -102,8 +102,7 @@ HtbQdisc::HtbQdisc(uint32_t defcls, uint32_t r2q, uint32_t direct_qlen, const Qd
       r2q_(r2q == 0 ? 1 : r2q),
       direct_qlen_(direct_qlen),
       child_limit_(env.txqueuelen),
-      handle_major_(env.handle_major),
-      by_minor_(65536, nullptr) {
+      handle_major_(env.handle_major) {
   next_event_.fill(kNone);
 }
 
@@ -125,10 +124,10 @@ int64_t HtbQdisc::l2t(const Class& c, uint64_t rate, uint64_t len) const noexcep
 HtbQdisc::Class* HtbQdisc::classify(uint32_t priority) const noexcept {
   if (priority == (uint32_t{handle_major_} << 16)) return nullptr;  // H:0 -> direct
   if ((priority >> 16) == handle_major_) {
-    Class* c = by_minor_[priority & 0xffffu];
+    Class* c = by_minor_.get(static_cast<uint16_t>(priority & 0xffffu));
     if (c && c->level == 0) return c;
   }
-  Class* d = by_minor_[defcls_ & 0xffffu];
+  Class* d = by_minor_.get(static_cast<uint16_t>(defcls_ & 0xffffu));
   if (d && d->level == 0) return d;
   return nullptr;
 }
@@ -782,6 +781,7 @@ void HtbQdisc::add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptio
   c.t_c = now();
   c.mode = Mode::can_send;
   c.q = std::make_unique<PfifoQdisc>(env.txqueuelen);
+  by_minor_.reserve(minor);  // the last allocation that may fail before the tree changes
 
   if (parent && parent->level == 0) {
     // The leaf becomes an inner class: its queue is purged, its child destroyed.
@@ -800,7 +800,7 @@ void HtbQdisc::add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptio
     }
   }
   if (parent) parent->children.push_back(&c);
-  by_minor_[minor] = &c;
+  by_minor_.set(minor, &c);
   classes_.push_back(std::move(owned));
   reserve_all(parent);
 }
@@ -825,7 +825,7 @@ void HtbQdisc::delete_class(uint16_t minor) {
   wait_remove(*c);
   std::erase(custom_children_, c);
   Class* parent = c->parent;
-  by_minor_[minor] = nullptr;
+  by_minor_.clear(minor);
   if (parent) {
     std::erase(parent->children, c);
     if (parent->children.empty()) {

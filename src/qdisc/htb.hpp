@@ -94,6 +94,31 @@ struct HtbClassConfig {
   bool atm = false;
 };
 
+// Classes by minor id. Two levels of 256 slots, the second allocated when the first class of its
+// range is added (control path): an htb qdisc costs 2 KiB of table until it has classes, not the
+// 512 KiB of a flat 65536-slot table — which a tc file of many small htb qdiscs would multiply
+// into gigabytes. A lookup (classify, on every enqueue) is two dependent loads.
+template <class T>
+class MinorTable {
+ public:
+  T* get(uint16_t minor) const noexcept {
+    const auto& page = pages_[minor >> 8];
+    return page ? (*page)[minor & 0xffu] : nullptr;
+  }
+  // Allocates the slot's page if needed (may throw); call before anything else changes.
+  void reserve(uint16_t minor) {
+    auto& page = pages_[minor >> 8];
+    if (!page) page = std::make_unique<std::array<T*, 256>>();  // value-initialised: all null
+  }
+  void set(uint16_t minor, T* value) noexcept { (*pages_[minor >> 8])[minor & 0xffu] = value; }
+  void clear(uint16_t minor) noexcept {
+    if (auto& page = pages_[minor >> 8]) (*page)[minor & 0xffu] = nullptr;
+  }
+
+ private:
+  std::array<std::unique_ptr<std::array<T*, 256>>, 256> pages_;
+};
+
 class HtbQdisc final : public Qdisc {
  public:
   static constexpr int kLevels = 8;   // TC_HTB_MAXDEPTH
@@ -185,7 +210,7 @@ class HtbQdisc final : public Qdisc {
   };
 
   uint64_t now() const noexcept;
-  Class* find(uint16_t minor) const noexcept { return by_minor_[minor]; }
+  Class* find(uint16_t minor) const noexcept { return by_minor_.get(minor); }
   Class* classify(uint32_t priority) const noexcept;
   int64_t l2t(const Class& c, uint64_t rate, uint64_t len) const noexcept;
   void apply_config(Class& c, const HtbClassConfig& cfg);
@@ -226,7 +251,7 @@ class HtbQdisc final : public Qdisc {
   uint16_t handle_major_;
 
   std::vector<std::unique_ptr<Class>> classes_;
-  std::vector<Class*> by_minor_;  // 65536 entries
+  MinorTable<Class> by_minor_;
   std::vector<Class*> custom_children_;  // leaves whose child is not the default pfifo
   std::array<std::array<DrrList, kPrios>, kLevels> row_;
   std::array<uint8_t, kLevels> row_mask_{};
