@@ -362,3 +362,40 @@ TEST(TcFileText, ManyHtbQdiscsStayWithinMemory) {
 
 }  // namespace
 }  // namespace txpath::tc
+
+namespace txpath::tc {
+namespace {
+
+// Options multiply memory: one fq with limit 100000 and buckets 262144 allocates about 36 MiB
+// of flows and buckets up front, and a file may hold thousands. A tree past kMaxTreeBytes is
+// refused (exit 2, one line naming the device and the qdisc it was reached at), not allocated.
+TEST(TcFileText, ATreeOverTheMemoryBudgetIsRefused) {
+  std::string text = "link add dev eth0\nqdisc add dev eth0 root handle 1: htb\n";
+  char line[200];
+  for (int i = 1; i <= 40; ++i) {
+    std::snprintf(line, sizeof line,
+                  "class add dev eth0 parent 1: classid 1:%x htb rate 1mbit\n"
+                  "qdisc add dev eth0 parent 1:%x handle %x: fq limit 100000 buckets 262144\n",
+                  i, i, i + 1);
+    text += line;
+  }
+  int status = 0;
+  const std::string what = parse_error(text, status, "big.tc");
+  EXPECT_EQ(status, 2) << what;
+  EXPECT_TRUE(one_line(what)) << what;
+  EXPECT_NE(what.find("would allocate more than 1024 MiB up front"), std::string::npos) << what;
+  EXPECT_EQ(what.rfind("big.tc:", 0), 0u) << "the line at fault is named: " << what;
+  // The same tree with small fq leaves is fine.
+  std::string small = "link add dev eth0\nqdisc add dev eth0 root handle 1: htb\n";
+  for (int i = 1; i <= 40; ++i) {
+    std::snprintf(line, sizeof line,
+                  "class add dev eth0 parent 1: classid 1:%x htb rate 1mbit\n"
+                  "qdisc add dev eth0 parent 1:%x handle %x: fq limit 100\n",
+                  i, i, i + 1);
+    small += line;
+  }
+  EXPECT_EQ(parse_error(small, status), "");
+}
+
+}  // namespace
+}  // namespace txpath::tc

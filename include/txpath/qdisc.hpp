@@ -104,6 +104,13 @@ class Qdisc {
   // teardown, so that they are not counted twice). Classful qdiscs forward to their children.
   virtual void take_dequeue_drops(PacketList& out) noexcept { (void)out; }
 
+  // Bytes the qdisc allocated up front for its options, beyond the object itself: flow pools and
+  // hash tables (fq, fq_codel), class tables (htb). A tc configuration's tree is built within a
+  // budget of these (tc.hpp, kMaxTreeBytes), so that options cannot turn a small file into
+  // gigabytes. Classful qdiscs count their classes, not their children (built and counted on
+  // their own). Default: 0.
+  virtual std::size_t preallocated_bytes() const noexcept { return 0; }
+
   // ---- tc -s: extended statistics ----
   // The qdisc's xstats. Like every member, called in the qdisc's serialised context: a running
   // TxQueue reads them through TxQueue::inspect_qdisc() (the driver-loop owner's context), so

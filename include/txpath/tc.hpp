@@ -49,6 +49,12 @@ constexpr uint32_t kRoot = 0xFFFFFFFFu;  // TC_H_ROOT: the device's root
 constexpr std::size_t kMaxConfigBytes = std::size_t{64} << 20;
 // The most qdiscs on one path from a device's root down (the root counts as 1).
 constexpr int kMaxNestedQdiscs = 64;
+// The most a device's built tree may allocate up front (Qdisc::preallocated_bytes() summed, plus
+// kNodeBytes per qdisc and class): options such as fq's limit and buckets or fq_codel's flows
+// make one qdisc cost up to tens of MiB, and a file may hold thousands of them. Past it the
+// command (or the file) is refused: exit 2.
+constexpr std::size_t kMaxTreeBytes = std::size_t{1} << 30;
+constexpr std::size_t kNodeBytes = 1024;
 constexpr uint32_t major_of(uint32_t h) noexcept { return h >> 16; }
 constexpr uint32_t minor_of(uint32_t h) noexcept { return h & 0xFFFFu; }
 

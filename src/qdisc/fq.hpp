@@ -151,6 +151,10 @@ class FqQdisc final : public Qdisc {
     bool throttled;
   };
   bool flow_view(uint32_t flow_hash, FlowView& out) const noexcept;
+  std::size_t preallocated_bytes() const noexcept override {
+    return flows_.capacity() * sizeof(Flow) + buckets_.capacity() * sizeof(uint32_t) +
+           delayed_.capacity() * sizeof(Delayed);
+  }
 
  private:
   static constexpr uint32_t kNone = ~0u;

@@ -125,6 +125,9 @@ class FqCodelQdisc final : public Qdisc {
   std::size_t dropped_pending() const noexcept { return dropped_.size(); }
   // peek() holds a packet already taken from its flow.
   bool peek_held() const noexcept { return peeked_ != nullptr; }
+  std::size_t preallocated_bytes() const noexcept override {
+    return flows_.capacity() * sizeof(Flow);
+  }
 
  private:
   struct Flow {

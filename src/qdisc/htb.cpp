@@ -110,6 +110,10 @@ HtbQdisc::~HtbQdisc() = default;
 
 uint64_t HtbQdisc::now() const noexcept { return clock_(); }
 
+std::size_t HtbQdisc::preallocated_bytes() const noexcept {
+  return by_minor_.page_bytes() + classes_.size() * sizeof(Class);
+}
+
 std::unique_ptr<Qdisc> HtbQdisc::default_child() const {
   return std::make_unique<PfifoQdisc>(child_limit_);
 }

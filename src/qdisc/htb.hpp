@@ -114,6 +114,12 @@ class MinorTable {
   void clear(uint16_t minor) noexcept {
     if (auto& page = pages_[minor >> 8]) (*page)[minor & 0xffu] = nullptr;
   }
+  // Bytes allocated for pages so far.
+  std::size_t page_bytes() const noexcept {
+    std::size_t n = 0;
+    for (const auto& page : pages_) n += page ? sizeof(*page) : 0;
+    return n;
+  }
 
  private:
   std::array<std::unique_ptr<std::array<T*, 256>>, 256> pages_;
@@ -165,6 +171,8 @@ class HtbQdisc final : public Qdisc {
   int class_level(uint16_t minor) const noexcept;
   // The class's configuration (quantum included), or nullptr.
   const HtbClassConfig* class_config(uint16_t minor) const noexcept;
+  // The class table's pages and the classes (their default pfifo children not included).
+  std::size_t preallocated_bytes() const noexcept override;
 
  private:
   struct Class;

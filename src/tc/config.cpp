@@ -475,6 +475,7 @@ Tree Config::build(const Device& d, QdiscEnv env) const {
     std::size_t next = 0;
   };
   std::vector<Frame> stack;
+  std::size_t tree_bytes = 0;  // what the qdiscs built so far allocated up front, see kMaxTreeBytes
   auto enter = [&](const QdiscConfig& qc) {
     if (stack.size() >= static_cast<std::size_t>(kMaxNestedQdiscs))
       rejected("qdisc " + format_handle(qc.handle) + " is nested too deep (at most " +
@@ -483,6 +484,7 @@ Tree Config::build(const Device& d, QdiscEnv env) const {
     e.handle_major = static_cast<uint16_t>(major_of(qc.handle));
     std::unique_ptr<Qdisc> q = make_qdisc(join(qc.kind, qc.options), e);
     tree.nodes.push_back({qc.handle, qc.parent, q.get()});
+    std::size_t classes = 0;
     for (const ClassConfig* c : d.classes_of(qc.handle)) {
       if (c->kind != qc.kind)
         rejected("class " + format_handle(c->classid) + " is of kind " + quoted(c->kind) +
@@ -491,7 +493,13 @@ Tree Config::build(const Device& d, QdiscEnv env) const {
       const uint32_t parent_minor = c->parent == kRoot ? 0 : minor_of(c->parent);
       q->add_class(static_cast<uint16_t>(minor_of(c->classid)),
                    static_cast<uint16_t>(parent_minor), co.options(), e);
+      ++classes;
     }
+    tree_bytes += q->preallocated_bytes() + kNodeBytes * (1 + classes);
+    if (tree_bytes > kMaxTreeBytes)
+      rejected("the qdisc tree of dev " + quoted(d.config.name) + " would allocate more than " +
+               std::to_string(kMaxTreeBytes >> 20) + " MiB up front (reached at qdisc " +
+               format_handle(qc.handle) + "): use fewer qdiscs or smaller limits, flows, buckets");
     stack.push_back(Frame{&qc, std::move(q), d.qdiscs_below(qc.handle)});
   };
   enter(*root);
