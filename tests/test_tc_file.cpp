@@ -324,20 +324,29 @@ rlim_t vm_size_bytes() {
   return 0;
 }
 
+// A device eth0 with a root htb 1: of `classes` classes 1:N, each carrying a qdisc `leaf`
+// (e.g. "htb", "fq limit 100") with handle N+1:.
+std::string htb_with_leaves(int classes, const std::string& leaf) {
+  std::string text = "link add dev eth0\nqdisc add dev eth0 root handle 1: htb\n";
+  char line[160];
+  for (int i = 1; i <= classes; ++i) {
+    std::snprintf(line, sizeof line,
+                  "class add dev eth0 parent 1: classid 1:%x htb rate 1mbit\n"
+                  "qdisc add dev eth0 parent 1:%x handle %x: ",
+                  i, i, i + 1);
+    text += line;
+    text += leaf;
+    text += '\n';
+  }
+  return text;
+}
+
 // Many small htb qdiscs (each class of a root htb carries an htb of its own): memory grows with
 // what the file holds, not by 512 KiB of class table per htb qdisc (1001 of them took 500 MiB;
 // a 64 MiB file could ask for hundreds of GiB). Loaded and built in a child whose address space
 // may grow by 256 MiB at most.
 TEST(TcFileText, ManyHtbQdiscsStayWithinMemory) {
-  std::string text = "link add dev eth0\nqdisc add dev eth0 root handle 1: htb\n";
-  char line[160];
-  for (int i = 1; i <= 1000; ++i) {
-    std::snprintf(line, sizeof line,
-                  "class add dev eth0 parent 1: classid 1:%x htb rate 1mbit\n"
-                  "qdisc add dev eth0 parent 1:%x handle %x: htb\n",
-                  i, i, i + 1);
-    text += line;
-  }
+  const std::string text = htb_with_leaves(1000, "htb");
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -360,25 +369,11 @@ TEST(TcFileText, ManyHtbQdiscsStayWithinMemory) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "child exit: 11 wrong tree, 12 out of memory, 13 error";
 }
 
-}  // namespace
-}  // namespace txpath::tc
-
-namespace txpath::tc {
-namespace {
-
 // Options multiply memory: one fq with limit 100000 and buckets 262144 allocates about 36 MiB
 // of flows and buckets up front, and a file may hold thousands. A tree past kMaxTreeBytes is
 // refused (exit 2, one line naming the device and the qdisc it was reached at), not allocated.
 TEST(TcFileText, ATreeOverTheMemoryBudgetIsRefused) {
-  std::string text = "link add dev eth0\nqdisc add dev eth0 root handle 1: htb\n";
-  char line[200];
-  for (int i = 1; i <= 40; ++i) {
-    std::snprintf(line, sizeof line,
-                  "class add dev eth0 parent 1: classid 1:%x htb rate 1mbit\n"
-                  "qdisc add dev eth0 parent 1:%x handle %x: fq limit 100000 buckets 262144\n",
-                  i, i, i + 1);
-    text += line;
-  }
+  const std::string text = htb_with_leaves(40, "fq limit 100000 buckets 262144");
   int status = 0;
   const std::string what = parse_error(text, status, "big.tc");
   EXPECT_EQ(status, 2) << what;
@@ -386,15 +381,7 @@ TEST(TcFileText, ATreeOverTheMemoryBudgetIsRefused) {
   EXPECT_NE(what.find("would allocate more than 1024 MiB up front"), std::string::npos) << what;
   EXPECT_EQ(what.rfind("big.tc:", 0), 0u) << "the line at fault is named: " << what;
   // The same tree with small fq leaves is fine.
-  std::string small = "link add dev eth0\nqdisc add dev eth0 root handle 1: htb\n";
-  for (int i = 1; i <= 40; ++i) {
-    std::snprintf(line, sizeof line,
-                  "class add dev eth0 parent 1: classid 1:%x htb rate 1mbit\n"
-                  "qdisc add dev eth0 parent 1:%x handle %x: fq limit 100\n",
-                  i, i, i + 1);
-    small += line;
-  }
-  EXPECT_EQ(parse_error(small, status), "");
+  EXPECT_EQ(parse_error(htb_with_leaves(40, "fq limit 100"), status), "");
 }
 
 }  // namespace
