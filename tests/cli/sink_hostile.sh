@@ -8,20 +8,14 @@
 # Without root the second part prints SKIP, unless CI is set (CI runs as root).
 set -u
 bin=${1:?usage: sink_hostile.sh PATH_TO_TXPATH}
-fail=0
-tmp=$(mktemp -d)
-id=$(( $$ % 100000 ))
+. "$(dirname "$0")/lib/common.bash"
 host_if="th${id}a"
 peer_if="th${id}b"
 netns="txpath-h$$"
-cleanup() {
-  if [ "$(id -u)" -eq 0 ]; then
-    ip link del dev "$host_if" 2>/dev/null
-    ip netns del "$netns" 2>/dev/null
-  fi
-  rm -rf "$tmp"
+root_cleanup() {
+  ip link del dev "$host_if" 2>/dev/null
+  ip netns del "$netns" 2>/dev/null
 }
-trap cleanup EXIT
 
 esc=$'\e'
 nl=$'\n'
@@ -60,12 +54,8 @@ expect='--json "/nonexistent-dir/\x1b\x0a"' bad sink lo --json "/nonexistent-dir
 expect='extra\x1b' bad sink lo "extra${esc}"
 expect='...' bad sink lo "$huge"
 
-if [ "$(id -u)" -ne 0 ]; then
-  if [ -n "${CI:-}" ]; then echo "FAIL: needs root (CI is set, so not skipped)"; exit 1; fi
-  echo "SKIP: sink_hostile needs root for the rest (veth pair, network namespace)"
-  [ "$fail" -eq 0 ] && echo "sink_hostile: argument checks passed"
-  exit "$fail"
-fi
+needs_root "sink_hostile needs root for the rest (veth pair, network namespace)" \
+  "sink_hostile: argument checks passed"
 if ! command -v python3 >/dev/null || ! command -v jq >/dev/null; then
   echo "SKIP: python3 and jq are needed for the hostile-frames part"
   exit "$fail"

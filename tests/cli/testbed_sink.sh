@@ -6,25 +6,18 @@
 # unless CI is set (CI runs as root).
 set -u
 bin=${1:?usage: testbed_sink.sh PATH_TO_TXPATH}
-fail=0
-tmp=$(mktemp -d)
-id=$(( $$ % 100000 ))
+. "$(dirname "$0")/lib/common.bash"
 host_if="tc${id}a"
 peer_if="tc${id}b"
 netns="txpath-c$$"
-x=$(( $$ % 250 + 1 ))
 host_ip="10.78.$x.1"
 peer_ip="10.78.$x.2"
 names=(--host-if "$host_if" --peer-if "$peer_if" --netns "$netns")
-cleanup() {
-  if [ "$(id -u)" -eq 0 ]; then
-    ip link del dev "$host_if" 2>/dev/null
-    ip netns del "$netns" 2>/dev/null
-    rm -f "/run/txpath/testbed/$host_if"
-  fi
-  rm -rf "$tmp"
+root_cleanup() {
+  ip link del dev "$host_if" 2>/dev/null
+  ip netns del "$netns" 2>/dev/null
+  rm -f "/run/txpath/testbed/$host_if"
 }
-trap cleanup EXIT
 
 bad() {
   local err rc lines
@@ -53,12 +46,8 @@ bad sink lo --duration -1
 bad sink lo --absorb-port 70000
 bad sink lo --json /nonexistent-dir/out.json
 
-if [ "$(id -u)" -ne 0 ]; then
-  if [ -n "${CI:-}" ]; then echo "FAIL: needs root (CI is set, so not skipped)"; exit 1; fi
-  echo "SKIP: testbed_sink needs root for the rest (veth pairs, network namespaces)"
-  [ "$fail" -eq 0 ] && echo "testbed_sink: validation checks passed"
-  exit "$fail"
-fi
+needs_root "testbed_sink needs root for the rest (veth pairs, network namespaces)" \
+  "testbed_sink: validation checks passed"
 
 bad sink nosuchif0
 bad sink lo --netns "txpath-nosuch$$"
