@@ -70,28 +70,15 @@ peer_mac=$(ip -n "$netns" -o link show dev "$peer_if" | sed -n 's/.*link\/ether 
 "$bin" sink "$peer_if" --netns "$netns" --duration 3 --json - >"$tmp/sink.json" 2>"$tmp/sink.err" &
 sink_pid=$!
 for _ in $(seq 100); do grep -q "counting on" "$tmp/sink.err" && break; sleep 0.05; done
-python3 - "$host_if" "$peer_mac" "$host_mac" <<'PY'
-import socket, struct, sys
-ifname, dmac, smac = sys.argv[1:4]
-def csum(b):
-    s = sum(struct.unpack('!%dH' % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind((ifname, 0))
-def frame(sender, seq):
-    pl = struct.pack('!IIQ', 0x54585031, sender, seq) + bytes(16)
-    udp = struct.pack('!HHHH', 9000, 9000, 8 + len(pl), 0) + pl
-    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
-                     socket.inet_aton('10.79.0.1'), socket.inet_aton('10.79.0.2'))
-    ip = ip[:10] + struct.pack('!H', csum(ip)) + ip[12:]
-    return bytes.fromhex(dmac.replace(':', '')) + bytes.fromhex(smac.replace(':', '')) + b'\x08\x00' + ip + udp
+lib_python3 - "$host_if" "$peer_mac" "$host_mac" <<'PY'
+import sys
+from txframes import FrameSender
+s = FrameSender(*sys.argv[1:4], '10.79.0.1', '10.79.0.2')
 for sender in range(100, 500):
-    s.send(frame(sender, 2**36 - 1))
-s.send(frame(5000, 0))  # a sender id over the cap
+    s.send(sender, 2**36 - 1)
+s.send(5000, 0)  # a sender id over the cap
 for seq in range(10):
-    s.send(frame(0, seq))
+    s.send(0, seq)
 PY
 sleep 1
 rss_kb=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$sink_pid/status" 2>/dev/null)
