@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -20,6 +22,19 @@
 
 namespace txpath {
 namespace {
+
+// An unpinned bench of these strategies and thread counts on the null device.
+BenchConfig null_bench(std::vector<std::string> strategies, std::vector<int> threads,
+                       double duration_s, int repeat) {
+  BenchConfig c;
+  c.strategies = std::move(strategies);
+  c.threads = std::move(threads);
+  c.duration_s = duration_s;
+  c.device = "null";
+  c.pin = false;
+  c.repeat = repeat;
+  return c;
+}
 
 TEST(Bench, ConservationCheckDetectsViolations) {
   EXPECT_TRUE(conservation_holds(100, 90, 10, 0));
@@ -116,13 +131,7 @@ TEST(Bench, ParkNames) {
 }
 
 TEST(Bench, TinyRunConservesEveryPoint) {
-  BenchConfig c;
-  c.strategies = {"busylock", "rootlock"};
-  c.threads = {1, 3};
-  c.duration_s = 0.05;
-  c.device = "null";
-  c.pin = false;
-  c.repeat = 2;
+  BenchConfig c = null_bench({"busylock", "rootlock"}, {1, 3}, 0.05, 2);
   std::vector<std::string> progress;
   const auto points = run_bench(c, [&](const std::string& line) { progress.push_back(line); });
   ASSERT_EQ(points.size(), 4u);
@@ -155,14 +164,8 @@ TEST(Bench, TinyRunConservesEveryPoint) {
 // park (in the order given), the busylock ratio is taken within the same park policy, and the
 // process-wide policy is left as it was.
 TEST(Bench, ParkDimensionInterleavesAndKeepsRatiosWithinAPolicy) {
-  BenchConfig c;
-  c.strategies = {"busylock", "rootlock"};
-  c.threads = {1, 3};
-  c.duration_s = 0.05;
-  c.device = "null";
+  BenchConfig c = null_bench({"busylock", "rootlock"}, {1, 3}, 0.05, 2);
   c.lock = "mcs";
-  c.pin = false;
-  c.repeat = 2;
   c.park = {false, true};
   set_spin_park(false);  // a non-default policy that run_bench must restore
   std::vector<std::string> progress;
@@ -197,13 +200,8 @@ TEST(Bench, ParkDimensionInterleavesAndKeepsRatiosWithinAPolicy) {
 // drains and is checked; no further run starts; the points that ran come back, the interrupted
 // one marked incomplete. A long duration shows the stop did not wait for it.
 TEST(Bench, StopRequestReturnsThePointsThatRan) {
-  BenchConfig c;
-  c.strategies = {"busylock", "rootlock"};
-  c.threads = {1, 2};
-  c.duration_s = 3600;  // never reached: the stop cuts the first run short
-  c.device = "null";
-  c.pin = false;
-  c.repeat = 3;
+  // 3600 s is never reached: the stop cuts the first run short.
+  BenchConfig c = null_bench({"busylock", "rootlock"}, {1, 2}, 3600, 3);
   std::atomic<bool> stop{false};
   c.stop = &stop;
   std::vector<std::string> progress;
@@ -224,25 +222,14 @@ TEST(Bench, StopRequestReturnsThePointsThatRan) {
 }
 
 TEST(Bench, StopBeforeTheFirstRunReturnsNothing) {
-  BenchConfig c;
-  c.strategies = {"busylock"};
-  c.threads = {1};
-  c.duration_s = 3600;
-  c.device = "null";
-  c.pin = false;
+  BenchConfig c = null_bench({"busylock"}, {1}, 3600, 3);
   std::atomic<bool> stop{true};
   c.stop = &stop;
   EXPECT_TRUE(run_bench(c).empty());
 }
 
 TEST(Bench, FinishedPointsAreComplete) {
-  BenchConfig c;
-  c.strategies = {"busylock"};
-  c.threads = {1};
-  c.duration_s = 0.02;
-  c.device = "null";
-  c.pin = false;
-  c.repeat = 2;
+  BenchConfig c = null_bench({"busylock"}, {1}, 0.02, 2);
   const auto points = run_bench(c);
   ASSERT_EQ(points.size(), 1u);
   EXPECT_EQ(points[0].runs, 2);

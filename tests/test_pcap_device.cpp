@@ -541,6 +541,19 @@ void write_file(const std::string& path, std::string_view contents) {
   out << contents;
 }
 
+// A fresh path in the temporary directory holding kOldCapture.
+std::string old_capture(const std::string& tag) {
+  const std::string path = temp_path(tag);
+  write_file(path, kOldCapture);
+  return path;
+}
+
+// The capture at path is still kOldCapture byte for byte, and no temporary file is left beside it.
+void expect_old_capture_untouched(const std::string& path) {
+  EXPECT_EQ(read_all(path), kOldCapture);
+  EXPECT_EQ(temp_size(path), -1) << "a temporary file was left behind";
+}
+
 // Sends `n` full-size frames through `dev`, one doorbell each.
 void send_frames(Device& dev, Pool& pool, uint64_t n) {
   const FrameTemplate tmpl = make_template(1500 - 28);
@@ -553,8 +566,7 @@ void send_frames(Device& dev, Pool& pool, uint64_t n) {
 // A write that fails mid-capture (EFBIG here; ENOSPC on a full disk) never leaves a cut or
 // empty FILE: the older capture stays byte for byte, and no temporary file is left beside it.
 TEST(PcapDevice, FailedWriteLeavesTheOldFileIntact) {
-  const std::string path = temp_path("fsize");
-  write_file(path, kOldCapture);
+  const std::string path = old_capture("fsize");
   Pool pool(PoolConfig{.packets = 8, .buffer_size = 2048, .cache_size = 2});
   {
     const FileSizeLimit limit(16 * 1024);
@@ -563,15 +575,13 @@ TEST(PcapDevice, FailedWriteLeavesTheOldFileIntact) {
     send_frames(*dev, pool, 64);  // ~100 KB: past the limit
     EXPECT_GT(dev->stats().tx_errors, 0u);
   }  // destroyed without finish(): the failure cannot be reported, but FILE is untouched
-  EXPECT_EQ(read_all(path), kOldCapture);
-  EXPECT_EQ(temp_size(path), -1) << "a temporary file was left behind";
+  expect_old_capture_untouched(path);
   std::remove(path.c_str());
 }
 
 // finish() reports the failure: one line naming the file and the cause.
 TEST(PcapDevice, FinishReportsAFailedWrite) {
-  const std::string path = temp_path("finish_fail");
-  write_file(path, kOldCapture);
+  const std::string path = old_capture("finish_fail");
   Pool pool(PoolConfig{.packets = 8, .buffer_size = 2048, .cache_size = 2});
   {
     const FileSizeLimit limit(16 * 1024);
@@ -587,15 +597,13 @@ TEST(PcapDevice, FinishReportsAFailedWrite) {
     }
     EXPECT_NO_THROW(dev.finish()) << "a second finish() does nothing";
   }
-  EXPECT_EQ(read_all(path), kOldCapture);
-  EXPECT_EQ(temp_size(path), -1);
+  expect_old_capture_untouched(path);
   std::remove(path.c_str());
 }
 
 // finish() commits: FILE appears whole, and only then.
 TEST(PcapDevice, FinishCommitsTheCapture) {
-  const std::string path = temp_path("finish_ok");
-  write_file(path, kOldCapture);
+  const std::string path = old_capture("finish_ok");
   Pool pool(PoolConfig{.packets = 8, .buffer_size = 2048, .cache_size = 2});
   PcapDevice dev(PcapConfig{.path = path});
   send_frames(dev, pool, 3);
@@ -610,14 +618,12 @@ TEST(PcapDevice, FinishCommitsTheCapture) {
 
 // A device made only to check the spec leaves FILE alone.
 TEST(PcapDevice, AbandonLeavesTheTargetAlone) {
-  const std::string path = temp_path("abandon");
-  write_file(path, kOldCapture);
+  const std::string path = old_capture("abandon");
   {
     PcapDevice dev(PcapConfig{.path = path});
     dev.abandon();
   }
-  EXPECT_EQ(read_all(path), kOldCapture);
-  EXPECT_EQ(temp_size(path), -1);
+  expect_old_capture_untouched(path);
   std::remove(path.c_str());
 }
 
@@ -628,8 +634,7 @@ TEST(PcapDevice, ForeignSymlinkIsRefused) {
   const std::string dir = ::testing::TempDir() + "txpath_pcap_sticky_" + std::to_string(::getpid());
   ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0) << std::strerror(errno);
   ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);
-  const std::string target = temp_path("root_only");
-  write_file(target, kOldCapture);
+  const std::string target = old_capture("root_only");
   ::chmod(target.c_str(), 0600);
   const std::string link = dir + "/capture.pcap";
   ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0) << std::strerror(errno);

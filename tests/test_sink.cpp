@@ -137,6 +137,21 @@ class SinkTest : public ::testing::Test {
   FrameTemplate frames_;
 };
 
+// Honest traffic, the sequence numbers of senders 0, 1, 2 in the order sent: sender 0 has a gap
+// (3 never sent), sender 1 a duplicate of 2, sender 2 has 1 and 2 swapped.
+const std::vector<std::vector<uint64_t>> kHonestTraffic = {
+    {0, 1, 2, 4, 5}, {0, 1, 2, 2, 3}, {0, 2, 1, 3}};
+
+// The totals of kHonestTraffic: 14 frames, 13 distinct, one lost, one duplicate, one reordered.
+void expect_honest_totals(const SinkReport& r) {
+  EXPECT_EQ(r.frames, 14u);
+  EXPECT_EQ(r.received, 13u);
+  EXPECT_EQ(r.lost, 1u);
+  EXPECT_EQ(r.duplicated, 1u);
+  EXPECT_EQ(r.out_of_order, 1u);
+  EXPECT_EQ(r.out_of_window, 0u);
+}
+
 }  // namespace
 
 TEST_F(SinkTest, CountsPerSenderExactly) {
@@ -144,23 +159,14 @@ TEST_F(SinkTest, CountsPerSenderExactly) {
   sink.start();
   {
     RawSender tx(config_.host_if);
-    // sender 0: a gap (3 never sent)
-    for (const uint64_t seq : {0, 1, 2, 4, 5}) send(tx, 0, seq);
-    // sender 1: a duplicate of 2
-    for (const uint64_t seq : {0, 1, 2, 2, 3}) send(tx, 1, seq);
-    // sender 2: 1 and 2 swapped
-    for (const uint64_t seq : {0, 2, 1, 3}) send(tx, 2, seq);
+    for (uint32_t id = 0; id < kHonestTraffic.size(); ++id)
+      for (const uint64_t seq : kHonestTraffic[id]) send(tx, id, seq);
   }
   ASSERT_TRUE(sink.wait_for(13, 5s, 20s)) << "13 distinct frames did not arrive";
   // The duplicate is counted separately from received: wait for all 14 txpath frames.
   ASSERT_TRUE(eventually([&] { return sink.report().frames >= 14; }));
   const SinkReport r = sink.stop();
-  EXPECT_EQ(r.frames, 14u);
-  EXPECT_EQ(r.received, 13u);
-  EXPECT_EQ(r.lost, 1u);
-  EXPECT_EQ(r.duplicated, 1u);
-  EXPECT_EQ(r.out_of_order, 1u);
-  EXPECT_EQ(r.out_of_window, 0u);
+  expect_honest_totals(r);
   EXPECT_EQ(r.foreign, 0u);
   EXPECT_EQ(r.socket_drops, 0u);
   ASSERT_EQ(r.senders.size(), 3u);
@@ -534,18 +540,12 @@ void expect_consistent(const SinkReport& r) {
 // The same honest sequences as CountsPerSenderExactly, counted as before.
 TEST(SinkTally, HonestGapDuplicateAndReorderingCountedAsBefore) {
   SinkTally t;
-  for (const uint64_t seq : {0, 1, 2, 4, 5}) t.count(0, seq, 60);
-  for (const uint64_t seq : {0, 1, 2, 2, 3}) t.count(1, seq, 60);
-  for (const uint64_t seq : {0, 2, 1, 3}) t.count(2, seq, 60);
+  for (uint32_t id = 0; id < kHonestTraffic.size(); ++id)
+    for (const uint64_t seq : kHonestTraffic[id]) t.count(id, seq, 60);
   t.count_other();
   const SinkReport r = t.report();
   expect_consistent(r);
-  EXPECT_EQ(r.frames, 14u);
-  EXPECT_EQ(r.received, 13u);
-  EXPECT_EQ(r.lost, 1u);
-  EXPECT_EQ(r.duplicated, 1u);
-  EXPECT_EQ(r.out_of_order, 1u);
-  EXPECT_EQ(r.out_of_window, 0u);
+  expect_honest_totals(r);
   EXPECT_EQ(r.other, 1u);
   EXPECT_EQ(t.received(), 13u);
   ASSERT_EQ(r.senders.size(), 3u);

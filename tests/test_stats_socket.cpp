@@ -109,6 +109,18 @@ int listen_raw(const std::string& path) {
   return fd;
 }
 
+// A StatsServer cannot be made at `path`: ConfigError, "is in use by another process". `taken`
+// says what it would mean if one were made.
+void expect_in_use(const std::string& path, const std::string& taken) {
+  try {
+    StatsServer server(path, [] { return std::string("x"); });
+    FAIL() << taken;
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("is in use by another process"), std::string::npos)
+        << e.what();
+  }
+}
+
 // Drops to uid/gid kNobody for good (in a forked child). Only async-signal-safe calls.
 bool become_nobody() {
   return ::setgroups(0, nullptr) == 0 && ::setresgid(kNobody, kNobody, kNobody) == 0 &&
@@ -158,13 +170,7 @@ TEST(StatsSocket, OnePathHasOneServerAndItsFilesGoWithIt) {
   const std::string path = dir.sock("taken");
   std::optional<StatsServer> first;
   first.emplace(path, [] { return std::string("first"); });
-  try {
-    StatsServer second(path, [] { return std::string("second"); });
-    FAIL() << "a second server took the path";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("is in use by another process"), std::string::npos)
-        << e.what();
-  }
+  expect_in_use(path, "a second server took the path");
   EXPECT_EQ(fetch_stats(path, 5s).document, "first");
   EXPECT_TRUE(fs::exists(fs::symlink_status(path)));
   first.reset();
@@ -195,13 +201,7 @@ TEST(StatsSocket, AStaleSocketFileIsReplacedALiveOneIsNot) {
   // A live listener that is not a StatsServer (no lock held): still in use.
   const int live = listen_raw(path);
   ASSERT_GE(live, 0);
-  try {
-    StatsServer server(path, [] { return std::string("x"); });
-    FAIL() << "a live socket was replaced";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("is in use by another process"), std::string::npos)
-        << e.what();
-  }
+  expect_in_use(path, "a live socket was replaced");
   ::close(live);
   ::unlink(path.c_str());
   // A regular file: not ours to remove.

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/tc_fixture.hpp"
 #include "tc/internal.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
@@ -221,35 +222,7 @@ TEST(TcConfig, FileErrorsNameTheLine) {
 
 // ---- the command line ----
 
-class TcRun : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("txpath-tc-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-    path_ = (dir_ / "txpath.tc").string();
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  int tc(const std::string& line) {
-    std::vector<std::string> args = {"--config", path_};
-    for (auto& w : words(line)) args.push_back(w);
-    out_.str("");
-    err_.str("");
-    return run(args, out_, err_);
-  }
-  std::string file() const {
-    std::ifstream in(path_);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
-  std::filesystem::path dir_;
-  std::string path_;
-  std::ostringstream out_, err_;
-};
+using TcRun = test::TcFileFixture;
 
 TEST_F(TcRun, ExitStatusesAndOneLineErrors) {
   EXPECT_EQ(tc("link add dev d0"), 0);

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/tc_fixture.hpp"
 #include "tc/internal.hpp"
 #include "tc/stats_socket.hpp"
 #include "txpath/device.hpp"
@@ -49,24 +50,8 @@ socklen_t endpoint_address(const std::string& ep, sockaddr_un& addr) {
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + skip + ep.size() + (1 - skip));
 }
 
-class TcLive : public ::testing::Test {
+class TcLive : public test::TcFileFixture {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("txpath-tc-live-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-    path_ = (dir_ / "txpath.tc").string();
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  int tc(const std::string& line) {
-    std::vector<std::string> args = {"--config", path_};
-    for (auto& w : batch_words(line)) args.push_back(w);
-    out_.str("");
-    err_.str("");
-    return run(args, out_, err_);
-  }
   // A running queue built from dev d0 of the file, serving its counters.
   void start(bool service_thread = true) {
     device_ = make_device("null");
@@ -92,9 +77,6 @@ class TcLive : public ::testing::Test {
     txq_.reset();
   }
 
-  std::filesystem::path dir_;
-  std::string path_;
-  std::ostringstream out_, err_;
   std::unique_ptr<Device> device_;
   std::shared_ptr<Tree> tree_;
   std::unique_ptr<TxQueue> txq_;

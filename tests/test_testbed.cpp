@@ -14,11 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "net/mac.hpp"
 #include "support/net_test_util.hpp"
 #include "txpath/error.hpp"
 #include "txpath/testbed.hpp"
 
 using namespace txpath;
+using txpath::net::mac_text;
 using txpath::test::sh;
 
 namespace {
@@ -28,13 +30,6 @@ std::string read_first_word(const std::string& path) {
   std::string s;
   in >> s;
   return s;
-}
-
-std::string mac_text(const std::array<uint8_t, 6>& m) {
-  char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
-                m[5]);
-  return buf;
 }
 
 class TestbedTest : public ::testing::Test {

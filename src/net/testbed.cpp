@@ -35,6 +35,7 @@
 #include <sstream>
 #include <vector>
 
+#include "net/mac.hpp"
 #include "net/netns.hpp"
 #include "net/testbed_state.hpp"
 #include "txpath/error.hpp"
@@ -50,6 +51,8 @@ namespace txpath {
 
 namespace {
 
+using net::mac_text;
+using net::parse_mac;
 using net::StateDir;
 using net::TestbedRecord;
 
@@ -199,23 +202,6 @@ std::string ip_string(uint32_t ip) {
   char buf[INET_ADDRSTRLEN] = {};
   ::inet_ntop(AF_INET, &a, buf, sizeof buf);
   return buf;
-}
-
-std::string mac_string(const std::array<uint8_t, 6>& mac) {
-  char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
-                mac[4], mac[5]);
-  return buf;
-}
-
-bool parse_mac(const std::string& s, std::array<uint8_t, 6>& mac) {
-  unsigned v[6];
-  char extra = 0;
-  if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                  &extra) != 6)
-    return false;
-  for (int i = 0; i < 6; ++i) mac[i] = static_cast<uint8_t>(v[i]);
-  return true;
 }
 
 std::vector<std::string> split_ws(const std::string& s) {
@@ -504,10 +490,10 @@ void configure(const TestbedConfig& c, const Validated& v, const TestbedInfo& in
     for (auto& w : split_ws(c.qdisc)) tc.push_back(std::move(w));
     must(tc);
   }
-  must({"ip", "neigh", "replace", ip_string(v.peer_ip), "lladdr", mac_string(info.peer_mac),
+  must({"ip", "neigh", "replace", ip_string(v.peer_ip), "lladdr", mac_text(info.peer_mac),
         "nud", "permanent", "dev", c.host_if});
   must({"ip", "-n", c.netns, "neigh", "replace", ip_string(v.host_ip), "lladdr",
-        mac_string(info.host_mac), "nud", "permanent", "dev", c.peer_if});
+        mac_text(info.host_mac), "nud", "permanent", "dev", c.peer_if});
   must({"ip", "-n", c.netns, "link", "set", "dev", "lo", "up"});
   must({"ip", "-n", c.netns, "link", "set", "dev", c.peer_if, "up"});
   must({"ip", "link", "set", "dev", c.host_if, "up"});

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "net/mac.hpp"
 #include "net/netns.hpp"
 #include "txpath/error.hpp"
 #include "txpath/file.hpp"
@@ -68,23 +69,6 @@ bool parse_u64(const std::string& s, uint64_t& v) {
   errno = 0;
   v = std::strtoull(s.c_str(), nullptr, 10);
   return errno == 0;
-}
-
-bool parse_mac(const std::string& s, std::array<uint8_t, 6>& mac) {
-  unsigned v[6];
-  char extra = 0;
-  if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                  &extra) != 6)
-    return false;
-  for (int i = 0; i < 6; ++i) mac[i] = static_cast<uint8_t>(v[i]);
-  return true;
-}
-
-std::string mac_text(const std::array<uint8_t, 6>& m) {
-  char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
-                m[5]);
-  return buf;
 }
 
 // A record from the file's text; nullopt if it is not a complete, valid one.

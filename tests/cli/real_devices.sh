@@ -5,22 +5,15 @@
 # Needs root past the first checks: without root it prints SKIP and passes, unless CI is set.
 set -u
 bin=$(realpath "${1:?usage: real_devices.sh PATH_TO_TXPATH}")
-fail=0
-tmp=$(mktemp -d)
-id=$(( $$ % 100000 ))
+. "$(dirname "$0")/lib/common.bash"
 host_if="rc${id}a"
 peer_if="rc${id}b"
 netns="txpath-r$$"
-x=$(( $$ % 250 + 1 ))
 names=(--host-if "$host_if" --peer-if "$peer_if" --netns "$netns")
 addrs=(--host-addr "10.80.$x.1/24" --peer-addr "10.80.$x.2/24")
-cleanup() {
-  if [ "$(id -u)" -eq 0 ]; then
-    "$bin" testbed down "${names[@]}" >/dev/null 2>&1
-  fi
-  rm -rf "$tmp"
+root_cleanup() {
+  "$bin" testbed down "${names[@]}" >/dev/null 2>&1
 }
-trap cleanup EXIT
 
 bad() {
   local err rc lines
@@ -42,11 +35,7 @@ bad bench --device pcap: --threads 1 >/dev/null
 bad bench --device afxdp: --threads 1 >/dev/null
 bad bench --device null --sink "x@" --threads 1 >/dev/null
 
-if [ "$(id -u)" -ne 0 ]; then
-  if [ -n "${CI:-}" ]; then echo "FAIL: CI runs as root"; exit 1; fi
-  echo "SKIP: the rest needs root"
-  exit "$fail"
-fi
+needs_root "the rest needs root"
 
 out=$(bad bench --device afpacket:nosuch0 --threads 1)
 case "$out" in *"device 'afpacket:nosuch0': no such interface 'nosuch0'"*) ;;

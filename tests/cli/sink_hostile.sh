@@ -8,20 +8,14 @@
 # Without root the second part prints SKIP, unless CI is set (CI runs as root).
 set -u
 bin=${1:?usage: sink_hostile.sh PATH_TO_TXPATH}
-fail=0
-tmp=$(mktemp -d)
-id=$(( $$ % 100000 ))
+. "$(dirname "$0")/lib/common.bash"
 host_if="th${id}a"
 peer_if="th${id}b"
 netns="txpath-h$$"
-cleanup() {
-  if [ "$(id -u)" -eq 0 ]; then
-    ip link del dev "$host_if" 2>/dev/null
-    ip netns del "$netns" 2>/dev/null
-  fi
-  rm -rf "$tmp"
+root_cleanup() {
+  ip link del dev "$host_if" 2>/dev/null
+  ip netns del "$netns" 2>/dev/null
 }
-trap cleanup EXIT
 
 esc=$'\e'
 nl=$'\n'
@@ -60,12 +54,8 @@ expect='--json "/nonexistent-dir/\x1b\x0a"' bad sink lo --json "/nonexistent-dir
 expect='extra\x1b' bad sink lo "extra${esc}"
 expect='...' bad sink lo "$huge"
 
-if [ "$(id -u)" -ne 0 ]; then
-  if [ -n "${CI:-}" ]; then echo "FAIL: needs root (CI is set, so not skipped)"; exit 1; fi
-  echo "SKIP: sink_hostile needs root for the rest (veth pair, network namespace)"
-  [ "$fail" -eq 0 ] && echo "sink_hostile: argument checks passed"
-  exit "$fail"
-fi
+needs_root "sink_hostile needs root for the rest (veth pair, network namespace)" \
+  "sink_hostile: argument checks passed"
 if ! command -v python3 >/dev/null || ! command -v jq >/dev/null; then
   echo "SKIP: python3 and jq are needed for the hostile-frames part"
   exit "$fail"
@@ -80,28 +70,15 @@ peer_mac=$(ip -n "$netns" -o link show dev "$peer_if" | sed -n 's/.*link\/ether 
 "$bin" sink "$peer_if" --netns "$netns" --duration 3 --json - >"$tmp/sink.json" 2>"$tmp/sink.err" &
 sink_pid=$!
 for _ in $(seq 100); do grep -q "counting on" "$tmp/sink.err" && break; sleep 0.05; done
-python3 - "$host_if" "$peer_mac" "$host_mac" <<'PY'
-import socket, struct, sys
-ifname, dmac, smac = sys.argv[1:4]
-def csum(b):
-    s = sum(struct.unpack('!%dH' % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind((ifname, 0))
-def frame(sender, seq):
-    pl = struct.pack('!IIQ', 0x54585031, sender, seq) + bytes(16)
-    udp = struct.pack('!HHHH', 9000, 9000, 8 + len(pl), 0) + pl
-    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
-                     socket.inet_aton('10.79.0.1'), socket.inet_aton('10.79.0.2'))
-    ip = ip[:10] + struct.pack('!H', csum(ip)) + ip[12:]
-    return bytes.fromhex(dmac.replace(':', '')) + bytes.fromhex(smac.replace(':', '')) + b'\x08\x00' + ip + udp
+lib_python3 - "$host_if" "$peer_mac" "$host_mac" <<'PY'
+import sys
+from txframes import FrameSender
+s = FrameSender(*sys.argv[1:4], '10.79.0.1', '10.79.0.2')
 for sender in range(100, 500):
-    s.send(frame(sender, 2**36 - 1))
-s.send(frame(5000, 0))  # a sender id over the cap
+    s.send(sender, 2**36 - 1)
+s.send(5000, 0)  # a sender id over the cap
 for seq in range(10):
-    s.send(frame(0, seq))
+    s.send(0, seq)
 PY
 sleep 1
 rss_kb=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$sink_pid/status" 2>/dev/null)

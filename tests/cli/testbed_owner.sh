@@ -7,17 +7,14 @@
 # unless CI is set (CI runs as root).
 set -u
 bin=${1:?usage: testbed_owner.sh PATH_TO_TXPATH}
-fail=0
-tmp=$(mktemp -d)
-id=$(( $$ % 100000 ))
+. "$(dirname "$0")/lib/common.bash"
 host_if="to${id}a"
 peer_if="to${id}b"
 netns="txpath-o$$"
-x=$(( $$ % 250 + 1 ))
 addrs=(--host-addr "10.79.$x.1/24" --peer-addr "10.79.$x.2/24")
 names=(--host-if "$host_if" --peer-if "$peer_if" --netns "$netns")
 # Everything this run may have made (a build that does not validate makes the -x/.x ones).
-remove_names() {
+root_cleanup() {
   ip link del dev "$host_if" 2>/dev/null
   ip link del dev "$peer_if" 2>/dev/null
   ip link del dev ".x$id" 2>/dev/null
@@ -25,11 +22,6 @@ remove_names() {
   ip netns del "-x$id" 2>/dev/null
   rm -f "/run/txpath/testbed/$host_if" "/run/txpath/testbed/.x$id"
 }
-cleanup() {
-  [ "$(id -u)" -eq 0 ] && remove_names
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 fail_with() { echo "FAIL: $*"; fail=1; }
 
 # exactly one stderr line, exit $1; the line is left in $err.
@@ -66,14 +58,10 @@ out=$("$bin" testbed show --host-if $'a\nb\e[31m')
 expect_error 2 testbed up --host-if "$host_if" --peer-if "$peer_if" --netns "-x$id"
 expect_error 2 testbed up --host-if ".x$id" --peer-if "$peer_if" --netns "$netns"
 
-if [ "$(id -u)" -ne 0 ]; then
-  if [ -n "${CI:-}" ]; then echo "FAIL: needs root (CI is set, so not skipped)"; exit 1; fi
-  echo "SKIP: testbed_owner needs root for the rest (veth pairs, network namespaces)"
-  [ "$fail" -eq 0 ] && echo "testbed_owner: validation checks passed"
-  exit "$fail"
-fi
+needs_root "testbed_owner needs root for the rest (veth pairs, network namespaces)" \
+  "testbed_owner: validation checks passed"
 
-remove_names
+root_cleanup
 # 1. An existing namespace holding a user's interface: refused, the interface survives.
 ip netns add "$netns" || exit 1
 ip -n "$netns" link add "$peer_if" type ifb 2>/dev/null ||
@@ -158,7 +146,7 @@ if command -v unshare >/dev/null; then
           "$bin" testbed up "${names[@]}" "${addrs[@]}" 2>&1 >/dev/null)
     rc=$?
     [ "$rc" -eq 2 ] && [ "$err" = "$want" ] || fail_with "state '$setup': exit $rc, $err"
-    [ -e "/sys/class/net/$host_if" ] && { fail_with "up went on with an untrusted state ($setup)"; remove_names; }
+    [ -e "/sys/class/net/$host_if" ] && { fail_with "up went on with an untrusted state ($setup)"; root_cleanup; }
   done
 else
   echo "note: unshare missing, state directory checks skipped"

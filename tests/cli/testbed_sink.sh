@@ -6,25 +6,18 @@
 # unless CI is set (CI runs as root).
 set -u
 bin=${1:?usage: testbed_sink.sh PATH_TO_TXPATH}
-fail=0
-tmp=$(mktemp -d)
-id=$(( $$ % 100000 ))
+. "$(dirname "$0")/lib/common.bash"
 host_if="tc${id}a"
 peer_if="tc${id}b"
 netns="txpath-c$$"
-x=$(( $$ % 250 + 1 ))
 host_ip="10.78.$x.1"
 peer_ip="10.78.$x.2"
 names=(--host-if "$host_if" --peer-if "$peer_if" --netns "$netns")
-cleanup() {
-  if [ "$(id -u)" -eq 0 ]; then
-    ip link del dev "$host_if" 2>/dev/null
-    ip netns del "$netns" 2>/dev/null
-    rm -f "/run/txpath/testbed/$host_if"
-  fi
-  rm -rf "$tmp"
+root_cleanup() {
+  ip link del dev "$host_if" 2>/dev/null
+  ip netns del "$netns" 2>/dev/null
+  rm -f "/run/txpath/testbed/$host_if"
 }
-trap cleanup EXIT
 
 bad() {
   local err rc lines
@@ -53,12 +46,8 @@ bad sink lo --duration -1
 bad sink lo --absorb-port 70000
 bad sink lo --json /nonexistent-dir/out.json
 
-if [ "$(id -u)" -ne 0 ]; then
-  if [ -n "${CI:-}" ]; then echo "FAIL: needs root (CI is set, so not skipped)"; exit 1; fi
-  echo "SKIP: testbed_sink needs root for the rest (veth pairs, network namespaces)"
-  [ "$fail" -eq 0 ] && echo "testbed_sink: validation checks passed"
-  exit "$fail"
-fi
+needs_root "testbed_sink needs root for the rest (veth pairs, network namespaces)" \
+  "testbed_sink: validation checks passed"
 
 bad sink nosuchif0
 bad sink lo --netns "txpath-nosuch$$"
@@ -88,28 +77,15 @@ if command -v python3 >/dev/null; then
   "$bin" sink "$peer_if" --netns "$netns" --duration 4 --json - >"$tmp/sink.json" 2>"$tmp/sink.err" &
   sink_pid=$!
   for _ in $(seq 100); do grep -q "counting on" "$tmp/sink.err" && break; sleep 0.05; done
-  python3 - "$host_if" "$peer_mac" "$host_mac" "$host_ip" "$peer_ip" <<'EOF'
-import socket, struct, sys
-ifname, dmac, smac, sip, dip = sys.argv[1:6]
-def csum(b):
-    s = sum(struct.unpack('!%dH' % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind((ifname, 0))
-def frame(sender, seq, magic=0x54585031):
-    pl = struct.pack('!IIQ', magic, sender, seq) + bytes(16)
-    udp = struct.pack('!HHHH', 9000, 9000, 8 + len(pl), 0) + pl
-    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(udp), 0, 0x4000, 64, 17, 0,
-                     socket.inet_aton(sip), socket.inet_aton(dip))
-    ip = ip[:10] + struct.pack('!H', csum(ip)) + ip[12:]
-    return bytes.fromhex(dmac.replace(':', '')) + bytes.fromhex(smac.replace(':', '')) + b'\x08\x00' + ip + udp
+  lib_python3 - "$host_if" "$peer_mac" "$host_mac" "$host_ip" "$peer_ip" <<'EOF'
+import sys
+from txframes import FrameSender
+s = FrameSender(*sys.argv[1:6])
 for seq in range(100):
-    s.send(frame(0, seq))
+    s.send(0, seq)
 for seq in list(range(50)) + [49]:  # 50 distinct, one duplicate
-    s.send(frame(1, seq))
-s.send(frame(0, 0, magic=0))  # not a txpath frame
+    s.send(1, seq)
+s.send(0, 0, magic=0)  # not a txpath frame
 EOF
   wait "$sink_pid"
   rc=$?

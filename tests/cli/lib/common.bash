@@ -1,0 +1,29 @@
+# Sourced by the CLI tests that need root for part of their checks (a veth testbed, a network
+# namespace):  . "$(dirname "$0")/lib/common.bash"   (not a test itself: CMake adds only
+# tests/cli/*.sh). It sets fail=0; tmp, a temporary directory removed on exit; id and x, numbers
+# from the PID for names and addresses no concurrent run uses. On exit, when run as root, it
+# first calls the test's root_cleanup function if the test defines one. lib_python3 runs python3
+# with the modules of this directory importable (txframes.py: raw txpath frames).
+fail=0
+tmp=$(mktemp -d)
+id=$(( $$ % 100000 ))
+x=$(( $$ % 250 + 1 ))
+lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+lib_python3() { PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$lib" python3 "$@"; }
+
+common_cleanup() {
+  if [ "$(id -u)" -eq 0 ] && declare -F root_cleanup >/dev/null; then root_cleanup; fi
+  rm -rf "$tmp"
+}
+trap common_cleanup EXIT
+
+# needs_root SKIP_LINE [PASSED_LINE]: without root, prints "SKIP: SKIP_LINE" (and PASSED_LINE if
+# nothing has failed so far) and exits with $fail; when CI is set (CI runs as root) it fails.
+needs_root() {
+  [ "$(id -u)" -eq 0 ] && return 0
+  if [ -n "${CI:-}" ]; then echo "FAIL: needs root (CI is set, so not skipped)"; exit 1; fi
+  echo "SKIP: $1"
+  [ "$fail" -eq 0 ] && [ -n "${2:-}" ] && echo "$2"
+  exit "$fail"
+}
