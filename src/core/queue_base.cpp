@@ -292,9 +292,20 @@ TxQueueStats QueueBase::stats() const {
 std::optional<TxQueueStats> QueueBase::consistent_stats(std::chrono::milliseconds timeout) {
   // Served by the driver-loop owner at run_end(): no batch is between the qdisc and the device
   // there, and nothing else dequeues or sends.
-  TxQueueStats s;
-  if (!inspect_qdisc([&](const Qdisc&) { s = stats(); }, timeout)) return std::nullopt;
-  return s;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  for (;;) {
+    TxQueueStats s;
+    bool complete = false;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto read = [&](const Qdisc&) {
+      s = stats();
+      complete = snapshot_complete();
+    };
+    if (left.count() <= 0 || !inspect_qdisc(read, left)) return std::nullopt;
+    if (complete) return s;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));  // a hand-off was under way
+  }
 }
 
 }  // namespace txpath

@@ -97,6 +97,11 @@ class QueueBase : public TxQueue {
   virtual uint64_t strategy_queued() const noexcept { return 0; }
   // Adds the strategy's lock contention (acquisitions that waited, ns waited).
   virtual void lock_stats(uint64_t& /*waits*/, uint64_t& /*wait_ns*/) const noexcept {}
+  // consistent_stats(): called by the loop owner in the serialised context right after stats()
+  // read the strategy's lists. False when packets may have been between a list and the qdisc
+  // during that read (taken by a thread that is not the owner, as the drainer's); the snapshot is
+  // then taken again. Lock-based strategies move packets only under the root lock: always true.
+  virtual bool snapshot_complete() const noexcept { return true; }
   // Frees packets held in the strategy's own lists at shutdown; returns how many.
   virtual uint64_t purge_strategy(PacketList& /*to_free*/) noexcept { return 0; }
   // True when nothing is queued anywhere in the strategy or qdisc and nobody owns the driver

@@ -249,6 +249,15 @@ class DrainerQueue : public LockedQueue<Lock> {
     return idle;
   }
 
+  // A pop that emptied part of a ring before stats() read it is seen here as busy_ (the Dekker
+  // pair with begin_take(), as in quiescent()); the packets in hand may then be in no counter yet
+  // (in_hand_ is stored after the pop). Root lock held: the drainer cannot be inside flush().
+  bool snapshot_complete() const noexcept override {
+    // seq_cst: orders stats()'s ring reads before the busy_ read (pairs with begin_take()'s fence).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return !busy_.load(std::memory_order_acquire);  // acquire: pairs with end_take()'s release
+  }
+
   uint64_t strategy_queued() const noexcept override {
     // acquire: pairs with register_sender()'s release store; rings_[0..n) are written.
     const uint32_t n = nrings_.load(std::memory_order_acquire);
