@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Unit tests for fq_codel and its fixed-point CoDel (src/qdisc/fq_codel.*, src/qdisc/codel.hpp).
-// Oracles: /work/shared/reference/qdiscs.md §5 (d) (the kernel's CoDel drop schedule, computed by
+// Oracles: the kernel's CoDel drop schedule (include/net/codel_impl.h, computed by
 // emulating its fixed-point code) and the tc option text of the tdc fq_codel cases.
 // Time is a simulated clock (QdiscEnv::clock), so nothing here depends on real timing.
 #include <gtest/gtest.h>

@@ -36,7 +36,7 @@
 // clear) — no deadlock, and nothing stranded: every packet sent, qdisc and defer list empty.
 // Also: a quiescent state stays reachable from every state (no endless rescheduling).
 //
-// The bug being guarded against (reference: /work/shared/reference/linux-tx-path.md §4 and §8).
+// The bug being guarded against (docs/architecture.md, "Strategies": nolock and MISSED).
 // Before May 2021, NOLOCK qdisc_run_begin() was a bare spin_trylock(seqlock): a sender that
 // enqueued after the owner's last (empty) dequeue but before the owner unlocked failed its
 // trylock and returned, and its packet sat in the qdisc until the next send — Yunsheng Lin's

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CoDel (Nichols & Jacobson, "Controlling Queue Delay", ACM Queue 2012; RFC 8289) in the fixed
-// point Linux uses, written from the semantics in /work/shared/reference/qdiscs.md §5(b,d):
+// point Linux uses (include/net/codel.h, codel_impl.h), written from the semantics:
 //   - time is a u32 in 1.024 us units (ns >> 10), compared wrap-safely through a signed
 //     difference, so every quantity below is a CoDel time, never ns;
 //   - rec_inv_sqrt is a Q0.16 approximation of 1/sqrt(count), refined by one Newton step

@@ -4,7 +4,7 @@
 // locking"; pfifo_fast over skb_array, c5ad119fb6c0), with the MISSED/DRAINING state of
 // Yunsheng Lin's 2021 "packet stuck" fixes (including Michal Kubecek's stopped-queue report) and
 // the 2022 Vincent Ray / Eric Dumazet form of qdisc_run_begin() (one test_and_set of MISSED
-// between two trylocks). Written from shared/reference/linux-tx-path.md §4 and §6.
+// between two trylocks). Semantics in docs/architecture.md ("Strategies"); no code copied.
 //
 // Kinds (the same three fifos the locked strategies run, with the same tc names and options):
 //   pfifo_fast  3 bands, band = prio2band[priority & 15] = {1,2,2,2,1,2,0,0,1,1,1,1,1,1,1,1};

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // fq: see fq.hpp for the semantics, the flow table and the invariants. Origin: written from
-// /work/shared/reference/qdiscs.md §0, §6 and §10 (Linux sch_fq / iproute2 q_fq.c semantics);
+// Linux sch_fq / iproute2 q_fq.c semantics (docs/architecture.md, "Qdiscs");
 // ECN CE marking per RFC 3168 with the checksum update of RFC 1624. No code copied.
 // No atomics beyond Qdisc's counters: the qdisc is called by one thread at a time.
 #include "qdisc/fq.hpp"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // fq: per-flow fair queueing with pacing and earliest departure times (EDT), after Linux sch_fq
-// (v6.7+, with bands), written from the semantics in /work/shared/reference/qdiscs.md §0 and §6.
+// (v6.7+, with bands), written from its semantics (docs/architecture.md, "Qdiscs").
 // No code copied.
 //
 //   tc spec: fq [limit PACKETS] [flow_limit PACKETS] [quantum BYTES] [initial_quantum BYTES]

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // fq_codel: see fq_codel.hpp for the semantics, codel.hpp for the fixed-point CoDel pieces.
-// Origin: written from /work/shared/reference/qdiscs.md §5 (Linux sch_fq_codel / codel_impl.h
+// Origin: written from the semantics of Linux sch_fq_codel / codel_impl.h
 // semantics, RFC 8289, RFC 8290); ECN marking per RFC 3168, checksum update per RFC 1624.
 // No atomics beyond Qdisc's counters: the qdisc is called by one thread at a time.
 #include "qdisc/fq_codel.hpp"

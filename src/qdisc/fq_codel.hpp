@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // fq_codel: flow queueing (DRR++ over new/old flow lists) with a CoDel AQM per flow, after Linux
-// sch_fq_codel (RFC 8290), written from the semantics in /work/shared/reference/qdiscs.md §5.
+// sch_fq_codel (RFC 8290), written from its semantics (docs/architecture.md, "Qdiscs").
 //
 //   tc spec: fq_codel [limit PACKETS] [flows N] [quantum BYTES] [target TIME] [interval TIME]
 //                     [ecn | noecn] [ce_threshold TIME] [memory_limit BYTES] [drop_batch N]

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // htb: hierarchical token bucket (see htb.hpp for the semantics and invariants) and its tc
-// option parsers. Origin: written from /work/shared/reference/qdiscs.md §0, §4, §7 and
+// option parsers. Origin: written from Linux sch_htb semantics (docs/architecture.md) and
 // tc-htb(8); no kernel or iproute2 code copied.
 //
 // Qdisc grammar (tokens after "htb", any order, each at most once):

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // htb: the hierarchical token bucket (Linux sch_htb semantics), written from
-// /work/shared/reference/qdiscs.md §0, §4 and §7 and tc-htb(8); no kernel or iproute2 code copied.
+// Linux sch_htb's semantics and tc-htb(8); no kernel or iproute2 code copied.
 //
 //   qdisc: htb [default MINOR] [r2q N] [direct_qlen P] [offload]
 //          MINOR is hexadecimal (tc reads it base 16: "default 10" is minor 0x10); defaults:

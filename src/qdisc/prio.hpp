@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // prio: the classful strict-priority qdisc (Linux sch_prio semantics, written from
-// /work/shared/reference/qdiscs.md §3; tc grammar and output from iproute2 q_prio.c behaviour).
+// its behaviour; tc grammar and output from iproute2 q_prio.c behaviour).
 //
 //   prio [bands N] [priomap P0 ... P15]      2 <= N <= 16 (default 3); every Pi < N;
 //                                            default priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1

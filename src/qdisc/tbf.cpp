@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // tbf: token bucket shaper (see tbf.hpp for the algorithm and invariants) and its tc option
-// parser. Origin: written from /work/shared/reference/qdiscs.md §4 and tc-tbf(8); no code copied.
+// parser. Origin: written from Linux sch_tbf semantics and tc-tbf(8); no code copied.
 //
 // Grammar (tokens after "tbf"; option names exact, "lat" also accepted for latency as tc's
 // prefix matching does):

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tbf: token bucket filter shaper (Linux sch_tbf semantics).
 //
-// Origin: written from /work/shared/reference/qdiscs.md §4 (sch_tbf / iproute2 q_tbf.c semantics)
+// Origin: written from Linux sch_tbf / iproute2 q_tbf.c semantics (docs/architecture.md)
 // and tc-tbf(8); no code copied.
 //
 // Buckets hold TIME, in ns of transmission time at the configured rate:

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tc's units (see tc_units.hpp). Origin: written from the documented behaviour of iproute2's
 // tc_util.c (get_rate64 / get_time / get_size and the rate / time / size printers), as summarised
-// in /work/shared/reference/qdiscs.md and tc(8); no code copied.
+// in tc(8) and docs/architecture.md ("Qdiscs"); no code copied.
 //
 // Parsing: a decimal floating-point number (std::from_chars, locale-independent; tc uses strtod),
 // then an optional unit matched case-insensitively against the whole rest of the token. Negative,

@@ -4,7 +4,7 @@
 // 2021 STATE_MISSED / DRAINING series (lost wakeups; Michal Kubecek's endless rescheduling with
 // a stopped queue), the 2022 Vincent Ray / Eric Dumazet test_and_set_bit(MISSED) form of
 // qdisc_run_begin(), and Yunsheng Lin's 2021 re-done lockless bypass (after ba27b4cdaaa6 was
-// reverted for reordering). Written from shared/reference/linux-tx-path.md §4/§6.
+// reverted for reordering). Semantics in docs/architecture.md ("Strategies"); no code copied.
 //
 // There is no root lock. Senders enqueue into the lockless qdisc (qdisc/fifo_nolock.hpp: one
 // PtrRing per band, each with its own producer spinlock) and then try to become the owner of the

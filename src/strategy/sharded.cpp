@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Strategy `sharded`: per-CPU lock-free push lists drained in batches by ONE elected drainer.
 //
-// Origin: no Linux transmit path does this. It is design S7 of
-// /work/shared/reference/locks-and-delegation.md (§3 "sharded: per-CPU SPSC rings or per-node
-// MPSC lists + one drainer", §6), after the 2025 Linux UDP receive change that replaced busylock
+// Origin: no Linux transmit path does this. It is the design docs/architecture.md
+// ("Strategies") calls sharded: per-CPU push lists + one elected drainer, after the 2025 Linux UDP receive change that replaced busylock
 // with one lockless queue per NUMA node drained by one CPU [K6]. The push and the whole-list
 // detach are those of `llist` (llist.cpp, Linux 6.19 commit 100dfa74cad9); what differs is that
 // there is one list per CPU instead of one per queue, so concurrent senders do not all CAS the

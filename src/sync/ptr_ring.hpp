@@ -2,7 +2,7 @@
 // PtrRing<T>: a bounded ring of T* for many producers and ONE consumer at a time — the ring under
 // Linux's lockless pfifo_fast (ptr_ring / skb_array, include/linux/ptr_ring.h, used by pfifo_fast
 // since c5ad119fb6c0, John Fastabend's lockless qdisc series, v4.16). Written from the semantics
-// in shared/reference/linux-tx-path.md §6, not from the kernel source.
+// of include/linux/ptr_ring.h as docs/architecture.md ("Strategies") describes them, not copied.
 //
 // Idea: a slot is FULL iff it holds a non-null pointer. Producers and the consumer never compare
 // a shared head with a shared tail: a producer only looks at the slot under its own index, the

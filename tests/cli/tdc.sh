@@ -2,13 +2,13 @@
 # The kernel's own tc-testing (tdc) qdisc cases against `txpath tc` (scripts/tdc_run.py): every
 # file of a qdisc txpath implements must pass at least 90% of its configuration-only cases.
 # The cases are read at run time from $TXPATH_TDC_DIR, else ../shared/tdc/qdiscs beside the
-# checkout, else /work/shared/tdc/qdiscs; with none of them (or no python3) it prints SKIP.
+# checkout; with neither of them (or no python3) it prints SKIP.
 set -u
 bin=$(realpath "${1:?usage: tdc.sh PATH_TO_TXPATH}")
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 dir=""
-for d in "${TXPATH_TDC_DIR:-}" "$root/../shared/tdc/qdiscs" /work/shared/tdc/qdiscs; do
+for d in "${TXPATH_TDC_DIR:-}" "$root/../shared/tdc/qdiscs"; do
   if [ -n "$d" ] && [ -d "$d" ]; then dir=$d; break; fi
 done
 if [ -z "$dir" ]; then
