@@ -254,6 +254,38 @@ std::string default_config_path() {
   return env && *env ? env : "txpath.tc";
 }
 
+namespace {
+
+// Runs every line of a -batch file on cfg: the first failure stops it (with -force it goes on);
+// the changes of the lines that succeeded are kept, as tc's are. Returns the last failure's status.
+int run_batch(Config& cfg, const std::string& text, const std::string& name, bool force,
+              const Config::ShowOptions& show, std::ostream& out, std::ostream& err,
+              bool& changed) {
+  int status = 0;
+  std::size_t line_no = 0;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    ++line_no;
+    const auto words = batch_words(line);
+    if (words.empty()) continue;
+    try {
+      // A file that is not a tc batch file is named, never quoted.
+      if (!is_tc_command(words))
+        throw ConfigError("line " + std::to_string(line_no) + " is not a tc command (qdisc, class or link)");
+      changed = cfg.execute(words, out, show) || changed;
+    } catch (const ConfigError& e) {
+      err << "Error: " << e.what() << "\n";
+      err << "Command failed " << escape_user_text(name) << ":" << line_no << "\n";
+      status = exit_status(e);
+      if (!force) break;
+    }
+  }
+  return status;
+}
+
+}  // namespace
+
 int run(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Config::ShowOptions show;
   std::string config_path = default_config_path();
@@ -313,27 +345,8 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
       if (cfg.execute(command, out, show)) file.replace(cfg.serialize());
       return 0;
     }
-    int status = 0;
     bool changed = false;
-    std::size_t line_no = 0;
-    std::istringstream lines(text);
-    std::string line;
-    while (std::getline(lines, line)) {
-      ++line_no;
-      const auto words = batch_words(line);
-      if (words.empty()) continue;
-      try {
-        // A file that is not a tc batch file is named, never quoted.
-        if (!is_tc_command(words))
-          throw ConfigError("line " + std::to_string(line_no) + " is not a tc command (qdisc, class or link)");
-        changed = cfg.execute(words, out, show) || changed;
-      } catch (const ConfigError& e) {
-        err << "Error: " << e.what() << "\n";
-        err << "Command failed " << escape_user_text(*batch) << ":" << line_no << "\n";
-        status = exit_status(e);
-        if (!force) break;
-      }
-    }
+    const int status = run_batch(cfg, text, *batch, force, show, out, err, changed);
     if (changed) file.replace(cfg.serialize());
     return status;
   } catch (const ConfigError& e) {
