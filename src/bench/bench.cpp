@@ -256,6 +256,47 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
   return r;
 }
 
+// The measured window of one run: the queue's counters and the process CPU time at its edges.
+struct Window {
+  TxQueueStats s0, s1;
+  uint64_t cpu0 = 0, cpu1 = 0;
+  std::chrono::steady_clock::duration length{};
+};
+
+// A run's numbers once its senders have stopped: drains the queue, then rates over the window,
+// totals (conservation) over the whole run, fairness and latency from the senders.
+Run summarize_run(TxQueue& txq, const std::vector<Sender>& senders, const Window& w) {
+  Run r;
+  r.lock = std::string(txq.lock_kind());
+  r.drained = txq.drain(std::chrono::seconds(10));
+  const TxQueueStats end = txq.stats();
+  const double secs = std::chrono::duration<double>(w.length).count();
+  r.window_sent = w.s1.sent - w.s0.sent;
+  r.window_doorbells = w.s1.device.doorbells - w.s0.device.doorbells;
+  r.mpps = secs > 0 ? static_cast<double>(r.window_sent) / secs / 1e6 : 0;
+  r.cpu_ns_per_pkt = r.window_sent > 0 ? static_cast<double>(w.cpu1 - w.cpu0) /
+                                             static_cast<double>(r.window_sent)
+                                       : 0;
+  r.submitted = end.submitted;
+  r.sent = end.sent;
+  r.dropped = end.dropped;
+  r.requeues = end.requeues;
+  r.doorbells = end.device.doorbells;
+  r.lock_waits = w.s1.lock_waits - w.s0.lock_waits;
+  r.lock_wait_ns = w.s1.lock_wait_ns - w.s0.lock_wait_ns;
+  std::vector<uint64_t> per_sender;
+  std::vector<uint32_t> latency;
+  for (const auto& s : senders) {
+    per_sender.push_back(s.accepted_in_window);
+    latency.insert(latency.end(), s.latency.begin(), s.latency.end());
+  }
+  r.fairness = jain_index(per_sender);
+  r.send_p50_ns = percentile(latency, 0.50);
+  r.send_p99_ns = percentile(latency, 0.99);
+  r.conserved = r.drained && conservation_holds(end.submitted, end.sent, end.dropped, end.queued);
+  return r;
+}
+
 Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, Sink* sink) {
   if (strategy == kKernelStrategy) return run_kernel_once(cfg, threads, sink);
   // Enough buffers for every place a packet can wait: 3 bands, the ring, the senders' caches.
@@ -348,37 +389,10 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
   stop.store(true, std::memory_order_relaxed);        // relaxed: see above
   for (auto& w : workers) w.join();
 
-  Run r;
+  Run r = summarize_run(*txq, senders, Window{s0, s1, cpu0, cpu1, t1 - t0});
   r.live_note = std::move(live_note);
   r.interrupted = !whole;
-  r.lock = std::string(txq->lock_kind());
-  r.drained = txq->drain(std::chrono::seconds(10));
-  const TxQueueStats end = txq->stats();
-  const double secs = std::chrono::duration<double>(t1 - t0).count();
-  r.window_sent = s1.sent - s0.sent;
-  r.window_doorbells = s1.device.doorbells - s0.device.doorbells;
-  r.mpps = secs > 0 ? static_cast<double>(r.window_sent) / secs / 1e6 : 0;
-  r.cpu_ns_per_pkt = r.window_sent > 0 ? static_cast<double>(cpu1 - cpu0) /
-                                             static_cast<double>(r.window_sent)
-                                       : 0;
-  r.submitted = end.submitted;
-  r.sent = end.sent;
-  r.dropped = end.dropped;
-  r.requeues = end.requeues;
-  r.doorbells = end.device.doorbells;
-  r.lock_waits = s1.lock_waits - s0.lock_waits;
-  r.lock_wait_ns = s1.lock_wait_ns - s0.lock_wait_ns;
-  std::vector<uint64_t> per_sender;
-  std::vector<uint32_t> latency;
-  for (auto& s : senders) {
-    per_sender.push_back(s.accepted_in_window);
-    latency.insert(latency.end(), s.latency.begin(), s.latency.end());
-  }
-  r.fairness = jain_index(per_sender);
-  r.send_p50_ns = percentile(latency, 0.50);
-  r.send_p99_ns = percentile(latency, 0.99);
-  r.conserved = r.drained && conservation_holds(end.submitted, end.sent, end.dropped, end.queued);
-  check_sink(sink, end.sent, r);
+  check_sink(sink, r.sent, r);
   // Nothing transmits once the queue is gone: the device's output (pcap:FILE) is complete.
   live.reset();
   txq.reset();
