@@ -297,6 +297,34 @@ Run summarize_run(TxQueue& txq, const std::vector<Sender>& senders, const Window
   return r;
 }
 
+// The run's queue: the strategy, lock and qdisc of cfg, or the root tree of cfg.tc_config (its
+// nodes left in *tc_tree once built).
+TxQueueConfig queue_config(const BenchConfig& cfg, const std::string& strategy,
+                           const std::shared_ptr<tc::Tree>& tc_tree) {
+  TxQueueConfig qcfg;
+  qcfg.strategy = strategy;
+  qcfg.lock = cfg.lock;
+  qcfg.qdisc = cfg.qdisc;
+  qcfg.txqueuelen = cfg.txqueuelen;
+  if (!cfg.tc_config.empty())
+    qcfg.root_qdisc = tc::Config::load(cfg.tc_config).root_factory(cfg.tc_dev, tc_tree);
+  return qcfg;
+}
+
+// tc -s reads this run's counters while it runs. A second process on the same file cannot serve
+// them (nor can a directory that is not private): `note` says why, and the run goes on.
+std::unique_ptr<tc::LiveStats> serve_live_stats(const BenchConfig& cfg, TxQueue& txq,
+                                                const std::shared_ptr<tc::Tree>& tc_tree,
+                                                std::string& note) {
+  if (cfg.tc_config.empty() || !txq.qdisc()) return nullptr;
+  try {
+    return std::make_unique<tc::LiveStats>(cfg.tc_config, cfg.tc_dev, txq, tc_tree);
+  } catch (const ConfigError& e) {
+    note = e.what();
+    return nullptr;
+  }
+}
+
 Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, Sink* sink) {
   if (strategy == kKernelStrategy) return run_kernel_once(cfg, threads, sink);
   // Enough buffers for every place a packet can wait: 3 bands, the ring, the senders' caches.
@@ -309,25 +337,10 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
   Pool pool(pool_cfg);
   auto device = make_device(cfg.device);  // after the pool: destroyed first, it returns its ring
 
-  TxQueueConfig qcfg;
-  qcfg.strategy = strategy;
-  qcfg.lock = cfg.lock;
-  qcfg.qdisc = cfg.qdisc;
-  qcfg.txqueuelen = cfg.txqueuelen;
   auto tc_tree = std::make_shared<tc::Tree>();
-  if (!cfg.tc_config.empty())
-    qcfg.root_qdisc = tc::Config::load(cfg.tc_config).root_factory(cfg.tc_dev, tc_tree);
-  auto txq = TxQueue::create(*device, qcfg);
-  // tc -s reads this row's counters while it runs (a second process on the same file: no).
-  std::unique_ptr<tc::LiveStats> live;
+  auto txq = TxQueue::create(*device, queue_config(cfg, strategy, tc_tree));
   std::string live_note;
-  if (!cfg.tc_config.empty() && txq->qdisc()) {
-    try {
-      live = std::make_unique<tc::LiveStats>(cfg.tc_config, cfg.tc_dev, *txq, tc_tree);
-    } catch (const ConfigError& e) {
-      live_note = e.what();  // in use by another process, a directory not private: said, not fatal
-    }
-  }
+  std::unique_ptr<tc::LiveStats> live = serve_live_stats(cfg, *txq, tc_tree, live_note);
 
   FrameSpec spec;
   spec.payload = cfg.payload;
