@@ -26,13 +26,14 @@
 #include <vector>
 
 #include "device/netif.hpp"
+#include "device/polled_device.hpp"
 #include "device/real_devices.hpp"
 #include "txpath/device.hpp"
 #include "txpath/packet.hpp"
 
 namespace txpath {
 
-class AfXdpDevice final : public Device {
+class AfXdpDevice final : public PolledDevice {
  public:
   // Throws DeviceError (one line) when the interface is missing, the kernel refuses AF_XDP, or
   // txpath was built without libxdp.
@@ -43,8 +44,6 @@ class AfXdpDevice final : public Device {
   std::string describe() const override;
   XmitResult xmit(Packet* p, bool more) noexcept override;
   void poll() noexcept override;
-  uint64_t next_poll_ns() const noexcept override;
-  uint64_t in_flight() const noexcept override;
   void address_frames(FrameSpec& spec) const override;
 
   bool zero_copy() const noexcept { return zero_copy_; }
@@ -72,10 +71,6 @@ class AfXdpDevice final : public Device {
   bool kick_needed_ = false;
   bool drv_stopped_ = false;
   uint64_t last_activity_ns_ = 0;
-
-  // Lock-free hints, written under tx_lock, read relaxed (a stale value only delays a poll).
-  std::atomic<uint64_t> next_poll_{0};
-  std::atomic<uint64_t> in_flight_{0};
 };
 
 }  // namespace txpath

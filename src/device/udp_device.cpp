@@ -27,7 +27,7 @@ bool transient(int err) noexcept {
 
 }  // namespace
 
-UdpDevice::UdpDevice(const UdpConfig& config) : Device(1500), cfg_(config), spec_(describe()) {
+UdpDevice::UdpDevice(const UdpConfig& config) : PolledDevice(1500), cfg_(config), spec_(describe()) {
   if (cfg_.batch < 1 || cfg_.batch > 1024)
     netif::fail(spec_, "batch=" + std::to_string(cfg_.batch) + " is out of range [1, 1024]");
   addrinfo hints{};
@@ -181,17 +181,7 @@ void UdpDevice::poll() noexcept {
 }
 
 void UdpDevice::publish_hints() noexcept {
-  // relaxed (both): hints; see the member comment.
-  in_flight_.store(count_ - first_, std::memory_order_relaxed);
-  next_poll_.store(retry_ || drv_stopped_ ? last_try_ns_ + kRetryNs : 0, std::memory_order_relaxed);
-}
-
-uint64_t UdpDevice::next_poll_ns() const noexcept {
-  return next_poll_.load(std::memory_order_relaxed);  // relaxed: a hint
-}
-
-uint64_t UdpDevice::in_flight() const noexcept {
-  return in_flight_.load(std::memory_order_relaxed);  // relaxed: a hint
+  store_hints(count_ - first_, retry_ || drv_stopped_ ? last_try_ns_ + kRetryNs : 0);
 }
 
 std::unique_ptr<Device> make_udp_device(const UdpConfig& config) {

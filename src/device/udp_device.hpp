@@ -23,12 +23,13 @@
 #include <vector>
 
 #include "device/netif.hpp"
+#include "device/polled_device.hpp"
 #include "device/real_devices.hpp"
 #include "txpath/device.hpp"
 
 namespace txpath {
 
-class UdpDevice final : public Device {
+class UdpDevice final : public PolledDevice {
  public:
   // Throws DeviceError (one line) if HOST does not resolve or the socket cannot be connected.
   explicit UdpDevice(const UdpConfig& config);
@@ -38,8 +39,6 @@ class UdpDevice final : public Device {
   std::string describe() const override;
   XmitResult xmit(Packet* p, bool more) noexcept override;
   void poll() noexcept override;
-  uint64_t next_poll_ns() const noexcept override;
-  uint64_t in_flight() const noexcept override;
   void address_frames(FrameSpec& spec) const override;
 
   const UdpConfig& config() const noexcept { return cfg_; }
@@ -67,10 +66,6 @@ class UdpDevice final : public Device {
   bool retry_ = false;        // the kernel refused the last flush
   bool drv_stopped_ = false;
   uint64_t last_try_ns_ = 0;
-
-  // Lock-free hints, written under tx_lock, read relaxed (a stale value only delays a poll).
-  std::atomic<uint64_t> next_poll_{0};
-  std::atomic<uint64_t> in_flight_{0};
 };
 
 }  // namespace txpath
