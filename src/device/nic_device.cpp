@@ -167,9 +167,10 @@ void NicDevice::driver_stop() noexcept {
 }
 
 void NicDevice::publish_hints() noexcept {
-  store_hints(tail_ - head_, head_ != visible_
-                                 ? std::max(ring_[head_ & mask_].done_ns, last_clean_ns_ + cfg_.irq_ns)
-                                 : 0);
+  // The next completion interrupt: see the header comment.
+  const uint64_t next =
+      head_ != visible_ ? std::max(ring_[head_ & mask_].done_ns, last_clean_ns_ + cfg_.irq_ns) : 0;
+  store_hints(tail_ - head_, next);
 }
 
 }  // namespace txpath

@@ -27,7 +27,8 @@ bool transient(int err) noexcept {
 
 }  // namespace
 
-UdpDevice::UdpDevice(const UdpConfig& config) : PolledDevice(1500), cfg_(config), spec_(describe()) {
+UdpDevice::UdpDevice(const UdpConfig& config)
+    : PolledDevice(1500), cfg_(config), spec_(describe()) {
   if (cfg_.batch < 1 || cfg_.batch > 1024)
     netif::fail(spec_, "batch=" + std::to_string(cfg_.batch) + " is out of range [1, 1024]");
   addrinfo hints{};
