@@ -37,6 +37,14 @@ void store_status(tpacket2_hdr* h, uint32_t status) noexcept {
   std::atomic_ref<uint32_t>(h->tp_status).store(status, std::memory_order_release);
 }
 
+// The configuration as a --device spec (describe()).
+std::string spec_of(const AfPacketConfig& c) {
+  std::string s = "afpacket:" + c.ifname;
+  if (c.ring != AfPacketConfig{}.ring) s += ",ring=" + std::to_string(c.ring);
+  if (c.bypass != AfPacketConfig{}.bypass) s += c.bypass ? ",bypass=1" : ",bypass=0";
+  return s;
+}
+
 }  // namespace
 
 AfPacketDevice::Mapping::~Mapping() {
@@ -44,7 +52,7 @@ AfPacketDevice::Mapping::~Mapping() {
 }
 
 AfPacketDevice::AfPacketDevice(const AfPacketConfig& config)
-    : PolledDevice(1500), cfg_(config), spec_(describe()) {
+    : ConfiguredDevice(config, spec_of(config)) {
   if (cfg_.ring < kMinRing || cfg_.ring > kMaxRing || !std::has_single_bit(cfg_.ring))
     netif::fail(spec_, "ring=" + std::to_string(cfg_.ring) + " must be a power of two in [" +
                            std::to_string(kMinRing) + ", " + std::to_string(kMaxRing) + "]");
@@ -105,13 +113,6 @@ AfPacketDevice::~AfPacketDevice() {
   // buffers return to their pools; frames still in the kernel's hands complete on their own.
   std::lock_guard lock(tx_lock());
   if (!pending_.empty()) doorbell();
-}
-
-std::string AfPacketDevice::describe() const {
-  std::string s = "afpacket:" + cfg_.ifname;
-  if (cfg_.ring != AfPacketConfig{}.ring) s += ",ring=" + std::to_string(cfg_.ring);
-  if (cfg_.bypass != AfPacketConfig{}.bypass) s += cfg_.bypass ? ",bypass=1" : ",bypass=0";
-  return s;
 }
 
 tpacket2_hdr* AfPacketDevice::frame(uint64_t index) const noexcept {

@@ -28,6 +28,11 @@ constexpr uint32_t kChunks = 2 * kRing;    // UMEM chunks: a ring's worth in fli
 constexpr uint32_t kChunkSize = 2048;      // holds a 1514-byte frame; jumbo MTUs are refused
 constexpr int kKicksPerDoorbell = 64;      // copy mode sends a small batch per kick
 
+// The configuration as a --device spec (describe()).
+std::string spec_of(const AfXdpConfig& c) {
+  return "afxdp:" + c.ifname + (c.queue ? ":" + std::to_string(c.queue) : "");
+}
+
 }  // namespace
 
 #if TXPATH_HAVE_LIBXDP
@@ -49,7 +54,7 @@ struct AfXdpDevice::Xsk {
 };
 
 AfXdpDevice::AfXdpDevice(const AfXdpConfig& config)
-    : PolledDevice(1500), cfg_(config), spec_(describe()), xsk_(std::make_unique<Xsk>()) {
+    : ConfiguredDevice(config, spec_of(config)), xsk_(std::make_unique<Xsk>()) {
   ifc_ = netif::lookup(spec_, cfg_.ifname);
   if (ifc_.arp_type != 1)
     netif::fail(spec_, "interface '" + cfg_.ifname + "' is not an Ethernet device");
@@ -221,7 +226,7 @@ void AfXdpDevice::reap() noexcept {
 struct AfXdpDevice::Xsk {};
 
 AfXdpDevice::AfXdpDevice(const AfXdpConfig& config)
-    : PolledDevice(1500), cfg_(config), spec_(describe()) {
+    : ConfiguredDevice(config, spec_of(config)) {
   netif::fail(spec_, "txpath was built without libxdp (install libxdp-dev and libbpf-dev, rebuild)");
 }
 AfXdpDevice::~AfXdpDevice() = default;
@@ -231,10 +236,6 @@ void AfXdpDevice::kick() noexcept {}
 void AfXdpDevice::reap() noexcept {}
 
 #endif
-
-std::string AfXdpDevice::describe() const {
-  return "afxdp:" + cfg_.ifname + (cfg_.queue ? ":" + std::to_string(cfg_.queue) : "");
-}
 
 void AfXdpDevice::address_frames(FrameSpec& spec) const {
   netif::address_frames(spec, ifc_, cfg_.ifname);

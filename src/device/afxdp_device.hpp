@@ -26,28 +26,25 @@
 #include <vector>
 
 #include "device/netif.hpp"
-#include "device/polled_device.hpp"
+#include "device/configured_device.hpp"
 #include "device/real_devices.hpp"
 #include "txpath/device.hpp"
 #include "txpath/packet.hpp"
 
 namespace txpath {
 
-class AfXdpDevice final : public PolledDevice {
+class AfXdpDevice final : public ConfiguredDevice<AfXdpConfig> {
  public:
   // Throws DeviceError (one line) when the interface is missing, the kernel refuses AF_XDP, or
   // txpath was built without libxdp.
   explicit AfXdpDevice(const AfXdpConfig& config);
   ~AfXdpDevice() override;
 
-  std::string_view kind() const noexcept override { return "afxdp"; }
-  std::string describe() const override;
   XmitResult xmit(Packet* p, bool more) noexcept override;
   void poll() noexcept override;
   void address_frames(FrameSpec& spec) const override;
 
   bool zero_copy() const noexcept { return zero_copy_; }
-  const AfXdpConfig& config() const noexcept { return cfg_; }
 
  private:
   struct Xsk;  // libxdp state (afxdp_device.cpp)
@@ -57,8 +54,6 @@ class AfXdpDevice final : public PolledDevice {
   void kick() noexcept;
   void publish_hints() noexcept;
 
-  const AfXdpConfig cfg_;
-  const std::string spec_;
   netif::Interface ifc_;
   std::unique_ptr<Xsk> xsk_;
   bool zero_copy_ = false;

@@ -25,10 +25,18 @@ bool transient(int err) noexcept {
   return err == EAGAIN || err == ENOBUFS || err == ECONNREFUSED || err == EINTR;
 }
 
+// The configuration as a --device spec (describe()).
+std::string spec_of(const UdpConfig& c) {
+  const bool v6 = c.host.find(':') != std::string::npos;
+  std::string s = "udp:" + (v6 ? "[" + c.host + "]" : c.host) + ":" + std::to_string(c.port);
+  if (c.batch != UdpConfig{}.batch) s += ",batch=" + std::to_string(c.batch);
+  return s;
+}
+
 }  // namespace
 
 UdpDevice::UdpDevice(const UdpConfig& config)
-    : PolledDevice(1500), cfg_(config), spec_(describe()) {
+    : ConfiguredDevice(config, spec_of(config)) {
   if (cfg_.batch < 1 || cfg_.batch > 1024)
     netif::fail(spec_, "batch=" + std::to_string(cfg_.batch) + " is out of range [1, 1024]");
   addrinfo hints{};
@@ -80,13 +88,6 @@ UdpDevice::~UdpDevice() {
   tx_errors_.add(rest.size());
   completed_.add(rest.size());
   free_packets(std::move(rest));
-}
-
-std::string UdpDevice::describe() const {
-  const bool v6 = cfg_.host.find(':') != std::string::npos;
-  std::string s = "udp:" + (v6 ? "[" + cfg_.host + "]" : cfg_.host) + ":" + std::to_string(cfg_.port);
-  if (cfg_.batch != UdpConfig{}.batch) s += ",batch=" + std::to_string(cfg_.batch);
-  return s;
 }
 
 void UdpDevice::address_frames(FrameSpec& spec) const {
