@@ -10,9 +10,11 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "sync/locks.hpp"
+#include "sync/park.hpp"
 #include "txpath/spin.hpp"
 
 namespace txpath {
@@ -315,14 +317,41 @@ TYPED_TEST(LockTest, SpinThenYieldWhenParkingIsOff) {
   nested_busylock_root<TypeParam>(kNestedThreads, 200'000);
 }
 
-// A waiter parks (parking on) when the holder keeps the lock well past the spin phase, and the
-// unlock must wake it: a missing notify hangs here.
+// Counts spin_then_park()'s parks (park.hpp) for its scope.
+class CountParks {
+ public:
+  CountParks() { set_count_parks(true); }
+  ~CountParks() { set_count_parks(false); }
+  CountParks(const CountParks&) = delete;
+  CountParks& operator=(const CountParks&) = delete;
+};
+
+// Whether L's waiters wait in spin_then_park() (MutexLock parks inside pthread instead).
+template <class L>
+constexpr bool kParksInSpinThenPark = !std::is_same_v<L, MutexLock>;
+
+// Waits until parks_counted() exceeds `before`. The deadline only turns a waiter that never
+// parks into a failure instead of a hang; a waiter parks within microseconds of its spin.
+bool a_waiter_parked(uint64_t before) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (parks_counted() <= before) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// A waiter parks (parking on) when the holder keeps the lock past the spin phase, and the
+// unlock must wake it: a missing notify hangs here. The holder unlocks only once a waiter has
+// parked (counted by spin_then_park), so every round wakes a parked waiter.
 TYPED_TEST(LockTest, ParkedWaitersAreWoken) {
   SpinParkPolicy on(true);
+  CountParks counting;
   TypeParam lock;
   std::atomic<unsigned> done{0};
   for (int round = 0; round < 20; ++round) {
     lock.lock();
+    const uint64_t parks_before = parks_counted();
     std::vector<std::thread> waiters;
     for (int i = 0; i < 3; ++i) {
       waiters.emplace_back([&] {
@@ -332,9 +361,15 @@ TYPED_TEST(LockTest, ParkedWaitersAreWoken) {
         done.fetch_add(1, std::memory_order_relaxed);
       });
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // long enough for them to park
+    bool parked = true;
+    if constexpr (kParksInSpinThenPark<TypeParam>) {
+      parked = a_waiter_parked(parks_before);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // long enough for them to park
+    }
     lock.unlock();
     for (auto& w : waiters) w.join();
+    ASSERT_TRUE(parked) << "round " << round << ": no waiter parked";
   }
   EXPECT_EQ(done.load(), 60u);
   EXPECT_TRUE(try_lock_from_other_thread(lock));

@@ -212,6 +212,7 @@ class Config {
   Tree build(const Device& d, QdiscEnv env) const;
   bool qdisc_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                      const ShowOptions& show);
+  struct QdiscEdit;  // qdisc_command's verbs (config.cpp)
   bool class_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                      const ShowOptions& show);
   bool link_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out);

@@ -21,8 +21,6 @@ namespace txpath {
 
 namespace {
 
-constexpr uint64_t kPollIdleNs = 50'000;     // completion "interrupt" while frames are in flight
-constexpr uint64_t kPollStoppedNs = 10'000;  // sooner while the queue is stopped or a kick failed
 constexpr uint32_t kMinRing = 8, kMaxRing = 65536;
 constexpr int kSndBuf = 8 << 20;             // socket send buffer: skbs of in-flight frames
 
@@ -39,6 +37,14 @@ void store_status(tpacket2_hdr* h, uint32_t status) noexcept {
   std::atomic_ref<uint32_t>(h->tp_status).store(status, std::memory_order_release);
 }
 
+// The configuration as a --device spec (describe()).
+std::string spec_of(const AfPacketConfig& c) {
+  std::string s = "afpacket:" + c.ifname;
+  if (c.ring != AfPacketConfig{}.ring) s += ",ring=" + std::to_string(c.ring);
+  if (c.bypass != AfPacketConfig{}.bypass) s += c.bypass ? ",bypass=1" : ",bypass=0";
+  return s;
+}
+
 }  // namespace
 
 AfPacketDevice::Mapping::~Mapping() {
@@ -46,7 +52,7 @@ AfPacketDevice::Mapping::~Mapping() {
 }
 
 AfPacketDevice::AfPacketDevice(const AfPacketConfig& config)
-    : Device(1500), cfg_(config), spec_(describe()) {
+    : ConfiguredDevice(config, spec_of(config)) {
   if (cfg_.ring < kMinRing || cfg_.ring > kMaxRing || !std::has_single_bit(cfg_.ring))
     netif::fail(spec_, "ring=" + std::to_string(cfg_.ring) + " must be a power of two in [" +
                            std::to_string(kMinRing) + ", " + std::to_string(kMaxRing) + "]");
@@ -107,13 +113,6 @@ AfPacketDevice::~AfPacketDevice() {
   // buffers return to their pools; frames still in the kernel's hands complete on their own.
   std::lock_guard lock(tx_lock());
   if (!pending_.empty()) doorbell();
-}
-
-std::string AfPacketDevice::describe() const {
-  std::string s = "afpacket:" + cfg_.ifname;
-  if (cfg_.ring != AfPacketConfig{}.ring) s += ",ring=" + std::to_string(cfg_.ring);
-  if (cfg_.bypass != AfPacketConfig{}.bypass) s += cfg_.bypass ? ",bypass=1" : ",bypass=0";
-  return s;
 }
 
 tpacket2_hdr* AfPacketDevice::frame(uint64_t index) const noexcept {
@@ -233,20 +232,8 @@ void AfPacketDevice::poll() noexcept {
 
 void AfPacketDevice::publish_hints() noexcept {
   const uint64_t outstanding = used();
-  // relaxed (both): hints; see the member comment.
-  in_flight_.store(outstanding, std::memory_order_relaxed);
-  uint64_t next = 0;
-  if (outstanding || kick_needed_)
-    next = last_activity_ns_ + (drv_stopped_ || kick_needed_ ? kPollStoppedNs : kPollIdleNs);
-  next_poll_.store(next, std::memory_order_relaxed);
-}
-
-uint64_t AfPacketDevice::next_poll_ns() const noexcept {
-  return next_poll_.load(std::memory_order_relaxed);  // relaxed: a hint (see publish_hints)
-}
-
-uint64_t AfPacketDevice::in_flight() const noexcept {
-  return in_flight_.load(std::memory_order_relaxed);  // relaxed: a hint (see publish_hints)
+  store_hints(outstanding,
+              kernel_ring_poll_at(outstanding, kick_needed_, drv_stopped_, last_activity_ns_));
 }
 
 std::unique_ptr<Device> make_afpacket_device(const AfPacketConfig& config) {

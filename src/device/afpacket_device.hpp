@@ -36,27 +36,23 @@
 #include <string_view>
 
 #include "device/netif.hpp"
+#include "device/configured_device.hpp"
 #include "device/real_devices.hpp"
 #include "txpath/device.hpp"
 #include "txpath/packet.hpp"
 
 namespace txpath {
 
-class AfPacketDevice final : public Device {
+class AfPacketDevice final : public ConfiguredDevice<AfPacketConfig> {
  public:
   // Throws DeviceError (one line) if the interface is missing or the kernel refuses the socket,
   // the ring or an option; ConfigError for a ring size that is not a power of two in range.
   explicit AfPacketDevice(const AfPacketConfig& config);
   ~AfPacketDevice() override;
 
-  std::string_view kind() const noexcept override { return "afpacket"; }
-  std::string describe() const override;
   XmitResult xmit(Packet* p, bool more) noexcept override;
   void poll() noexcept override;
-  uint64_t next_poll_ns() const noexcept override;
-  uint64_t in_flight() const noexcept override;
   void address_frames(FrameSpec& spec) const override;
-  const AfPacketConfig& config() const noexcept { return cfg_; }
 
   // Kicks the kernel refused with something other than EAGAIN/ENOBUFS (e.g. ENETDOWN).
   uint64_t kick_errors() const noexcept { return kick_errors_.load(std::memory_order_relaxed); }
@@ -75,8 +71,6 @@ class AfPacketDevice final : public Device {
   void kick() noexcept;
   void publish_hints() noexcept;
 
-  const AfPacketConfig cfg_;
-  const std::string spec_;
   netif::Interface ifc_;
   netif::Fd fd_;
   Mapping ring_;
@@ -94,10 +88,6 @@ class AfPacketDevice final : public Device {
   bool drv_stopped_ = false;
   uint64_t last_activity_ns_ = 0;
 
-  // Lock-free hints for next_poll_ns()/in_flight(); written under tx_lock by publish_hints(),
-  // read relaxed by the service thread and drain(): a stale value only delays a poll.
-  std::atomic<uint64_t> next_poll_{0};
-  std::atomic<uint64_t> in_flight_{0};
   std::atomic<uint64_t> kick_errors_{0};  // relaxed: a statistic
 };
 

@@ -27,8 +27,11 @@ constexpr uint32_t kRing = 1024;           // TX and completion descriptors
 constexpr uint32_t kChunks = 2 * kRing;    // UMEM chunks: a ring's worth in flight, a ring free
 constexpr uint32_t kChunkSize = 2048;      // holds a 1514-byte frame; jumbo MTUs are refused
 constexpr int kKicksPerDoorbell = 64;      // copy mode sends a small batch per kick
-constexpr uint64_t kPollIdleNs = 50'000;
-constexpr uint64_t kPollStoppedNs = 10'000;
+
+// The configuration as a --device spec (describe()).
+std::string spec_of(const AfXdpConfig& c) {
+  return "afxdp:" + c.ifname + (c.queue ? ":" + std::to_string(c.queue) : "");
+}
 
 }  // namespace
 
@@ -51,7 +54,7 @@ struct AfXdpDevice::Xsk {
 };
 
 AfXdpDevice::AfXdpDevice(const AfXdpConfig& config)
-    : Device(1500), cfg_(config), spec_(describe()), xsk_(std::make_unique<Xsk>()) {
+    : ConfiguredDevice(config, spec_of(config)), xsk_(std::make_unique<Xsk>()) {
   ifc_ = netif::lookup(spec_, cfg_.ifname);
   if (ifc_.arp_type != 1)
     netif::fail(spec_, "interface '" + cfg_.ifname + "' is not an Ethernet device");
@@ -223,7 +226,7 @@ void AfXdpDevice::reap() noexcept {
 struct AfXdpDevice::Xsk {};
 
 AfXdpDevice::AfXdpDevice(const AfXdpConfig& config)
-    : Device(1500), cfg_(config), spec_(describe()) {
+    : ConfiguredDevice(config, spec_of(config)) {
   netif::fail(spec_, "txpath was built without libxdp (install libxdp-dev and libbpf-dev, rebuild)");
 }
 AfXdpDevice::~AfXdpDevice() = default;
@@ -233,10 +236,6 @@ void AfXdpDevice::kick() noexcept {}
 void AfXdpDevice::reap() noexcept {}
 
 #endif
-
-std::string AfXdpDevice::describe() const {
-  return "afxdp:" + cfg_.ifname + (cfg_.queue ? ":" + std::to_string(cfg_.queue) : "");
-}
 
 void AfXdpDevice::address_frames(FrameSpec& spec) const {
   netif::address_frames(spec, ifc_, cfg_.ifname);
@@ -251,20 +250,8 @@ void AfXdpDevice::poll() noexcept {
 }
 
 void AfXdpDevice::publish_hints() noexcept {
-  // relaxed (both): hints; see the member comment.
-  in_flight_.store(outstanding_, std::memory_order_relaxed);
-  uint64_t next = 0;
-  if (outstanding_ || kick_needed_)
-    next = last_activity_ns_ + (drv_stopped_ || kick_needed_ ? kPollStoppedNs : kPollIdleNs);
-  next_poll_.store(next, std::memory_order_relaxed);
-}
-
-uint64_t AfXdpDevice::next_poll_ns() const noexcept {
-  return next_poll_.load(std::memory_order_relaxed);  // relaxed: a hint
-}
-
-uint64_t AfXdpDevice::in_flight() const noexcept {
-  return in_flight_.load(std::memory_order_relaxed);  // relaxed: a hint
+  store_hints(outstanding_,
+              kernel_ring_poll_at(outstanding_, kick_needed_, drv_stopped_, last_activity_ns_));
 }
 
 std::unique_ptr<Device> make_afxdp_device(const AfXdpConfig& config) {

@@ -26,29 +26,25 @@
 #include <vector>
 
 #include "device/netif.hpp"
+#include "device/configured_device.hpp"
 #include "device/real_devices.hpp"
 #include "txpath/device.hpp"
 #include "txpath/packet.hpp"
 
 namespace txpath {
 
-class AfXdpDevice final : public Device {
+class AfXdpDevice final : public ConfiguredDevice<AfXdpConfig> {
  public:
   // Throws DeviceError (one line) when the interface is missing, the kernel refuses AF_XDP, or
   // txpath was built without libxdp.
   explicit AfXdpDevice(const AfXdpConfig& config);
   ~AfXdpDevice() override;
 
-  std::string_view kind() const noexcept override { return "afxdp"; }
-  std::string describe() const override;
   XmitResult xmit(Packet* p, bool more) noexcept override;
   void poll() noexcept override;
-  uint64_t next_poll_ns() const noexcept override;
-  uint64_t in_flight() const noexcept override;
   void address_frames(FrameSpec& spec) const override;
 
   bool zero_copy() const noexcept { return zero_copy_; }
-  const AfXdpConfig& config() const noexcept { return cfg_; }
 
  private:
   struct Xsk;  // libxdp state (afxdp_device.cpp)
@@ -58,8 +54,6 @@ class AfXdpDevice final : public Device {
   void kick() noexcept;
   void publish_hints() noexcept;
 
-  const AfXdpConfig cfg_;
-  const std::string spec_;
   netif::Interface ifc_;
   std::unique_ptr<Xsk> xsk_;
   bool zero_copy_ = false;
@@ -72,10 +66,6 @@ class AfXdpDevice final : public Device {
   bool kick_needed_ = false;
   bool drv_stopped_ = false;
   uint64_t last_activity_ns_ = 0;
-
-  // Lock-free hints, written under tx_lock, read relaxed (a stale value only delays a poll).
-  std::atomic<uint64_t> next_poll_{0};
-  std::atomic<uint64_t> in_flight_{0};
 };
 
 }  // namespace txpath

@@ -20,16 +20,14 @@
 namespace txpath {
 
 DeviceStats Device::stats() const noexcept {
-  DeviceStats s;
-  s.tx_packets = tx_packets_.get();
-  s.tx_bytes = tx_bytes_.get();
-  s.doorbells = doorbells_.get();
-  s.busy = busy_.get();
-  s.completed = completed_.get();
-  s.tx_errors = tx_errors_.get();
-  s.stops = stops_.get();
-  s.wakes = wakes_.get();
-  return s;
+  return DeviceStats{.tx_packets = tx_packets_.get(),
+                     .tx_bytes = tx_bytes_.get(),
+                     .doorbells = doorbells_.get(),
+                     .busy = busy_.get(),
+                     .completed = completed_.get(),
+                     .stops = stops_.get(),
+                     .wakes = wakes_.get(),
+                     .tx_errors = tx_errors_.get()};
 }
 
 void Device::attach_queue(std::function<void()> wake_handler) {

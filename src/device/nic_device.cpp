@@ -48,7 +48,7 @@ std::string fmt_double(double v) {
 }  // namespace
 
 NicDevice::NicDevice(const NicConfig& config)
-    : Device(config.mtu),
+    : PolledDevice(config.mtu),
       cfg_(validated(config)),
       mask_(cfg_.ring - 1),
       wake_free_(std::max<uint64_t>(1, cfg_.ring / 4)),
@@ -167,22 +167,10 @@ void NicDevice::driver_stop() noexcept {
 }
 
 void NicDevice::publish_hints() noexcept {
-  // relaxed (both): hints for lock-free readers of next_poll_ns()/in_flight(); they pair with
-  // nothing — a reader that needs exact values takes tx_lock or waits for a quiescent point.
-  next_poll_.store(
-      head_ != visible_ ? std::max(ring_[head_ & mask_].done_ns, last_clean_ns_ + cfg_.irq_ns) : 0,
-      std::memory_order_relaxed);
-  in_flight_.store(tail_ - head_, std::memory_order_relaxed);
-}
-
-uint64_t NicDevice::next_poll_ns() const noexcept {
-  // relaxed: a hint written under tx_lock by publish_hints(); see there.
-  return next_poll_.load(std::memory_order_relaxed);
-}
-
-uint64_t NicDevice::in_flight() const noexcept {
-  // relaxed: a hint written under tx_lock by publish_hints(); see there.
-  return in_flight_.load(std::memory_order_relaxed);
+  // The next completion interrupt: see the header comment.
+  const uint64_t next =
+      head_ != visible_ ? std::max(ring_[head_ & mask_].done_ns, last_clean_ns_ + cfg_.irq_ns) : 0;
+  store_hints(tail_ - head_, next);
 }
 
 }  // namespace txpath

@@ -49,6 +49,7 @@
 #include <string_view>
 #include <vector>
 
+#include "device/polled_device.hpp"
 #include "txpath/device.hpp"
 #include "txpath/dql.hpp"
 #include "txpath/packet.hpp"
@@ -67,7 +68,7 @@ struct NicConfig {
   uint32_t mtu = 1500;
 };
 
-class NicDevice final : public Device {
+class NicDevice final : public PolledDevice {
  public:
   // Throws ConfigError (one line) for an out-of-range field.
   explicit NicDevice(const NicConfig& config = {});
@@ -78,8 +79,6 @@ class NicDevice final : public Device {
   std::string describe() const override;
   XmitResult xmit(Packet* p, bool more) noexcept override;
   void poll() noexcept override;
-  uint64_t next_poll_ns() const noexcept override;
-  uint64_t in_flight() const noexcept override;
 
   const NicConfig& config() const noexcept { return cfg_; }
   // Nanoseconds a frame of `len` bytes occupies the wire (for tests and docs).
@@ -115,10 +114,6 @@ class NicDevice final : public Device {
   uint64_t wire_free_ps_ = 0;     // wire busy until then (ps after epoch_ns_)
   bool drv_stopped_ = false;      // we set DRV_XOFF (stop_queue) and have not woken it yet
   uint64_t last_clean_ns_ = 0;    // when reap() last ran
-
-  // Lock-free hints for next_poll_ns()/in_flight(); written under tx_lock by publish_hints().
-  std::atomic<uint64_t> next_poll_{0};
-  std::atomic<uint64_t> in_flight_{0};
 };
 
 }  // namespace txpath

@@ -15,12 +15,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "txpath/device.hpp"
 
 namespace txpath {
 
 struct AfPacketConfig {
+  static constexpr std::string_view kKind = "afpacket";
   std::string ifname;
   uint32_t ring = 1024;   // TX ring frames, a power of two in [8, 65536]
   bool bypass = true;     // PACKET_QDISC_BYPASS: straight to the driver, past the kernel's qdisc
@@ -28,6 +30,7 @@ struct AfPacketConfig {
 std::unique_ptr<Device> make_afpacket_device(const AfPacketConfig& config);
 
 struct UdpConfig {
+  static constexpr std::string_view kKind = "udp";
   std::string host;       // IPv4 dotted quad or IPv6 literal (brackets stripped)
   uint16_t port = 0;
   uint32_t batch = 64;    // messages per sendmmsg at most, in [1, 1024]
@@ -45,6 +48,7 @@ struct PcapConfig {
 std::unique_ptr<Device> make_pcap_device(const PcapConfig& config);
 
 struct AfXdpConfig {
+  static constexpr std::string_view kKind = "afxdp";
   std::string ifname;
   uint32_t queue = 0;
 };

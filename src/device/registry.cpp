@@ -38,8 +38,6 @@ namespace txpath {
 
 namespace {
 
-constexpr std::string_view kKnownKinds = "null, nic, fault, pcap, tun, afpacket, udp, afxdp";
-
 // User text inside an error message: escaped and cut (txpath/text.hpp), so that the message
 // stays one short line whatever the user typed.
 std::string printable(std::string_view s) { return escape_user_text(s); }
@@ -135,6 +133,146 @@ class SpecParser {
 
 constexpr uint64_t kMinMtu = 68, kMaxMtu = 9000;
 
+// One kind's part of the spec: `opts` is the text after the first ':' (empty when there is
+// none; `has_opts` tells "null:" from "null").
+struct KindSpec {
+  const SpecParser& parser;
+  std::string_view kind;
+  std::string_view opts;
+  bool has_opts;
+};
+
+std::unique_ptr<Device> make_pcap(const KindSpec& s) {
+  // Everything after the first ':' is the path (it may hold ',', '=' or ':').
+  if (s.opts.empty()) s.parser.fail("missing file name (pcap:FILE)");
+  return make_pcap_device(PcapConfig{.path = std::string(s.opts)});  // DeviceError as is
+}
+
+std::unique_ptr<Device> make_tun(const KindSpec& s) {
+  if (s.opts.empty()) s.parser.fail("missing interface name (tun:IFNAME)");
+  if (s.opts.size() > 15) s.parser.fail("interface name longer than 15 characters");
+  for (const char c : s.opts) {
+    if (c == '/' || c == ' ' || (c >= '\t' && c <= '\r')) {
+      s.parser.fail("invalid character in interface name");
+    }
+  }
+  return make_tun_device(TunConfig{.ifname = std::string(s.opts)});  // DeviceError as is
+}
+
+std::unique_ptr<Device> make_afpacket(const KindSpec& s) {
+  // afpacket:IFNAME[,KEY=VALUE...]
+  const std::size_t comma = s.opts.find(',');
+  AfPacketConfig c;
+  c.ifname = std::string(s.opts.substr(0, comma));
+  if (c.ifname.empty()) s.parser.fail("missing interface name (afpacket:IFNAME)");
+  if (comma != std::string_view::npos) {
+    for (const auto& o : s.parser.options(s.opts.substr(comma + 1), s.kind, {"ring", "bypass"})) {
+      if (o.key == "ring") c.ring = static_cast<uint32_t>(s.parser.u64(o, 8, 65536));
+      else if (o.key == "bypass") c.bypass = s.parser.u64(o, 0, 1) != 0;
+    }
+  }
+  return make_afpacket_device(c);  // DeviceError as is
+}
+
+std::unique_ptr<Device> make_afxdp(const KindSpec& s) {
+  const std::size_t sep = s.opts.find(':');
+  AfXdpConfig c;
+  c.ifname = std::string(s.opts.substr(0, sep));
+  if (c.ifname.empty()) s.parser.fail("missing interface name (afxdp:IFNAME[:QUEUE])");
+  if (sep != std::string_view::npos)
+    c.queue = static_cast<uint32_t>(s.parser.u64({"queue", s.opts.substr(sep + 1)}, 0, 4095));
+  return make_afxdp_device(c);  // DeviceError as is
+}
+
+std::unique_ptr<Device> make_udp(const KindSpec& s) {
+  // udp:HOST:PORT[,KEY=VALUE...], HOST an IPv4 address, a name, or [IPv6]
+  const std::size_t comma = s.opts.find(',');
+  const std::string_view addr = s.opts.substr(0, comma);
+  UdpConfig c;
+  std::string_view host, port;
+  if (addr.starts_with('[')) {
+    const std::size_t close = addr.find(']');
+    if (close == std::string_view::npos || close + 1 >= addr.size() || addr[close + 1] != ':')
+      s.parser.fail("expected udp:[IPV6]:PORT");
+    host = addr.substr(1, close - 1);
+    port = addr.substr(close + 2);
+  } else {
+    const std::size_t sep = addr.rfind(':');
+    if (sep == std::string_view::npos) s.parser.fail("expected udp:HOST:PORT");
+    host = addr.substr(0, sep);
+    port = addr.substr(sep + 1);
+  }
+  if (host.empty()) s.parser.fail("missing host (udp:HOST:PORT)");
+  c.host = std::string(host);
+  c.port = static_cast<uint16_t>(s.parser.u64({"port", port}, 1, 65535));
+  if (comma != std::string_view::npos) {
+    for (const auto& o : s.parser.options(s.opts.substr(comma + 1), s.kind, {"batch"}))
+      c.batch = static_cast<uint32_t>(s.parser.u64(o, 1, 1024));
+  }
+  return make_udp_device(c);  // DeviceError as is
+}
+
+std::unique_ptr<Device> make_null(const KindSpec& s) {
+  uint32_t mtu = 1500;
+  if (s.has_opts) {
+    for (const auto& o : s.parser.options(s.opts, s.kind, {"mtu"})) {
+      mtu = static_cast<uint32_t>(s.parser.u64(o, kMinMtu, kMaxMtu));
+    }
+  }
+  return std::make_unique<NullDevice>(mtu);
+}
+
+std::unique_ptr<Device> make_nic(const KindSpec& s) {
+  NicConfig c;
+  if (s.has_opts) {
+    const SpecParser& p = s.parser;
+    for (const auto& o : p.options(s.opts, s.kind, {"pkt", "doorbell", "ring", "rate", "clean",
+                                                    "bql", "irq", "mtu"})) {
+      if (o.key == "pkt") c.pkt_ns = p.u64(o, 0, 1'000'000'000);
+      else if (o.key == "doorbell") c.doorbell_ns = p.u64(o, 0, 1'000'000'000);
+      else if (o.key == "ring") c.ring = static_cast<uint32_t>(p.u64(o, 2, 1u << 20));
+      else if (o.key == "rate") c.rate_gbit = p.real(o, 1e-5, 1e4);
+      else if (o.key == "irq") c.irq_ns = p.u64(o, 0, 1'000'000'000);
+      else if (o.key == "clean") c.clean_batch = static_cast<uint32_t>(p.u64(o, 1, 1u << 20));
+      else if (o.key == "bql") c.bql = p.u64(o, 0, 1) != 0;
+      else if (o.key == "mtu") c.mtu = static_cast<uint32_t>(p.u64(o, kMinMtu, kMaxMtu));
+    }
+  }
+  return std::make_unique<NicDevice>(c);  // checks ring power of two, clean <= ring
+}
+
+std::unique_ptr<Device> make_fault(const KindSpec& s) {
+  FaultConfig c;
+  if (s.has_opts) {
+    const SpecParser& p = s.parser;
+    for (const auto& o : p.options(s.opts, s.kind, {"busy", "stop", "stop_ns", "seed", "mtu"})) {
+      if (o.key == "busy") c.busy_prob = p.real(o, 0.0, 1.0);
+      else if (o.key == "stop") c.stop_prob = p.real(o, 0.0, 1.0);
+      else if (o.key == "stop_ns") c.max_stop_ns = p.u64(o, 0, 60'000'000'000ull);
+      else if (o.key == "seed") c.seed = p.u64(o, 0, UINT64_MAX);
+      else if (o.key == "mtu") c.mtu = static_cast<uint32_t>(p.u64(o, kMinMtu, kMaxMtu));
+    }
+  }
+  return std::make_unique<FaultDevice>(std::move(c));
+}
+
+// Every device kind make_device() knows, in the order error messages list them.
+struct DeviceKind {
+  std::string_view name;
+  std::unique_ptr<Device> (*make)(const KindSpec&);
+};
+constexpr DeviceKind kDeviceKinds[] = {
+    {"null", make_null}, {"nic", make_nic},           {"fault", make_fault}, {"pcap", make_pcap},
+    {"tun", make_tun},   {"afpacket", make_afpacket}, {"udp", make_udp},     {"afxdp", make_afxdp},
+};
+
+// "null, nic, fault, ...": the kinds for an error message.
+std::string known_kinds() {
+  std::string list;
+  for (const DeviceKind& k : kDeviceKinds) list += (list.empty() ? "" : ", ") + std::string(k.name);
+  return list;
+}
+
 }  // namespace
 
 std::unique_ptr<Device> make_device(std::string_view spec) {
@@ -144,124 +282,20 @@ std::unique_ptr<Device> make_device(std::string_view spec) {
   const bool has_opts = colon != std::string_view::npos;
   const std::string_view opts = has_opts ? spec.substr(colon + 1) : std::string_view{};
 
-  if (kind.empty()) parser.fail("missing device kind (known: " + std::string(kKnownKinds) + ")");
+  if (kind.empty()) parser.fail("missing device kind (known: " + known_kinds() + ")");
 
-  try {
-    if (kind == "pcap") {
-      // Everything after the first ':' is the path (it may hold ',', '=' or ':').
-      if (opts.empty()) parser.fail("missing file name (pcap:FILE)");
-      return make_pcap_device(PcapConfig{.path = std::string(opts)});  // DeviceError as is
+  for (const DeviceKind& k : kDeviceKinds) {
+    if (k.name != kind) continue;
+    try {
+      return k.make(KindSpec{parser, kind, opts, has_opts});
+    } catch (const ConfigError& e) {
+      const std::string_view what = e.what();
+      if (what.starts_with("device '")) throw;  // already ours
+      // A constructor's own check ("nic: ring=3 must be ..."): name the spec as well.
+      parser.fail(std::string(what));
     }
-    if (kind == "tun") {
-      if (opts.empty()) parser.fail("missing interface name (tun:IFNAME)");
-      if (opts.size() > 15) parser.fail("interface name longer than 15 characters");
-      for (const char c : opts) {
-        if (c == '/' || c == ' ' || (c >= '\t' && c <= '\r')) {
-          parser.fail("invalid character in interface name");
-        }
-      }
-      return make_tun_device(TunConfig{.ifname = std::string(opts)});  // DeviceError as is
-    }
-    if (kind == "afpacket") {
-      // afpacket:IFNAME[,KEY=VALUE...]
-      const std::size_t comma = opts.find(',');
-      AfPacketConfig c;
-      c.ifname = std::string(opts.substr(0, comma));
-      if (c.ifname.empty()) parser.fail("missing interface name (afpacket:IFNAME)");
-      if (comma != std::string_view::npos) {
-        for (const auto& o : parser.options(opts.substr(comma + 1), kind, {"ring", "bypass"})) {
-          if (o.key == "ring") c.ring = static_cast<uint32_t>(parser.u64(o, 8, 65536));
-          else if (o.key == "bypass") c.bypass = parser.u64(o, 0, 1) != 0;
-        }
-      }
-      return make_afpacket_device(c);  // DeviceError as is
-    }
-    if (kind == "afxdp") {
-      const std::size_t sep = opts.find(':');
-      AfXdpConfig c;
-      c.ifname = std::string(opts.substr(0, sep));
-      if (c.ifname.empty()) parser.fail("missing interface name (afxdp:IFNAME[:QUEUE])");
-      if (sep != std::string_view::npos)
-        c.queue = static_cast<uint32_t>(parser.u64({"queue", opts.substr(sep + 1)}, 0, 4095));
-      return make_afxdp_device(c);  // DeviceError as is
-    }
-    if (kind == "udp") {
-      // udp:HOST:PORT[,KEY=VALUE...], HOST an IPv4 address, a name, or [IPv6]
-      const std::size_t comma = opts.find(',');
-      const std::string_view addr = opts.substr(0, comma);
-      UdpConfig c;
-      std::string_view host, port;
-      if (addr.starts_with('[')) {
-        const std::size_t close = addr.find(']');
-        if (close == std::string_view::npos || close + 1 >= addr.size() || addr[close + 1] != ':')
-          parser.fail("expected udp:[IPV6]:PORT");
-        host = addr.substr(1, close - 1);
-        port = addr.substr(close + 2);
-      } else {
-        const std::size_t sep = addr.rfind(':');
-        if (sep == std::string_view::npos) parser.fail("expected udp:HOST:PORT");
-        host = addr.substr(0, sep);
-        port = addr.substr(sep + 1);
-      }
-      if (host.empty()) parser.fail("missing host (udp:HOST:PORT)");
-      c.host = std::string(host);
-      c.port = static_cast<uint16_t>(parser.u64({"port", port}, 1, 65535));
-      if (comma != std::string_view::npos) {
-        for (const auto& o : parser.options(opts.substr(comma + 1), kind, {"batch"}))
-          c.batch = static_cast<uint32_t>(parser.u64(o, 1, 1024));
-      }
-      return make_udp_device(c);  // DeviceError as is
-    }
-    if (kind == "null") {
-      uint32_t mtu = 1500;
-      if (has_opts) {
-        for (const auto& o : parser.options(opts, kind, {"mtu"})) {
-          mtu = static_cast<uint32_t>(parser.u64(o, kMinMtu, kMaxMtu));
-        }
-      }
-      return std::make_unique<NullDevice>(mtu);
-    }
-    if (kind == "nic") {
-      NicConfig c;
-      if (has_opts) {
-        for (const auto& o : parser.options(
-                 opts, kind, {"pkt", "doorbell", "ring", "rate", "clean", "bql", "irq", "mtu"})) {
-          if (o.key == "pkt") c.pkt_ns = parser.u64(o, 0, 1'000'000'000);
-          else if (o.key == "doorbell") c.doorbell_ns = parser.u64(o, 0, 1'000'000'000);
-          else if (o.key == "ring") c.ring = static_cast<uint32_t>(parser.u64(o, 2, 1u << 20));
-          else if (o.key == "rate") c.rate_gbit = parser.real(o, 1e-5, 1e4);
-          else if (o.key == "irq")
-            c.irq_ns = parser.u64(o, 0, 1'000'000'000);
-          else if (o.key == "clean")
-            c.clean_batch = static_cast<uint32_t>(parser.u64(o, 1, 1u << 20));
-          else if (o.key == "bql") c.bql = parser.u64(o, 0, 1) != 0;
-          else if (o.key == "mtu") c.mtu = static_cast<uint32_t>(parser.u64(o, kMinMtu, kMaxMtu));
-        }
-      }
-      return std::make_unique<NicDevice>(c);  // checks ring power of two, clean <= ring
-    }
-    if (kind == "fault") {
-      FaultConfig c;
-      if (has_opts) {
-        for (const auto& o :
-             parser.options(opts, kind, {"busy", "stop", "stop_ns", "seed", "mtu"})) {
-          if (o.key == "busy") c.busy_prob = parser.real(o, 0.0, 1.0);
-          else if (o.key == "stop") c.stop_prob = parser.real(o, 0.0, 1.0);
-          else if (o.key == "stop_ns") c.max_stop_ns = parser.u64(o, 0, 60'000'000'000ull);
-          else if (o.key == "seed") c.seed = parser.u64(o, 0, UINT64_MAX);
-          else if (o.key == "mtu") c.mtu = static_cast<uint32_t>(parser.u64(o, kMinMtu, kMaxMtu));
-        }
-      }
-      return std::make_unique<FaultDevice>(std::move(c));
-    }
-  } catch (const ConfigError& e) {
-    const std::string_view what = e.what();
-    if (what.starts_with("device '")) throw;  // already ours
-    // A constructor's own check ("nic: ring=3 must be ..."): name the spec as well.
-    parser.fail(std::string(what));
   }
-  parser.fail("unknown device kind '" + printable(kind) +
-              "' (known: " + std::string(kKnownKinds) + ")");
+  parser.fail("unknown device kind '" + printable(kind) + "' (known: " + known_kinds() + ")");
 }
 
 }  // namespace txpath

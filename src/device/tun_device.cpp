@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "core/clock.hpp"
+#include "device/netif.hpp"
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"
 
@@ -30,22 +31,6 @@ std::string printable(std::string_view s) {
   }
   return out;
 }
-
-// Closes a descriptor unless released; for the constructor's error paths.
-class FdGuard {
- public:
-  explicit FdGuard(int fd) : fd_(fd) {}
-  ~FdGuard() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FdGuard(const FdGuard&) = delete;
-  FdGuard& operator=(const FdGuard&) = delete;
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 // A short hint after the errno text for the causes a user can fix.
 std::string hint(int err, std::string_view what) {
@@ -93,7 +78,7 @@ TunDevice::TunDevice(const TunConfig& config, WriteFn write)
     : TunDevice(open_tun(config), std::move(write)) {}
 
 TunDevice::TunDevice(Opened&& o, WriteFn write)
-    : Device(o.mtu),
+    : PolledDevice(o.mtu),
       ifname_(std::move(o.ifname)),
       fd_(o.fd),
       write_(write ? std::move(write) : WriteFn([](int fd, const void* buf, std::size_t len) {
@@ -105,7 +90,7 @@ TunDevice::Opened TunDevice::open_tun(const TunConfig& config) {
   if (std::string problem = name_problem(config.ifname); !problem.empty()) {
     throw DeviceError(spec + problem);
   }
-  FdGuard fd(::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  netif::Fd fd(::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) throw DeviceError(spec + "cannot open /dev/net/tun: " + hint(errno, "open"));
 
   ifreq ifr{};
@@ -118,7 +103,7 @@ TunDevice::Opened TunDevice::open_tun(const TunConfig& config) {
   o.ifname.assign(ifr.ifr_name, strnlen(ifr.ifr_name, IFNAMSIZ));  // the kernel's name for it
 
   // Up, and its MTU: netdevice(7) ioctls on any AF_INET socket.
-  FdGuard ctl(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  netif::Fd ctl(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (ctl.get() < 0) throw DeviceError(spec + "socket(AF_INET): " + std::strerror(errno));
   ifreq q{};
   std::memcpy(q.ifr_name, ifr.ifr_name, IFNAMSIZ);
@@ -229,22 +214,7 @@ void TunDevice::poll() noexcept {
   flush(now);
 }
 
-void TunDevice::publish_hints() noexcept {
-  // relaxed (both): hints for lock-free readers of next_poll_ns()/in_flight(); they pair with
-  // nothing — a reader that needs exact values takes tx_lock or waits for a quiescent point.
-  next_poll_.store(blocked_ ? retry_at_ : 0, std::memory_order_relaxed);
-  in_flight_.store(pending_.size(), std::memory_order_relaxed);
-}
-
-uint64_t TunDevice::next_poll_ns() const noexcept {
-  // relaxed: a hint written under tx_lock by publish_hints(); see there.
-  return next_poll_.load(std::memory_order_relaxed);
-}
-
-uint64_t TunDevice::in_flight() const noexcept {
-  // relaxed: a hint written under tx_lock by publish_hints(); see there.
-  return in_flight_.load(std::memory_order_relaxed);
-}
+void TunDevice::publish_hints() noexcept { store_hints(pending_.size(), blocked_ ? retry_at_ : 0); }
 
 std::unique_ptr<Device> make_tun_device(const TunConfig& config) {
   return std::make_unique<TunDevice>(config);

@@ -43,13 +43,14 @@
 #include <string>
 #include <string_view>
 
+#include "device/polled_device.hpp"
 #include "device/real_devices.hpp"
 #include "txpath/device.hpp"
 #include "txpath/packet.hpp"
 
 namespace txpath {
 
-class TunDevice final : public Device {
+class TunDevice final : public PolledDevice {
  public:
   static constexpr std::size_t kMaxPending = 64;     // packets held for one doorbell at most
   static constexpr uint64_t kRetryNs = 50'000;       // EAGAIN: poll() retries this much later
@@ -66,8 +67,6 @@ class TunDevice final : public Device {
   std::string describe() const override { return "tun:" + ifname_; }
   XmitResult xmit(Packet* p, bool more) noexcept override;
   void poll() noexcept override;
-  uint64_t next_poll_ns() const noexcept override;
-  uint64_t in_flight() const noexcept override;
 
   const std::string& ifname() const noexcept { return ifname_; }
   // errno of the last failed write other than EAGAIN (0 if none). Under tx_lock or quiescent.
@@ -89,10 +88,6 @@ class TunDevice final : public Device {
   bool blocked_ = false;      // EAGAIN: we stopped the queue and retry from poll()
   uint64_t retry_at_ = 0;     // steady-clock ns of the next retry when blocked_
   int last_errno_ = 0;
-
-  // Lock-free hints for next_poll_ns()/in_flight(); written under tx_lock by publish_hints().
-  std::atomic<uint64_t> next_poll_{0};
-  std::atomic<uint64_t> in_flight_{0};
 };
 
 }  // namespace txpath

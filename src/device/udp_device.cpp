@@ -25,9 +25,18 @@ bool transient(int err) noexcept {
   return err == EAGAIN || err == ENOBUFS || err == ECONNREFUSED || err == EINTR;
 }
 
+// The configuration as a --device spec (describe()).
+std::string spec_of(const UdpConfig& c) {
+  const bool v6 = c.host.find(':') != std::string::npos;
+  std::string s = "udp:" + (v6 ? "[" + c.host + "]" : c.host) + ":" + std::to_string(c.port);
+  if (c.batch != UdpConfig{}.batch) s += ",batch=" + std::to_string(c.batch);
+  return s;
+}
+
 }  // namespace
 
-UdpDevice::UdpDevice(const UdpConfig& config) : Device(1500), cfg_(config), spec_(describe()) {
+UdpDevice::UdpDevice(const UdpConfig& config)
+    : ConfiguredDevice(config, spec_of(config)) {
   if (cfg_.batch < 1 || cfg_.batch > 1024)
     netif::fail(spec_, "batch=" + std::to_string(cfg_.batch) + " is out of range [1, 1024]");
   addrinfo hints{};
@@ -79,13 +88,6 @@ UdpDevice::~UdpDevice() {
   tx_errors_.add(rest.size());
   completed_.add(rest.size());
   free_packets(std::move(rest));
-}
-
-std::string UdpDevice::describe() const {
-  const bool v6 = cfg_.host.find(':') != std::string::npos;
-  std::string s = "udp:" + (v6 ? "[" + cfg_.host + "]" : cfg_.host) + ":" + std::to_string(cfg_.port);
-  if (cfg_.batch != UdpConfig{}.batch) s += ",batch=" + std::to_string(cfg_.batch);
-  return s;
 }
 
 void UdpDevice::address_frames(FrameSpec& spec) const {
@@ -181,17 +183,7 @@ void UdpDevice::poll() noexcept {
 }
 
 void UdpDevice::publish_hints() noexcept {
-  // relaxed (both): hints; see the member comment.
-  in_flight_.store(count_ - first_, std::memory_order_relaxed);
-  next_poll_.store(retry_ || drv_stopped_ ? last_try_ns_ + kRetryNs : 0, std::memory_order_relaxed);
-}
-
-uint64_t UdpDevice::next_poll_ns() const noexcept {
-  return next_poll_.load(std::memory_order_relaxed);  // relaxed: a hint
-}
-
-uint64_t UdpDevice::in_flight() const noexcept {
-  return in_flight_.load(std::memory_order_relaxed);  // relaxed: a hint
+  store_hints(count_ - first_, retry_ || drv_stopped_ ? last_try_ns_ + kRetryNs : 0);
 }
 
 std::unique_ptr<Device> make_udp_device(const UdpConfig& config) {

@@ -23,26 +23,22 @@
 #include <vector>
 
 #include "device/netif.hpp"
+#include "device/configured_device.hpp"
 #include "device/real_devices.hpp"
 #include "txpath/device.hpp"
 
 namespace txpath {
 
-class UdpDevice final : public Device {
+class UdpDevice final : public ConfiguredDevice<UdpConfig> {
  public:
   // Throws DeviceError (one line) if HOST does not resolve or the socket cannot be connected.
   explicit UdpDevice(const UdpConfig& config);
   ~UdpDevice() override;
 
-  std::string_view kind() const noexcept override { return "udp"; }
-  std::string describe() const override;
   XmitResult xmit(Packet* p, bool more) noexcept override;
   void poll() noexcept override;
-  uint64_t next_poll_ns() const noexcept override;
-  uint64_t in_flight() const noexcept override;
   void address_frames(FrameSpec& spec) const override;
 
-  const UdpConfig& config() const noexcept { return cfg_; }
   // The connected peer, for a kernel-path comparison that sends to the same place.
   const sockaddr_storage& remote() const noexcept { return remote_; }
   socklen_t remote_len() const noexcept { return remote_len_; }
@@ -52,8 +48,6 @@ class UdpDevice final : public Device {
   bool flush() noexcept;
   void publish_hints() noexcept;
 
-  const UdpConfig cfg_;
-  const std::string spec_;
   netif::Fd fd_;
   uint32_t local_ip_ = 0, remote_ip_ = 0;  // host order; 0 for IPv6
   sockaddr_storage remote_{};
@@ -67,10 +61,6 @@ class UdpDevice final : public Device {
   bool retry_ = false;        // the kernel refused the last flush
   bool drv_stopped_ = false;
   uint64_t last_try_ns_ = 0;
-
-  // Lock-free hints, written under tx_lock, read relaxed (a stale value only delays a poll).
-  std::atomic<uint64_t> next_poll_{0};
-  std::atomic<uint64_t> in_flight_{0};
 };
 
 }  // namespace txpath

@@ -78,12 +78,10 @@
 #pragma once
 
 #include <atomic>
-#include <cassert>
 #include <cstdint>
 #include <string_view>
 
-#include "sync/cpu_relax.hpp"
-#include "sync/park.hpp"
+#include "sync/queued_lock.hpp"
 #include "sync/word_waiters.hpp"
 #include "txpath/topology.hpp"
 
@@ -99,72 +97,41 @@ struct SystemNumaNode {
 
 namespace cna_detail {
 
+struct Node;
+
+// The secondary queue: valid while its node heads the main queue (written by the hand-off
+// before head = 1, or reset by the owner when it heads without a hand-off).
+struct SecondaryQueue {
+  Node* head = nullptr;   // oldest passed-over waiter, or nullptr
+  Node* tail = nullptr;   // newest; its next is nullptr
+  uint32_t handoffs = 0;  // local hand-offs since the secondary queue became non-empty
+};
+
 struct alignas(64) Node {
   std::atomic<Node*> next{nullptr};  // successor (main queue: written by it; else by a head)
   std::atomic<uint32_t> head{0};     // 1 once handed the queue headship
   uint32_t numa = 0;                 // owner's NUMA node; written before the node is published
-  // The secondary queue, valid while this node heads the main queue (written by the hand-off
-  // before head = 1, or reset by the owner when it heads without a hand-off).
-  Node* sec_head = nullptr;   // oldest passed-over waiter, or nullptr
-  Node* sec_tail = nullptr;   // newest; its next is nullptr
-  uint32_t sec_handoffs = 0;  // local hand-offs since the secondary queue became non-empty
+  SecondaryQueue sec;
 };
-
-inline constexpr unsigned kMaxNesting = 4;
-
-struct NodePool {
-  Node nodes[kMaxNesting];
-  unsigned depth = 0;  // nodes in use by this thread's lock() calls in progress
-};
-
-// Constant-initialised, so access needs no TLS init guard; shared by every CNA lock.
-inline constinit thread_local NodePool t_nodes{};
 
 }  // namespace cna_detail
 
+// lock(), try_lock(), unlock() and the queue steps: sync/queued_lock.hpp. A contended unlock()
+// wakes the queue head when the released word had a TAIL.
 template <class NumaNodeOf = SystemNumaNode, uint32_t kThreshold = kCnaDefaultThreshold>
-class alignas(64) BasicCnaLock {
+class alignas(64) BasicCnaLock
+    : public queued_lock::QueuedLock<BasicCnaLock<NumaNodeOf, kThreshold>, kTailMask> {
   static_assert(kThreshold > 0);
+  using Base = queued_lock::QueuedLock<BasicCnaLock, kTailMask>;
 
  public:
   static constexpr std::string_view kName = "cna";
-
-  BasicCnaLock() noexcept = default;
-  BasicCnaLock(const BasicCnaLock&) = delete;
-  BasicCnaLock& operator=(const BasicCnaLock&) = delete;
-
-  void lock() noexcept {
-    uint64_t v = 0;
-    // acquire: pairs with the release fetch_sub in unlock() of the previous holder.
-    if (word_.compare_exchange_strong(v, kLocked, std::memory_order_acquire,
-                                      std::memory_order_relaxed)) [[likely]] {
-      return;
-    }
-    lock_slow();
-  }
-
-  bool try_lock() noexcept {
-    // relaxed: pairs with nothing; skips the RMW (and the exclusive line) when visibly busy.
-    uint64_t v = word_.load(std::memory_order_relaxed);
-    if (v != 0) return false;
-    // acquire: pairs with the release fetch_sub in unlock() of the previous holder.
-    return word_.compare_exchange_strong(v, kLocked, std::memory_order_acquire,
-                                         std::memory_order_relaxed);
-  }
-
-  void unlock() noexcept {
-    // release: pairs with the acquire CAS/RMW/loads by which the next holder takes the lock. An
-    // RMW, not a store: TAIL may change concurrently.
-    const uint64_t prev = word_.fetch_sub(kLocked, std::memory_order_release);
-    // Only a queue head (TAIL != 0) can be waiting for LOCKED to clear.
-    if (prev & kTailMask) [[unlikely]] waiters_.wake();
-  }
 
   // --- test hooks (a one-node machine cannot exercise the NUMA policy otherwise) ------------
   // The main queue's tail node as an opaque id (0: no queue).
   uintptr_t tail_for_testing() const noexcept {
     // acquire: the caller may pass the id to linked_for_testing().
-    return static_cast<uintptr_t>(word_.load(std::memory_order_acquire) & kTailMask);
+    return static_cast<uintptr_t>(this->word_.load(std::memory_order_acquire) & kTailMask);
   }
   // Whether the waiter after node `id` (a tail_for_testing() value whose owner is still
   // waiting) has linked in.
@@ -174,23 +141,91 @@ class alignas(64) BasicCnaLock {
   }
 
  private:
+  friend Base;
   using Node = cna_detail::Node;
+  using SecondaryQueue = cna_detail::SecondaryQueue;
+  using Base::kLocked;
 
-  static constexpr uint64_t kLocked = 1;
+  [[gnu::noinline]] void lock_slow(uint64_t /*v: the fast path's word, unused*/) noexcept {
+    queued_lock::NodeStack<Node>& stack = queued_lock::t_nodes<Node>;
+    Node* const node = stack.push();
+    if (node == nullptr) [[unlikely]] {
+      this->lock_by_polling();
+      return;
+    }
+    node->numa = NumaNodeOf::current();
+    node->sec = {};  // heading without a hand-off: no secondary queue
+    const uint64_t me = encode_tail(node);
+    this->wait_for_headship(node, this->template swap_tail<Node>(me, kLocked));
+    // We are the queue head and own the secondary queue in our node.
+    SecondaryQueue sec = node->sec;
+    if (!lock_as_last_node(this->wait_until_clear(0), me, sec)) {
+      this->lock_keeping_tail();
+      Node* const succ = pick_successor(node->numa, this->wait_for_successor(node), sec);
+      hand_off(succ, sec);
+    }
+    stack.pop();
+  }
 
-  // Makes `succ` the queue head, handing it the secondary queue.
-  static void hand_off(Node* succ, Node* sec_head, Node* sec_tail, uint32_t handoffs) noexcept {
-    succ->sec_head = sec_head;  // plain: published by the exchange below
-    succ->sec_tail = sec_tail;
-    succ->sec_handoffs = handoffs;
-    // seq_cst: the release half pairs with the successor's acquire loads of its head flag (so
-    // the fields above and everything this holder saw happen-before its headship). An RMW and
-    // seq_cst, not a release store, so notify_one()'s seq_cst read of libstdc++'s waiter count
-    // cannot miss the successor parking meanwhile (a lost wake-up).
-    succ->head.exchange(1, std::memory_order_seq_cst);
-    // Exactly one thread waits on this flag. If it already saw the flag and moved on (even
-    // reused its node), this reaches only the kernel's futex hash: a no-op or a spurious wake.
-    succ->head.notify_one();
+  // The queue head, the word `w` free of LOCKED: if we are the last main-queue node, takes the
+  // lock and, in the same step, empties the main queue or makes the secondary queue the main
+  // queue (its tail's next is nullptr), whose oldest waiter then heads (true).
+  bool lock_as_last_node(uint64_t w, uint64_t me, const SecondaryQueue& sec) noexcept {
+    if ((w & kTailMask) != me) return false;
+    // acq_rel: acquire pairs (through the release sequence) with the unlock() wait_until_clear()
+    // saw; release publishes sec.tail->next == nullptr to the next enqueuer, who links to it.
+    // Fails only if a new node was queued behind us meanwhile.
+    const uint64_t desired = (sec.head ? encode_tail(sec.tail) : 0) | kLocked;
+    if (!this->word_.compare_exchange_strong(w, desired, std::memory_order_acq_rel,
+                                             std::memory_order_relaxed)) {
+      return false;
+    }
+    if (sec.head) hand_off(sec.head, SecondaryQueue{});
+    return true;
+  }
+
+  // The hand-off policy (rules 1-3 in the header comment): the next head after us, `next` being
+  // our successor in the main queue; updates the secondary queue we hand on with it.
+  static Node* pick_successor(uint32_t numa, Node* next, SecondaryQueue& sec) noexcept {
+    if (sec.head != nullptr && sec.handoffs >= kThreshold) {
+      // Rule 1 (fairness): the passed-over waiters go first.
+      return splice_secondary(next, sec);
+    }
+    Node* before = nullptr;
+    if (Node* local = find_local(next, numa, &before)) {
+      // Rule 2: a waiter on our node; the ones skipped before it join the secondary queue.
+      if (before != nullptr) {
+        // relaxed (both): published by the hand-off (see the header comment).
+        if (sec.head != nullptr) {
+          sec.tail->next.store(next, std::memory_order_relaxed);
+        } else {
+          sec.head = next;
+        }
+        sec.tail = before;
+        sec.tail->next.store(nullptr, std::memory_order_relaxed);
+      }
+      if (sec.head != nullptr) ++sec.handoffs;
+      return local;
+    }
+    // Rule 3: nobody local is waiting; the passed-over waiters go first. Else plain MCS.
+    if (sec.head != nullptr) return splice_secondary(next, sec);
+    return next;
+  }
+
+  // Puts the secondary queue in front of the main queue from `next` on; returns its oldest
+  // waiter, the next head, and leaves `sec` empty.
+  static Node* splice_secondary(Node* next, SecondaryQueue& sec) noexcept {
+    // relaxed: published by the hand-off (see the header comment).
+    sec.tail->next.store(next, std::memory_order_relaxed);
+    Node* const succ = sec.head;
+    sec = SecondaryQueue{};
+    return succ;
+  }
+
+  // Makes `succ` the queue head, handing it the secondary queue `sec`.
+  static void hand_off(Node* succ, const SecondaryQueue& sec) noexcept {
+    succ->sec = sec;  // plain: published by pass_headship()'s seq_cst (release) exchange
+    Base::pass_headship(succ);
   }
 
   // The first main-queue waiter from `first` on that is on node `numa`, following next links
@@ -211,111 +246,6 @@ class alignas(64) BasicCnaLock {
     }
     return nullptr;
   }
-
-  [[gnu::noinline]] void lock_slow() noexcept {
-    cna_detail::NodePool& pool = cna_detail::t_nodes;
-    if (pool.depth >= cna_detail::kMaxNesting) [[unlikely]] {
-      SpinWait wait;  // no notifier: unlock() does not signal try_lock() pollers
-      while (!try_lock()) wait.once();
-      return;
-    }
-    Node* const node = &pool.nodes[pool.depth++];
-    // relaxed (both): the node is private until the tail CAS below publishes it with release.
-    node->next.store(nullptr, std::memory_order_relaxed);
-    node->head.store(0, std::memory_order_relaxed);
-    node->numa = NumaNodeOf::current();
-    node->sec_head = node->sec_tail = nullptr;  // heading without a hand-off: no secondary queue
-    node->sec_handoffs = 0;
-    const uint64_t me = encode_tail(node);
-
-    // relaxed: only the first guess for the CAS loop, which re-reads on failure.
-    uint64_t old = word_.load(std::memory_order_relaxed);
-    // acq_rel: release publishes our node's initialisation to the successor that will read this
-    // tail and write node->next; acquire pairs with whoever installed the previous tail (through
-    // the release sequence), so that node's initialisation is ordered before our link store.
-    while (!word_.compare_exchange_weak(old, (old & kLocked) | me, std::memory_order_acq_rel,
-                                        std::memory_order_relaxed)) {
-    }
-
-    if (Node* const prev = decode_tail<Node>(old)) {
-      // release: pairs with the acquire loads of prev->next by the heads that link to or scan
-      // past us: our node's fields (numa, head = 0) happen-before they read or write them.
-      prev->next.store(node, std::memory_order_release);
-      // acquire (inside spin_then_park): pairs with hand_off()'s exchange of our head flag, so
-      // the secondary-queue fields it wrote are visible. Spin, then park or yield.
-      spin_then_park(node->head, [](uint32_t h) { return h != 0; });
-    }
-
-    // We are the queue head and own the secondary queue in our node.
-    Node* sec_head = node->sec_head;
-    Node* sec_tail = node->sec_tail;
-    uint32_t handoffs = node->sec_handoffs;
-
-    uint64_t w = waiters_.wait(word_, [](uint64_t v) { return (v & kLocked) == 0; });
-    if ((w & kTailMask) == me) {
-      // We are the last main-queue node. Take the lock and, in the same step, empty the main
-      // queue, or make the secondary queue the main queue (its tail's next is nullptr).
-      // acq_rel: acquire pairs (through the release sequence) with the unlock() seen above;
-      // release publishes sec_tail->next == nullptr to the next enqueuer, who links to it.
-      // Fails only if a new node was queued behind us meanwhile.
-      const uint64_t desired = (sec_head ? encode_tail(sec_tail) : 0) | kLocked;
-      if (word_.compare_exchange_strong(w, desired, std::memory_order_acq_rel,
-                                        std::memory_order_relaxed)) {
-        if (sec_head) hand_off(sec_head, nullptr, nullptr, 0);
-        --pool.depth;
-        return;
-      }
-    }
-    // acquire: as above. Take the lock keeping the tail; an RMW because the tail may move.
-    word_.fetch_or(kLocked, std::memory_order_acquire);
-
-    Node* next;
-    // acquire: pairs with the successor's release link store. SpinWait, not parking: no
-    // notifier (the successor may be preempted between its tail CAS and its link).
-    SpinWait wait_link;
-    while ((next = node->next.load(std::memory_order_acquire)) == nullptr) wait_link.once();
-
-    Node* succ;
-    Node* before = nullptr;
-    if (sec_head != nullptr && handoffs >= kThreshold) {
-      // Rule 1 (fairness): the passed-over waiters go first.
-      // relaxed: published by the hand-off below (see the header comment).
-      sec_tail->next.store(next, std::memory_order_relaxed);
-      succ = sec_head;
-      sec_head = sec_tail = nullptr;
-      handoffs = 0;
-    } else if (Node* local = find_local(next, node->numa, &before)) {
-      // Rule 2: a waiter on our node; the ones skipped before it join the secondary queue.
-      if (before != nullptr) {
-        // relaxed (both): published by the hand-off below (see the header comment).
-        if (sec_head != nullptr) {
-          sec_tail->next.store(next, std::memory_order_relaxed);
-        } else {
-          sec_head = next;
-        }
-        sec_tail = before;
-        sec_tail->next.store(nullptr, std::memory_order_relaxed);
-      }
-      succ = local;
-      if (sec_head != nullptr) ++handoffs;
-    } else if (sec_head != nullptr) {
-      // Rule 3: nobody local is waiting; the passed-over waiters go first.
-      // relaxed: published by the hand-off below.
-      sec_tail->next.store(next, std::memory_order_relaxed);
-      succ = sec_head;
-      sec_head = sec_tail = nullptr;
-      handoffs = 0;
-    } else {
-      succ = next;  // plain MCS
-    }
-    hand_off(succ, sec_head, sec_tail, handoffs);
-    --pool.depth;
-  }
-
-  std::atomic<uint64_t> word_{0};
-  // Woken by an unlock() that saw a TAIL; the queue head parks there. Same cache line as the
-  // word: such an unlock already owns it.
-  WordWaiters waiters_;
 };
 
 using CnaLock = BasicCnaLock<>;

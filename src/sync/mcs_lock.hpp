@@ -78,8 +78,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sync/cpu_relax.hpp"
-#include "sync/park.hpp"
+#include "sync/queued_lock.hpp"
 #include "sync/word_waiters.hpp"
 
 namespace txpath {
@@ -91,75 +90,56 @@ struct alignas(64) Node {
   std::atomic<uint32_t> head{0};     // 1 once the predecessor handed us the queue headship
 };
 
-inline constexpr unsigned kMaxNesting = 4;
-
-struct NodePool {
-  Node nodes[kMaxNesting];
-  unsigned depth = 0;  // nodes in use by this thread's lock() calls in progress
-};
-
-// Constant-initialised, so access needs no TLS init guard; shared by every McsLock.
-inline constinit thread_local NodePool t_nodes{};
+inline constexpr uint64_t kPending = 2;
 
 }  // namespace mcs_detail
 
-class alignas(64) McsLock {
+// lock(), try_lock(), unlock() and the queue steps: sync/queued_lock.hpp. A contended unlock()
+// wakes the word's waiters when the released word had PENDING or a TAIL.
+class alignas(64) McsLock
+    : public queued_lock::QueuedLock<McsLock, mcs_detail::kPending | kTailMask> {
  public:
   static constexpr std::string_view kName = "mcs";
 
-  McsLock() noexcept = default;
-  McsLock(const McsLock&) = delete;
-  McsLock& operator=(const McsLock&) = delete;
-
-  void lock() noexcept {
-    uint64_t v = 0;
-    // acquire: pairs with the release fetch_sub in unlock() of the previous holder.
-    if (word_.compare_exchange_strong(v, kLocked, std::memory_order_acquire,
-                                      std::memory_order_relaxed)) [[likely]] {
-      return;
-    }
-    lock_slow(v);
-  }
-
-  bool try_lock() noexcept {
-    // relaxed: pairs with nothing; skips the RMW (and the exclusive line) when visibly busy.
-    uint64_t v = word_.load(std::memory_order_relaxed);
-    if (v != 0) return false;
-    // acquire: pairs with the release fetch_sub in unlock() of the previous holder.
-    return word_.compare_exchange_strong(v, kLocked, std::memory_order_acquire,
-                                         std::memory_order_relaxed);
-  }
-
-  void unlock() noexcept {
-    // release: pairs with the acquire CAS/loads/RMW by which the next holder takes the lock
-    // (fast path, try_lock, the pending waiter's spin, the queue head's spin). An RMW, not a
-    // store: PENDING and TAIL may change concurrently.
-    const uint64_t prev = word_.fetch_sub(kLocked, std::memory_order_release);
-    // Only a pending waiter (PENDING) or a queue head (TAIL != 0) can be waiting for LOCKED to
-    // clear; with neither, nobody is parked on waiters_ for this lock.
-    if (prev & (kPending | kTailMask)) [[unlikely]] waiters_.wake();
-  }
-
  private:
+  friend QueuedLock;
   using Node = mcs_detail::Node;
 
-  static constexpr uint64_t kLocked = 1;
-  static constexpr uint64_t kPending = 2;
+  static constexpr uint64_t kPending = mcs_detail::kPending;
   static constexpr uint64_t kLockedPending = kLocked | kPending;
 
   // `v` is the word as the failed fast-path CAS saw it.
   [[gnu::noinline]] void lock_slow(uint64_t v) noexcept {
-    // --- pending step: only while there is no queue and no other pending waiter.
+    if (lock_pending(v)) return;
+    queued_lock::NodeStack<Node>& stack = queued_lock::t_nodes<Node>;
+    Node* const node = stack.push();
+    if (node == nullptr) [[unlikely]] {
+      lock_by_polling();
+      return;
+    }
+    const uint64_t me = encode_tail(node);
+    wait_for_headship(node, swap_tail<Node>(me, kLockedPending));
+    // We are the queue head: wait for the holder and the pending waiter to go.
+    if (!lock_as_last_node(wait_until_clear(kPending), me)) {
+      lock_keeping_tail();
+      pass_headship(wait_for_successor(node));
+    }
+    stack.pop();
+  }
+
+  // The pending step, only while there is no queue and no other pending waiter: true once we
+  // hold the lock, false if a pending waiter or a queue exists (join the queue).
+  bool lock_pending(uint64_t v) noexcept {
     for (;;) {
       if (v == 0) {
         // acquire: pairs with the release fetch_sub in unlock() of the previous holder.
         if (word_.compare_exchange_weak(v, kLocked, std::memory_order_acquire,
                                         std::memory_order_relaxed)) {
-          return;
+          return true;
         }
         continue;  // v was reloaded by the failed CAS
       }
-      if (v != kLocked) break;  // a pending waiter or a queue exists: join the queue
+      if (v != kLocked) return false;
       // relaxed: setting PENDING publishes nothing and takes nothing; the acquire is the spin
       // below. The CAS (not a fetch_or) keeps us from setting PENDING over a tail.
       if (word_.compare_exchange_weak(v, kLocked | kPending, std::memory_order_relaxed,
@@ -172,83 +152,21 @@ class alignas(64) McsLock {
         [[maybe_unused]] const uint64_t prev =
             word_.fetch_sub(kPending - kLocked, std::memory_order_acquire);
         assert((prev & kLockedPending) == kPending);
-        return;
+        return true;
       }
     }
-
-    // --- queue.
-    mcs_detail::NodePool& pool = mcs_detail::t_nodes;
-    if (pool.depth >= mcs_detail::kMaxNesting) [[unlikely]] {
-      SpinWait wait;  // no notifier: unlock() does not signal try_lock() pollers
-      while (!try_lock()) wait.once();
-      return;
-    }
-    Node* const node = &pool.nodes[pool.depth++];
-    // relaxed: the node is private until the tail CAS below publishes it with release.
-    node->next.store(nullptr, std::memory_order_relaxed);
-    // relaxed: as above.
-    node->head.store(0, std::memory_order_relaxed);
-    const uint64_t me = encode_tail(node);
-
-    // relaxed: only the first guess for the CAS loop, which re-reads on failure.
-    uint64_t old = word_.load(std::memory_order_relaxed);
-    // acq_rel: release publishes our node's initialisation to the successor that will read this
-    // tail and write node->next; acquire pairs with the predecessor's tail CAS (through the
-    // release sequence), so its initialisation of prev->next is ordered before our write to it.
-    while (!word_.compare_exchange_weak(old, (old & kLockedPending) | me,
-                                        std::memory_order_acq_rel, std::memory_order_relaxed)) {
-    }
-
-    if (Node* const prev = decode_tail<Node>(old)) {
-      // release: pairs with the predecessor's acquire load of prev->next, so our node's
-      // initialisation (head = 0) happens-before it writes head = 1.
-      prev->next.store(node, std::memory_order_release);
-      // acquire (inside spin_then_park): pairs with the predecessor's seq_cst (release) exchange
-      // of node->head (headship handoff), which it follows with notify_one(). Spin, then park
-      // or yield: a preempted predecessor must get to run.
-      spin_then_park(node->head, [](uint32_t h) { return h != 0; });
-    }
-
-    // We are the queue head: wait for the holder and the pending waiter to go.
-    // acquire: pairs with the release fetch_sub in unlock() of the last holder (the loads are in
-    // waiters_.wait()).
-    uint64_t w = waiters_.wait(word_, [](uint64_t v) { return (v & kLockedPending) == 0; });
-
-    if ((w & kTailMask) == me) {
-      // acquire: pairs (through the release sequence) with the unlock() observed above. We are
-      // the last node: take the lock and empty the queue in one step. Fails only if a new node
-      // was queued behind us meanwhile (LOCKED/PENDING cannot be set while a tail exists).
-      if (word_.compare_exchange_strong(w, kLocked, std::memory_order_acquire,
-                                        std::memory_order_relaxed)) {
-        --pool.depth;
-        return;
-      }
-    }
-    // acquire: as above. Take the lock keeping the tail; an RMW because the tail may move.
-    word_.fetch_or(kLocked, std::memory_order_acquire);
-
-    Node* next;
-    // acquire: pairs with the successor's release store of node->next (its link), so its
-    // initialisation of its head flag happens-before our store to it.
-    // SpinWait, not parking: no notifier (see the header comment). The successor may be
-    // preempted between its tail CAS and its link.
-    SpinWait wait_link;
-    while ((next = node->next.load(std::memory_order_acquire)) == nullptr) wait_link.once();
-    // seq_cst: the release half pairs with the successor's acquire loads of its head flag. An
-    // RMW and seq_cst rather than a release store, so that notify_one()'s seq_cst read of
-    // libstdc++'s waiter count cannot miss the successor parking meanwhile (a lost wake-up).
-    next->head.exchange(1, std::memory_order_seq_cst);
-    // Exactly one thread waits on this flag. If the successor already saw it and has moved on
-    // (even reused or freed its node), this only reaches the kernel's futex hash, which treats
-    // an address nobody waits on as a no-op.
-    next->head.notify_one();
-    --pool.depth;
   }
 
-  std::atomic<uint64_t> word_{0};
-  // Woken by a contended unlock(); the pending waiter and the queue head park there. Same cache
-  // line as the word: a contended unlock already owns it.
-  WordWaiters waiters_;
+  // The queue head, the word `w` free of LOCKED and PENDING: if we are the last node, takes the
+  // lock and empties the queue in one step (true).
+  bool lock_as_last_node(uint64_t w, uint64_t me) noexcept {
+    if ((w & kTailMask) != me) return false;
+    // acquire: pairs (through the release sequence) with the unlock() wait_until_clear() saw.
+    // Fails only if a new node was queued behind us meanwhile (LOCKED/PENDING cannot be set
+    // while a tail exists).
+    return word_.compare_exchange_strong(w, kLocked, std::memory_order_acquire,
+                                         std::memory_order_relaxed);
+  }
 };
 
 static_assert(sizeof(McsLock) == 64 && alignof(McsLock) == 64);

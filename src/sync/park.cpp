@@ -4,11 +4,40 @@
 namespace txpath {
 
 namespace {
-// relaxed: a policy switch read on the slow path of waits; no data is published through it.
-std::atomic<bool> g_spin_park{true};
+constexpr uint32_t kPark = 1;        // spin_park()
+constexpr uint32_t kCountParks = 2;  // set_count_parks()
+// relaxed (all accesses): a policy switch read on the slow path of waits; no data is published
+// through it. Bits kPark and kCountParks, set and cleared with RMWs so that neither switch
+// overwrites the other.
+std::atomic<uint32_t> g_policy{kPark};
+// relaxed: a statistic for tests, read after the waiters it counts are joined.
+std::atomic<uint64_t> g_parks{0};
+
+void set_bit(uint32_t bit, bool on) noexcept {
+  if (on) {
+    g_policy.fetch_or(bit, std::memory_order_relaxed);  // relaxed: see g_policy
+  } else {
+    g_policy.fetch_and(~bit, std::memory_order_relaxed);  // relaxed: see g_policy
+  }
+}
 }  // namespace
 
-void set_spin_park(bool park) noexcept { g_spin_park.store(park, std::memory_order_relaxed); }
-bool spin_park() noexcept { return g_spin_park.load(std::memory_order_relaxed); }
+void set_spin_park(bool park) noexcept { set_bit(kPark, park); }
+bool spin_park() noexcept {
+  return (g_policy.load(std::memory_order_relaxed) & kPark) != 0;  // relaxed: see g_policy
+}
+
+ParkPolicy park_policy() noexcept {
+  const uint32_t p = g_policy.load(std::memory_order_relaxed);  // relaxed: see g_policy
+  return ParkPolicy{.park = (p & kPark) != 0, .count_parks = (p & kCountParks) != 0};
+}
+
+void set_count_parks(bool on) noexcept { set_bit(kCountParks, on); }
+uint64_t parks_counted() noexcept {
+  return g_parks.load(std::memory_order_relaxed);  // relaxed: see g_parks
+}
+void count_park() noexcept {
+  g_parks.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic (see g_parks)
+}
 
 }  // namespace txpath

@@ -21,11 +21,17 @@
 //
 // Memory ordering: every load of `word` here is acquire; it pairs with the writer's release
 // store (or RMW) that made done() true.
+//
+// Observing parks (tests): while set_count_parks(true) is on, every spin_then_park() wait that
+// parks (calls std::atomic::wait) adds one to parks_counted(). The switch shares the policy word
+// that spin_then_park() already reads once per round past the spin, so counting off costs
+// nothing more than a bit test on the way into the kernel.
 #pragma once
 
 #include <sched.h>
 
 #include <atomic>
+#include <cstdint>
 
 #include "sync/cpu_relax.hpp"
 #include "txpath/spin.hpp"  // set_spin_park()/spin_park(): the process-wide policy
@@ -41,6 +47,18 @@ inline constexpr unsigned kYieldsBeforePark = 256;
 // notifier would otherwise pay a futex wake for nearly every waiter (a combiner releasing each
 // served request, an llist leader releasing its passivated followers), yield first: parking
 // there cost 10x in throughput at 16 senders on 2 cores (combining: 0.19 vs 2.4 Mpps).
+// The process-wide policy as spin_then_park() reads it: one relaxed load (park.cpp).
+struct ParkPolicy {
+  bool park;          // spin_park()
+  bool count_parks;   // set_count_parks()
+};
+ParkPolicy park_policy() noexcept;
+
+// Test hook: counts the waits that park (see the header comment). Off by default.
+void set_count_parks(bool on) noexcept;
+uint64_t parks_counted() noexcept;
+void count_park() noexcept;  // called by spin_then_park() when counting is on
+
 template <class T, class Done>
 T spin_then_park(const std::atomic<T>& word, Done&& done,
                  unsigned yields_before_park = 0) noexcept {
@@ -50,7 +68,9 @@ T spin_then_park(const std::atomic<T>& word, Done&& done,
     if (done(seen)) return seen;
     if (round < kSpinBeforePark) {
       cpu_relax();
-    } else if (spin_park() && round >= kSpinBeforePark + yields_before_park) {
+    } else if (const ParkPolicy policy = park_policy();
+               policy.park && round >= kSpinBeforePark + yields_before_park) {
+      if (policy.count_parks) [[unlikely]] count_park();
       // Sleeps until word != seen (spurious wake-ups possible; the loop re-checks).
       // acquire: as above.
       word.wait(seen, std::memory_order_acquire);

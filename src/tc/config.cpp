@@ -637,119 +637,165 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
   throw ConfigError("link: unknown command " + quoted(cmd) + " (add, del, set, show)");
 }
 
+namespace {
+
+// The verb of a qdisc or class command.
+enum class Verb { show, add, change, replace, del };
+
+// Throws ConfigError for a verb tc does not know for `object` ("qdisc", "class").
+Verb parse_verb(std::string_view cmd, std::string_view object) {
+  if (matches(cmd, "show") || matches(cmd, "list") || cmd == "ls" || cmd == "lst") return Verb::show;
+  if (cmd == "add") return Verb::add;
+  if (cmd == "change" || cmd == "chg") return Verb::change;
+  if (matches(cmd, "replace")) return Verb::replace;
+  if (matches(cmd, "delete")) return Verb::del;
+  throw ConfigError("Command " + quoted(cmd) + " is unknown, try \"txpath tc " + std::string(object) +
+                    " help\".");
+}
+
+}  // namespace
+
+// One qdisc edit of device `d` as target `t` names it: qdisc_command's verbs, one function each.
+// They throw on a refusal; qdisc_command then restores the device.
+struct Config::QdiscEdit {
+  Config& cfg;
+  Device& d;
+  const Target& t;
+
+  bool del();
+  bool change();
+  bool add();
+  bool replace();
+
+  // The parent the target names, checked: "root", or a class of an existing qdisc that is not
+  // nested too deep.
+  uint32_t checked_parent() const;
+  // Like the kernel's counter: the search goes on from the last handle given out.
+  uint32_t auto_handle();
+  // Adds the target's qdisc at its parent (its handle, or an automatic one).
+  bool add_new();
+};
+
+uint32_t Config::QdiscEdit::checked_parent() const {
+  if (!t.parent) rejected("a parent is needed: \"root\" or \"parent ID\"");
+  const uint32_t parent = *t.parent;
+  if (parent == kRoot) return parent;
+  if (major_of(parent) == 0 || !d.qdisc(range_first(parent)))
+    rejected("Failed to find qdisc with specified classid.");
+  if (d.qdiscs_above(parent) >= kMaxNestedQdiscs)
+    rejected("a qdisc at parent " + format_handle(parent) + " would be nested too deep (at most " +
+             std::to_string(kMaxNestedQdiscs) + " nested qdiscs)");
+  return parent;
+}
+
+uint32_t Config::QdiscEdit::auto_handle() {
+  for (uint32_t tries = 0; tries < 0x7FFF; ++tries) {
+    const uint32_t major = d.next_auto_major;
+    d.next_auto_major = major == 0xFFFF ? 0x8001 : major + 1;
+    if (!d.qdisc(major << 16)) return major << 16;
+  }
+  rejected("no free qdisc handle");
+}
+
+bool Config::QdiscEdit::add_new() {
+  QdiscConfig q{t.handle.value_or(0), *t.parent, t.kind, t.options};
+  if (q.handle == 0) q.handle = auto_handle();
+  d.add_qdisc(std::move(q));
+  cfg.validate(d);
+  return true;
+}
+
+bool Config::QdiscEdit::del() {
+  QdiscConfig* q = nullptr;
+  if (t.parent) {
+    q = d.qdisc_at(*t.parent);
+    if (!q) {
+      if (*t.parent == kRoot) rejected("Cannot delete qdisc with handle of zero.");
+      rejected("Failed to find qdisc with specified classid.");
+    }
+    if (t.handle && q->handle != *t.handle) rejected("Invalid handle.");
+  } else if (t.handle) {
+    q = d.qdisc(*t.handle);
+    if (!q) rejected("Failed to find qdisc with specified handle.");
+  } else {
+    throw ConfigError("qdisc del: say which qdisc: \"root\", \"parent ID\" or \"handle ID\"");
+  }
+  if (!t.kind.empty() && t.kind != q->kind)
+    rejected("Invalid qdisc name: the qdisc is " + quoted(q->kind) + ", not " + quoted(t.kind));
+  d.remove_subtree(q->handle);
+  cfg.validate(d);
+  return true;
+}
+
+bool Config::QdiscEdit::change() {
+  const uint32_t parent = checked_parent();
+  QdiscConfig* existing = t.handle ? d.qdisc(*t.handle) : d.qdisc_at(parent);
+  if (!existing) rejected("Specified qdisc not found.");
+  if (existing->parent != parent) rejected("Specified qdisc not found at that parent.");
+  if (existing->kind != t.kind) rejected("Specified qdisc kind is different (" + quoted(existing->kind) + ").");
+  if (t.handle && existing->handle != *t.handle) rejected("Invalid handle.");
+  if (existing->kind == "fq_codel" &&
+      std::find(t.options.begin(), t.options.end(), "flows") != t.options.end())
+    rejected("fq_codel: the number of flows cannot be changed");
+  existing->options = merge_options(existing->kind, existing->options, t.options);
+  cfg.validate(d);
+  return true;
+}
+
+bool Config::QdiscEdit::add() {
+  const uint32_t parent = checked_parent();
+  if (t.handle && d.qdisc(*t.handle)) rejected("Exclusivity flag on, cannot modify.");
+  if (d.qdisc_at(parent)) rejected("Exclusivity flag on, cannot modify.");
+  return add_new();
+}
+
+// Changes the qdisc at that parent if it is of the same kind and handle, else puts a new one in
+// its place (its subtree goes).
+bool Config::QdiscEdit::replace() {
+  const uint32_t parent = checked_parent();
+  QdiscConfig* cur = d.qdisc_at(parent);
+  if (cur && cur->kind == t.kind && (!t.handle || *t.handle == cur->handle)) {
+    cur->options = merge_options(cur->kind, cur->options, t.options);
+    cfg.validate(d);
+    return true;
+  }
+  if (t.handle) {
+    const QdiscConfig* other = d.qdisc(*t.handle);
+    if (other && other != cur) rejected("Exclusivity flag on, cannot modify: handle " + format_handle(*t.handle) + " is in use.");
+  }
+  if (cur) d.remove_subtree(cur->handle);
+  return add_new();
+}
+
 // tc parses a command's options before the kernel sees the request: a parse error (exit 1) wins
 // over anything the kernel would refuse (exit 2). So the options are first parsed on their own
 // (preparse_*); refusals (ConfigRejected) are left for the real request, which meets them again.
 // While a file is read this is skipped: a failing file is read again line by line (parse()).
 bool Config::qdisc_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                            const ShowOptions& show) {
-  if (matches(cmd, "show") || matches(cmd, "list") || cmd == "ls" || cmd == "lst") {
+  const Verb verb = parse_verb(cmd, "qdisc");
+  if (verb == Verb::show) {
     Target t = parse_target(args, false);
     if (!t.kind.empty()) throw ConfigError("qdisc show: unknown argument " + quoted(t.kind));
-    if (t.dev.empty()) {
-      show_qdiscs(nullptr, out, show);
-    } else {
-      show_qdiscs(&need(t.dev), out, show);
-    }
+    show_qdiscs(t.dev.empty() ? nullptr : &need(t.dev), out, show);
     return false;
   }
-  const bool add = cmd == "add";
-  const bool change = cmd == "change" || cmd == "chg";
-  const bool replace = matches(cmd, "replace");
-  const bool del = matches(cmd, "delete");
-  if (!add && !change && !replace && !del)
-    throw ConfigError("Command " + quoted(cmd) + " is unknown, try \"txpath tc qdisc help\".");
-  Target t = parse_target(args, false);
+  const Target t = parse_target(args, false);
   if (t.dev.empty()) throw ConfigError("Cannot find device \"\"");
   Device& d = need(t.dev);
-  if (!del && t.kind.empty()) throw ConfigError("qdisc " + std::string(cmd) + ": the qdisc kind is missing");
-  if (!del && !defer_validation_) preparse_qdisc(t.kind, t.options);
+  if (verb != Verb::del && t.kind.empty())
+    throw ConfigError("qdisc " + std::string(cmd) + ": the qdisc kind is missing");
+  if (verb != Verb::del && !defer_validation_) preparse_qdisc(t.kind, t.options);
   std::optional<Device> before;
   if (!defer_validation_) before = d;
-
-  auto check_parent_class = [&](uint32_t parent) {
-    if (parent == kRoot) return;
-    if (major_of(parent) == 0 || !d.qdisc(range_first(parent)))
-      rejected("Failed to find qdisc with specified classid.");
-    if (d.qdiscs_above(parent) >= kMaxNestedQdiscs)
-      rejected("a qdisc at parent " + format_handle(parent) + " would be nested too deep (at most " +
-               std::to_string(kMaxNestedQdiscs) + " nested qdiscs)");
-  };
-  auto auto_handle = [&]() -> uint32_t {
-    // Like the kernel's counter: the search goes on from the last handle given out.
-    for (uint32_t tries = 0; tries < 0x7FFF; ++tries) {
-      const uint32_t major = d.next_auto_major;
-      d.next_auto_major = major == 0xFFFF ? 0x8001 : major + 1;
-      if (!d.qdisc(major << 16)) return major << 16;
-    }
-    rejected("no free qdisc handle");
-  };
-  auto add_new = [&]() {
-    QdiscConfig q{t.handle.value_or(0), *t.parent, t.kind, t.options};
-    if (q.handle == 0) q.handle = auto_handle();
-    d.add_qdisc(std::move(q));
-    validate(d);
-  };
-
+  QdiscEdit edit{*this, d, t};
   try {
-    if (del) {
-      QdiscConfig* q = nullptr;
-      if (t.parent) {
-        q = d.qdisc_at(*t.parent);
-        if (!q) {
-          if (*t.parent == kRoot) rejected("Cannot delete qdisc with handle of zero.");
-          rejected("Failed to find qdisc with specified classid.");
-        }
-        if (t.handle && q->handle != *t.handle) rejected("Invalid handle.");
-      } else if (t.handle) {
-        q = d.qdisc(*t.handle);
-        if (!q) rejected("Failed to find qdisc with specified handle.");
-      } else {
-        throw ConfigError("qdisc del: say which qdisc: \"root\", \"parent ID\" or \"handle ID\"");
-      }
-      if (!t.kind.empty() && t.kind != q->kind)
-        rejected("Invalid qdisc name: the qdisc is " + quoted(q->kind) + ", not " + quoted(t.kind));
-      d.remove_subtree(q->handle);
-      validate(d);
-      return true;
+    switch (verb) {
+      case Verb::del: return edit.del();
+      case Verb::change: return edit.change();
+      case Verb::add: return edit.add();
+      default: return edit.replace();
     }
-
-    if (!t.parent) rejected("a parent is needed: \"root\" or \"parent ID\"");
-    check_parent_class(*t.parent);
-    if (change) {
-      QdiscConfig* existing = t.handle ? d.qdisc(*t.handle) : d.qdisc_at(*t.parent);
-      if (!existing) rejected("Specified qdisc not found.");
-      if (existing->parent != *t.parent) rejected("Specified qdisc not found at that parent.");
-      if (existing->kind != t.kind) rejected("Specified qdisc kind is different (" + quoted(existing->kind) + ").");
-      if (t.handle && existing->handle != *t.handle) rejected("Invalid handle.");
-      if (existing->kind == "fq_codel" &&
-          std::find(t.options.begin(), t.options.end(), "flows") != t.options.end())
-        rejected("fq_codel: the number of flows cannot be changed");
-      existing->options = merge_options(existing->kind, existing->options, t.options);
-      validate(d);
-      return true;
-    }
-    if (add) {
-      if (t.handle && d.qdisc(*t.handle)) rejected("Exclusivity flag on, cannot modify.");
-      if (d.qdisc_at(*t.parent)) rejected("Exclusivity flag on, cannot modify.");
-      add_new();
-      return true;
-    }
-    // replace: change the qdisc at that parent if it is of the same kind and handle, else put a
-    // new one in its place (its subtree goes).
-    QdiscConfig* cur = d.qdisc_at(*t.parent);
-    if (cur && cur->kind == t.kind && (!t.handle || *t.handle == cur->handle)) {
-      cur->options = merge_options(cur->kind, cur->options, t.options);
-      validate(d);
-      return true;
-    }
-    if (t.handle) {
-      const QdiscConfig* other = d.qdisc(*t.handle);
-      if (other && other != cur) rejected("Exclusivity flag on, cannot modify: handle " + format_handle(*t.handle) + " is in use.");
-    }
-    if (cur) d.remove_subtree(cur->handle);
-    add_new();
-    return true;
   } catch (...) {
     if (before) d = std::move(*before);
     throw;
@@ -759,18 +805,16 @@ bool Config::qdisc_command(std::string_view cmd, std::span<const std::string> ar
 bool Config::class_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                            const ShowOptions& show) {
   Target t = parse_target(args, true);
-  if (matches(cmd, "show") || matches(cmd, "list") || cmd == "ls" || cmd == "lst") {
+  const Verb verb = parse_verb(cmd, "class");
+  if (verb == Verb::show) {
     if (!t.kind.empty()) throw ConfigError("class show: unknown argument " + quoted(t.kind));
     if (t.dev.empty()) throw ConfigError("class show: \"dev\" is required");
     show_classes(need(t.dev), out, show);
     return false;
   }
-  const bool add = cmd == "add";
-  const bool change = cmd == "change" || cmd == "chg";
-  const bool replace = matches(cmd, "replace");
-  const bool del = matches(cmd, "delete");
-  if (!add && !change && !replace && !del)
-    throw ConfigError("Command " + quoted(cmd) + " is unknown, try \"txpath tc class help\".");
+  const bool add = verb == Verb::add;
+  const bool change = verb == Verb::change;
+  const bool del = verb == Verb::del;
   if (t.dev.empty()) throw ConfigError("Cannot find device \"\"");
   Device& d = need(t.dev);
   if (!t.classid) {

@@ -132,6 +132,23 @@ void note_not_live(const Config::ShowOptions& show, const std::string& dev, std:
                  (count == 1 ? "it" : "them"));
 }
 
+// The counters shown for one entry: the running process's (from the live document `doc`), else
+// the configuration's; an entry the live tree lacks counts in `not_live`.
+Counters shown_counters(const std::optional<Json>& doc, const char* section, const std::string& id,
+                        Counters configured, std::size_t& not_live) {
+  if (auto live = live_counters(doc ? &*doc : nullptr, section, id)) return *live;
+  if (doc) ++not_live;
+  return configured;
+}
+
+// Appends an entry's JSON object `j` to `arr`, with its options and (-s) its counters.
+void push_json(Json& arr, Json j, const std::string& options_json, const Counters& c,
+               const Config::ShowOptions& show) {
+  j["options"] = parse_object(options_json);
+  if (show.stats) add_stats_json(j, c.stats, c.xstats);
+  arr.push_back(std::move(j));
+}
+
 void emit_json(std::ostream& out, const Json& arr, bool pretty) {
   out << (pretty ? arr.dump(4) : arr.dump()) << "\n";
 }
@@ -148,9 +165,7 @@ void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOption
     for (const TreeNode& n : tree.nodes) {
       const Qdisc& q = *n.qdisc;
       const std::string handle = format_handle(n.handle);
-      Counters c{q.stats(), q.xstats()};
-      if (auto live = live_counters(doc ? &*doc : nullptr, "qdiscs", handle)) c = *live;
-      else if (doc) ++not_live;
+      const Counters c = shown_counters(doc, "qdiscs", handle, {q.stats(), q.xstats()}, not_live);
       if (show.json) {
         Json j;
         j["kind"] = std::string(q.kind());
@@ -159,9 +174,7 @@ void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOption
         if (n.parent == kRoot) j["root"] = true;
         else j["parent"] = format_handle(n.parent);
         if (n.parent == kRoot) j["refcnt"] = 2;
-        j["options"] = parse_object(q.options_json());
-        if (show.stats) add_stats_json(j, c.stats, c.xstats);
-        arr.push_back(std::move(j));
+        push_json(arr, std::move(j), q.options_json(), c, show);
         continue;
       }
       std::string head = "qdisc " + std::string(q.kind()) + " " + handle + " ";
@@ -189,9 +202,8 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
       std::optional<uint32_t> leaf;
       for (const TreeNode& child : tree.nodes)
         if (child.parent == classid) leaf = child.handle;
-      Counters c{q.class_stats(info.minor), q.class_xstats(info.minor)};
-      if (auto live = live_counters(doc ? &*doc : nullptr, "classes", id)) c = *live;
-      else if (doc) ++not_live;
+      const Counters c = shown_counters(
+          doc, "classes", id, {q.class_stats(info.minor), q.class_xstats(info.minor)}, not_live);
       if (show.json) {
         Json j;
         j["class"] = std::string(q.kind());
@@ -199,9 +211,7 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
         if (info.print_root) j["root"] = true;
         else j["parent"] = format_handle(parent);
         if (leaf) j["leaf"] = format_handle(*leaf);
-        j["options"] = parse_object(q.class_options_json(info.minor));
-        if (show.stats) add_stats_json(j, c.stats, c.xstats);
-        arr.push_back(std::move(j));
+        push_json(arr, std::move(j), q.class_options_json(info.minor), c, show);
         continue;
       }
       std::string head = "class " + std::string(q.kind()) + " " + id + " ";
