@@ -88,12 +88,11 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
+// One run's numbers: figures over its measured window (a point reports their medians), counters
+// (a point sums them) and what went wrong.
 struct Run {
-  double mpps = 0;
-  double cpu_ns_per_pkt = 0;
-  double fairness = 0;
-  double send_p50_ns = 0;
-  double send_p99_ns = 0;
+  double mpps = 0, cpu_ns_per_pkt = 0, fairness = 0;
+  double send_p50_ns = 0, send_p99_ns = 0;  // sampled send() latency
   uint64_t submitted = 0, sent = 0, dropped = 0, requeues = 0, doorbells = 0;
   uint64_t window_sent = 0, window_doorbells = 0;
   uint64_t lock_waits = 0, lock_wait_ns = 0;
@@ -426,6 +425,20 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
   return r;
 }
 
+// The counters a point sums over its runs, and the figures it takes the median of.
+constexpr std::pair<uint64_t BenchPoint::*, uint64_t Run::*> kSummed[] = {
+    {&BenchPoint::submitted, &Run::submitted},       {&BenchPoint::sent, &Run::sent},
+    {&BenchPoint::dropped, &Run::dropped},           {&BenchPoint::requeues, &Run::requeues},
+    {&BenchPoint::doorbells, &Run::doorbells},       {&BenchPoint::lock_waits, &Run::lock_waits},
+    {&BenchPoint::lock_wait_ns, &Run::lock_wait_ns}, {&BenchPoint::sink_received, &Run::sink_received},
+    {&BenchPoint::sink_lost, &Run::sink_lost},       {&BenchPoint::sink_duplicated, &Run::sink_duplicated},
+    {&BenchPoint::sink_out_of_order, &Run::sink_out_of_order},
+    {&BenchPoint::sink_socket_drops, &Run::sink_socket_drops}};
+constexpr std::pair<double BenchPoint::*, double Run::*> kMedians[] = {
+    {&BenchPoint::mpps, &Run::mpps},           {&BenchPoint::cpu_ns_per_pkt, &Run::cpu_ns_per_pkt},
+    {&BenchPoint::fairness, &Run::fairness},   {&BenchPoint::send_p50_ns, &Run::send_p50_ns},
+    {&BenchPoint::send_p99_ns, &Run::send_p99_ns}};
+
 BenchPoint aggregate(const std::string& strategy, int threads, bool park,
                      const std::vector<Run>& runs) {
   BenchPoint p;
@@ -433,47 +446,31 @@ BenchPoint aggregate(const std::string& strategy, int threads, bool park,
   p.threads = threads;
   p.park = park;
   p.lock = runs.front().lock;
-  std::vector<double> mpps, cpu, fair, p50, p99;
-  uint64_t window_sent = 0, window_doorbells = 0;
-  p.drained = p.conserved = true;
   p.runs = static_cast<int>(runs.size());
+  p.drained = p.conserved = true;
+  uint64_t window_sent = 0, window_doorbells = 0;
   for (const Run& r : runs) {
     p.complete = p.complete && !r.interrupted;
     if (p.output_error.empty()) p.output_error = r.output_error;
-    mpps.push_back(r.mpps);
-    cpu.push_back(r.cpu_ns_per_pkt);
-    fair.push_back(r.fairness);
-    p50.push_back(r.send_p50_ns);
-    p99.push_back(r.send_p99_ns);
-    p.submitted += r.submitted;
-    p.sent += r.sent;
-    p.dropped += r.dropped;
-    p.requeues += r.requeues;
-    p.doorbells += r.doorbells;
-    p.lock_waits += r.lock_waits;
-    p.lock_wait_ns += r.lock_wait_ns;
+    for (const auto& [total, one] : kSummed) p.*total += r.*one;
     window_sent += r.window_sent;
     window_doorbells += r.window_doorbells;
     p.drained = p.drained && r.drained;
     p.conserved = p.conserved && r.conserved;
     p.sink_checked = r.sink_checked;
-    p.sink_received += r.sink_received;
-    p.sink_lost += r.sink_lost;
-    p.sink_duplicated += r.sink_duplicated;
-    p.sink_out_of_order += r.sink_out_of_order;
-    p.sink_socket_drops += r.sink_socket_drops;
   }
-  p.mpps = median(mpps);
-  p.mpps_min = *std::min_element(mpps.begin(), mpps.end());
-  p.mpps_max = *std::max_element(mpps.begin(), mpps.end());
-  p.cpu_ns_per_pkt = median(cpu);
+  for (const auto& [mid, one] : kMedians) {
+    std::vector<double> values;
+    for (const Run& r : runs) values.push_back(r.*one);
+    p.*mid = median(std::move(values));
+  }
+  const auto by_mpps = [](const Run& a, const Run& b) { return a.mpps < b.mpps; };
+  p.mpps_min = std::min_element(runs.begin(), runs.end(), by_mpps)->mpps;
+  p.mpps_max = std::max_element(runs.begin(), runs.end(), by_mpps)->mpps;
   // Reordering fails txpath's rows only: the kernel row is the reference being measured, and
   // its senders' frames can cross a veth out of order when the qdisc owner on another CPU
   // transmits them (each CPU's receive backlog is drained on its own). It is reported.
   p.delivered = p.sink_duplicated == 0 && (p.sink_out_of_order == 0 || strategy == kKernelStrategy);
-  p.fairness = median(fair);
-  p.send_p50_ns = median(p50);
-  p.send_p99_ns = median(p99);
   p.batch_mean = window_doorbells ? static_cast<double>(window_sent) /
                                         static_cast<double>(window_doorbells)
                                   : 0;
