@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 """Runs the Linux tc-testing (tdc) qdisc cases against `txpath tc`.
 
-The case files are read at run time from a directory outside this repository (default
-../shared/tdc/qdiscs next to the checkout); nothing of them is copied here. Each case gets a fresh
+The case files are the kernel's own: the directory tools/testing/selftests/tc-testing/tc-tests/
+qdiscs of a Linux source tree, given as --tdc-dir DIR or in $TXPATH_TDC_DIR, read at run time;
+nothing of them is copied into this repository. Each case gets a fresh
 scratch configuration file (TXPATH_TC), with
     $TC    -> "<txpath> tc"            (tc itself)
     $IP    -> "<txpath> tc"            ("$IP link add dev X type dummy" adds a device to the file)
@@ -16,7 +17,8 @@ txpath does not implement.
 
 Usage: tdc_run.py --txpath build/txpath [--tdc-dir DIR] [--min-pass 0.9] [--verbose] [FILE...]
 Exit status: 0 if every implemented file passes at least --min-pass of its configuration-only
-cases, 1 otherwise, 2 on bad usage.
+cases, 1 otherwise, 2 on bad usage (no case directory given, or not a directory: the message
+says where the cases come from).
 """
 import argparse
 import json
@@ -42,6 +44,9 @@ NOT_IMPLEMENTED = {
     "red.json": "qdisc red is not implemented in txpath",
     "mq.json": "qdisc mq (and netdevsim multi-queue devices) is not implemented in txpath",
 }
+# Where the case files come from, for --help and for the error without them.
+TDC_SOURCE = ("the qdisc cases of the kernel's tc-testing suite, "
+              "tools/testing/selftests/tc-testing/tc-tests/qdiscs in a Linux source tree")
 VARIABLES = {"DUMMY": "dummy1", "DEV0": "v0p0", "DEV1": "v0p1", "ETH": "eth0", "NS": "tcut"}
 
 
@@ -113,16 +118,21 @@ def run_case(case, tc, workdir):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--txpath", required=True, help="the txpath binary")
-    ap.add_argument("--tdc-dir", default=os.path.normpath(os.path.join(here, "..", "..", "shared", "tdc", "qdiscs")))
+    ap.add_argument("--tdc-dir", default=os.environ.get("TXPATH_TDC_DIR") or None,
+                    help="directory of %s (default: $TXPATH_TDC_DIR)" % TDC_SOURCE)
     ap.add_argument("--min-pass", type=float, default=0.9)
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("files", nargs="*", help="case files (default: every *.json in --tdc-dir)")
     a = ap.parse_args()
+    if not a.tdc_dir:
+        print("tdc_run: no tdc case directory: give --tdc-dir DIR or set TXPATH_TDC_DIR to the "
+              "directory of %s" % TDC_SOURCE, file=sys.stderr)
+        return 2
     if not os.path.isdir(a.tdc_dir):
-        print("tdc_run: no tdc case directory %s" % a.tdc_dir, file=sys.stderr)
+        print("tdc_run: tdc case directory %r is not a directory (expected %s)" % (a.tdc_dir, TDC_SOURCE),
+              file=sys.stderr)
         return 2
     if not os.access(a.txpath, os.X_OK):
         print("tdc_run: %s is not an executable" % a.txpath, file=sys.stderr)

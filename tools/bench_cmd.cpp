@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/file.hpp"
 #include "txpath/report.hpp"
@@ -440,6 +441,13 @@ void print_config(const BenchConfig& cfg) {
   std::fflush(stdout);
 }
 
+// --device's help: every kind the library builds, with the form of its spec.
+std::string device_help() {
+  std::string text = "The device the queue transmits into, one of:";
+  for (const DeviceKind& k : device_kinds()) text += fmt::format("\n  {}  {}", k.spec, k.what);
+  return text;
+}
+
 }  // namespace
 
 std::string one_line(std::string_view message) {
@@ -470,8 +478,7 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
                   "Spin-then-park policy of lock waits: on (park in the kernel), off (yield), "
                   "or on,off (both, interleaved)")
       ->capture_default_str();
-  cmd->add_option("--device", o.device, "null | nic | nic:pkt=NS,doorbell=NS,ring=N")
-      ->capture_default_str();
+  cmd->add_option("--device", o.device, device_help())->capture_default_str();
   cmd->add_option("--qdisc", o.qdisc, "Root qdisc, tc syntax (e.g. 'pfifo limit 1000')")
       ->capture_default_str();
   CLI::Option* tc_config =

@@ -11,11 +11,14 @@
 //        ran is printed and the outputs are written marked partial; a second signal exits at
 //        once with the same status
 // `txpath tc` exits as tc does: 1 parse error, 2 rejected configuration, 255 bad arguments.
+// `txpath` alone prints the usage on stderr and exits 2.
 // Every error is one line on stderr, "txpath: error: ...", with user text escaped and cut
 // (txpath/text.hpp; one_line() for messages that did not).
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -27,34 +30,49 @@
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
 
+namespace {
+
+// The commands registered with `app`, in order: bench, tc, testbed, sink.
+std::vector<std::string> command_names(CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; }))
+    names.push_back(cmd->get_name());
+  return names;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // `txpath tc ...` takes tc's own grammar (-s, -batch FILE, ...), which CLI11 does not parse.
   if (argc > 1 && std::string_view(argv[1]) == "tc") {
     const std::vector<std::string> args(argv + 2, argv + argc);
     return txpath::tc::run(args, std::cout, std::cerr);
   }
-  // A first argument that is not an option must be a command (CLI11 would say "A subcommand is
-  // required", or nothing useful).
-  constexpr std::string_view kCommands = "bench, tc, testbed, sink";
-  if (argc < 2) {
-    fmt::print(stderr, "txpath: error: a command is required (commands: {}; --help)\n", kCommands);
-    return 2;
-  }
-  if (const std::string_view cmd = argv[1];
-      !cmd.starts_with('-') && cmd != "bench" && cmd != "testbed" && cmd != "sink") {
-    fmt::print(stderr, "txpath: error: unknown command {} (commands: {})\n", txpath::quoted(cmd),
-               kCommands);
-    return 2;
-  }
   CLI::App app{"txpath: the Linux transmit path (qdisc + contention strategies) in userspace"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "txpath 0.1.0");
   txpath::cli::BenchOptions bench;
   txpath::cli::add_bench_command(app, bench);
+  // Listed for --help only: main() hands `txpath tc` to tc::run above.
+  app.add_subcommand("tc", "tc's grammar over a txpath configuration file (txpath tc help)");
   txpath::cli::TestbedOptions testbed;
   txpath::cli::add_testbed_command(app, testbed);
   txpath::cli::SinkOptions sink;
   txpath::cli::add_sink_command(app, sink);
+  // No command: the usage, on stderr (nothing was run: exit 2). A first argument that is not an
+  // option must be a command (CLI11 would say "A subcommand is required", or nothing useful).
+  if (argc < 2) {
+    app.name(argv[0]);  // as parse() would name it
+    fmt::print(stderr, "{}", app.help());
+    return 2;
+  }
+  const std::vector<std::string> commands = command_names(app);
+  if (const std::string_view cmd = argv[1];
+      !cmd.starts_with('-') && std::find(commands.begin(), commands.end(), cmd) == commands.end()) {
+    fmt::print(stderr, "txpath: error: unknown command {} (commands: {})\n", txpath::quoted(cmd),
+               fmt::join(commands, ", "));
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

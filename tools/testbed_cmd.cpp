@@ -68,6 +68,9 @@ void add_testbed_command(CLI::App& app, TestbedOptions& o) {
   add_names(o.down, o.config);
   o.show = tb->add_subcommand("show", "print the testbed whose host end is --host-if");
   o.show->add_option("--host-if", o.config.host_if, "host end of the veth pair")->capture_default_str();
+  // `testbed --help` shows every subcommand's options too (each is a few lines).
+  tb->set_help_flag();
+  tb->set_help_all_flag("-h,--help", "Print this help message, with the options of up, down and show, and exit");
 }
 
 int run_testbed_command(const TestbedOptions& o) {

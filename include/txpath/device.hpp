@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -133,5 +134,14 @@ class Device {
 // Builds a device from a --device spec: "null", "nic", "nic:pkt=NS,doorbell=NS,ring=N[,rate=GBIT]",
 // "fault:busy=P,stop=P,seed=N". Throws ConfigError (one line) for an unknown or malformed spec.
 std::unique_ptr<Device> make_device(std::string_view spec);
+
+// A kind of device make_device() builds: its name, the form of its --device spec, one line on it.
+struct DeviceKind {
+  std::string_view name;  // "udp"
+  std::string_view spec;  // "udp:HOST:PORT[,batch=N]"
+  std::string_view what;  // "a connected UDP socket, one sendmmsg per doorbell"
+};
+// Every kind make_device() knows, in the order its errors list them.
+std::span<const DeviceKind> device_kinds() noexcept;
 
 }  // namespace txpath

@@ -17,6 +17,7 @@
 #include <utility>
 #include <memory>
 #include <thread>
+#include <type_traits>
 
 #include "bench/real_path.hpp"
 #include "core/clock.hpp"
@@ -87,12 +88,11 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
+// One run's numbers: figures over its measured window (a point reports their medians), counters
+// (a point sums them) and what went wrong.
 struct Run {
-  double mpps = 0;
-  double cpu_ns_per_pkt = 0;
-  double fairness = 0;
-  double send_p50_ns = 0;
-  double send_p99_ns = 0;
+  double mpps = 0, cpu_ns_per_pkt = 0, fairness = 0;
+  double send_p50_ns = 0, send_p99_ns = 0;  // sampled send() latency
   uint64_t submitted = 0, sent = 0, dropped = 0, requeues = 0, doorbells = 0;
   uint64_t window_sent = 0, window_doorbells = 0;
   uint64_t lock_waits = 0, lock_wait_ns = 0;
@@ -148,16 +148,128 @@ uint64_t sink_cpu_ns(const Sink* sink) { return sink ? sink->cpu_ns() : 0; }
 
 // Per-sender state, each on its own cache lines.
 struct alignas(64) Sender {
-  uint64_t accepted_in_window = 0;  // send() returned queued or congested while measuring
+  uint64_t accepted_in_window = 0;  // queued or congested (kernel row: sent) while measuring
   std::vector<uint32_t> latency;    // sampled send() ns, preallocated
+
+  // Calls send(); while the window is open, times one call in kLatencySampleEvery (as long as the
+  // preallocated samples last).
+  template <class Send>
+  auto timed(bool window, uint64_t seq, Send&& send) {
+    if (!window || seq % kLatencySampleEvery != 0 || latency.size() >= latency.capacity())
+      return send();
+    const uint64_t t0 = now_ns();
+    auto result = send();
+    latency.push_back(static_cast<uint32_t>(std::min<uint64_t>(now_ns() - t0, UINT32_MAX)));
+    return result;
+  }
 };
+
+// A kernel-row sender also counts what it sent and what was dropped, read by the main thread at
+// the window's edges.
+struct KernelSenderState : Sender {
+  std::atomic<uint64_t> sent{0};     // relaxed (both): owner-written counters, read by the main
+  std::atomic<uint64_t> dropped{0};  // thread at the window edges; the join orders the end
+};
+
+template <class S>
+std::vector<S> make_senders(int threads) {
+  std::vector<S> senders(static_cast<std::size_t>(threads));
+  for (auto& s : senders) s.latency.reserve(kLatencySamplesPerThread);
+  return senders;
+}
+
+// What one run's senders poll. relaxed (every access): flags that only steer the loops and a
+// start-up head count; the join orders the senders' results before the main thread reads them.
+struct RunFlags {
+  std::atomic<bool> stop{false};
+  std::atomic<bool> measuring{false};
+  std::atomic<int> ready{0};
+
+  void started() noexcept { ready.fetch_add(1, std::memory_order_relaxed); }  // relaxed: above
+  bool running() const noexcept { return !stop.load(std::memory_order_relaxed); }
+  bool in_window() const noexcept { return measuring.load(std::memory_order_relaxed); }
+};
+
+// The measured window of one run: the run's counters (a sample at each edge) and the process CPU
+// time at its edges, less the sink's (the sink's CPU is not ours).
+template <class Counters>
+struct Window {
+  Counters start{}, end{};
+  uint64_t cpu0 = 0, cpu1 = 0;
+  std::chrono::steady_clock::duration length{};
+  bool whole = true;  // false: a stop cut the run short
+};
+
+// One run, for txpath's rows and the kernel row alike: starts `threads` senders (pinned when
+// cfg.pin), each running send_loop(t, flags) (which calls flags.started() once it is set up, then
+// sends while flags.running()); once all have started, warms up, measures for cfg.duration_s with
+// `sample()` at both edges, then stops and joins the senders.
+template <class SendLoop, class Sample>
+auto measure(const BenchConfig& cfg, int threads, const Sink* sink, SendLoop&& send_loop,
+             Sample&& sample) {
+  Window<std::invoke_result_t<Sample&>> w;
+  RunFlags flags;
+  std::vector<std::thread> workers;
+  workers.reserve(static_cast<std::size_t>(threads));
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      if (cfg.pin) pin_to(cpu_for_sender(t, cfg.nodes));
+      send_loop(t, flags);
+    });
+  }
+  // relaxed (ready, measuring, stop): see RunFlags.
+  while (flags.ready.load(std::memory_order_relaxed) < threads) std::this_thread::yield();
+  const auto warmup = std::chrono::duration<double>(std::min(0.2, cfg.duration_s * 0.1));
+  w.whole = sleep_unless_stopped(cfg, warmup);
+  flags.measuring.store(true, std::memory_order_relaxed);
+  w.start = sample();
+  w.cpu0 = process_cpu_ns() - sink_cpu_ns(sink);
+  const auto t0 = std::chrono::steady_clock::now();
+  w.whole = w.whole && sleep_unless_stopped(cfg, std::chrono::duration<double>(cfg.duration_s));
+  w.end = sample();
+  w.cpu1 = process_cpu_ns() - sink_cpu_ns(sink);
+  w.length = std::chrono::steady_clock::now() - t0;
+  flags.measuring.store(false, std::memory_order_relaxed);
+  flags.stop.store(true, std::memory_order_relaxed);
+  for (auto& worker : workers) worker.join();
+  return w;
+}
+
+// The rates of a run over its window (`window_sent` packets), and what its senders saw: fairness
+// of the sends accepted in the window, sampled send() latency.
+template <class Counters, class Senders>
+void fill_window_figures(Run& r, uint64_t window_sent, const Window<Counters>& w,
+                         const Senders& senders) {
+  const double secs = std::chrono::duration<double>(w.length).count();
+  r.interrupted = !w.whole;
+  r.window_sent = window_sent;
+  r.mpps = secs > 0 ? static_cast<double>(r.window_sent) / secs / 1e6 : 0;
+  r.cpu_ns_per_pkt = r.window_sent > 0 ? static_cast<double>(w.cpu1 - w.cpu0) /
+                                             static_cast<double>(r.window_sent)
+                                       : 0;
+  std::vector<uint64_t> per_sender;
+  std::vector<uint32_t> latency;
+  for (const Sender& s : senders) {
+    per_sender.push_back(s.accepted_in_window);
+    latency.insert(latency.end(), s.latency.begin(), s.latency.end());
+  }
+  r.fairness = jain_index(per_sender);
+  r.send_p50_ns = percentile(latency, 0.50);
+  r.send_p99_ns = percentile(latency, 0.99);
+}
+
+// The frames a device is sent: `payload` bytes each, addressed by the device.
+FrameSpec frames_for(const Device& device, std::size_t payload) {
+  FrameSpec spec;
+  spec.payload = payload;
+  device.address_frames(spec);
+  return spec;
+}
 
 // The kernel row: every sender sends the same frames' UDP payloads through its own UDP socket.
 Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
   auto device = bench_detail::make_probe_device(cfg.device);
-  FrameSpec spec;
-  spec.payload = cfg.payload;
-  device->address_frames(spec);
+  const FrameSpec spec = frames_for(*device, cfg.payload);
   const FrameTemplate tmpl(spec);
   const auto route = bench_detail::kernel_route(*device, spec);
   if (!route) throw ConfigError("strategy kernel needs a real device (afpacket:IF, afxdp:IF or udp:HOST:PORT)");
@@ -167,132 +279,65 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
   std::vector<std::unique_ptr<bench_detail::KernelSender>> sockets;
   for (int t = 0; t < threads; ++t)
     sockets.push_back(std::make_unique<bench_detail::KernelSender>(*route));
-
-  struct alignas(64) KSender {
-    std::atomic<uint64_t> sent{0};     // relaxed (both): owner-written counters, read by the
-    std::atomic<uint64_t> dropped{0};  // main thread at the window edges; the join orders the end
-    uint64_t accepted_in_window = 0;
-    std::vector<uint32_t> latency;
-  };
-  std::vector<KSender> senders(static_cast<std::size_t>(threads));
-  for (auto& s : senders) s.latency.reserve(kLatencySamplesPerThread);
+  auto senders = make_senders<KernelSenderState>(threads);
   if (sink) sink->reset();
-  std::atomic<bool> stop{false}, measuring{false};
-  std::atomic<int> ready{0};
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      if (cfg.pin) pin_to(cpu_for_sender(t, cfg.nodes));
-      KSender& me = senders[static_cast<std::size_t>(t)];
-      bench_detail::KernelSender& sock = *sockets[static_cast<std::size_t>(t)];
-      std::vector<std::byte> frame(tmpl.size());
-      ready.fetch_add(1, std::memory_order_relaxed);  // relaxed: a start-up head count only
-      uint64_t seq = 0, sent = 0, dropped = 0;
-      // relaxed (stop, measuring): flags that only steer the loop; the join orders the results.
-      while (!stop.load(std::memory_order_relaxed)) {
-        const std::size_t len = tmpl.write(frame, static_cast<uint32_t>(t), seq);
-        const std::span<const std::byte> payload(frame.data() + kHeadersLen, len - kHeadersLen);
-        const bool window = measuring.load(std::memory_order_relaxed);
-        bench_detail::KernelSender::Result res;
-        if (window && seq % kLatencySampleEvery == 0 && me.latency.size() < me.latency.capacity()) {
-          const uint64_t t0 = now_ns();
-          res = sock.send(payload);
-          me.latency.push_back(static_cast<uint32_t>(std::min<uint64_t>(now_ns() - t0, UINT32_MAX)));
-        } else {
-          res = sock.send(payload);
-        }
-        if (res == bench_detail::KernelSender::Result::sent) {
-          me.sent.store(++sent, std::memory_order_relaxed);
-          if (window) ++me.accepted_in_window;
-        } else {
-          me.dropped.store(++dropped, std::memory_order_relaxed);
-        }
-        ++seq;
+  const auto send_loop = [&](int t, RunFlags& flags) {
+    KernelSenderState& me = senders[static_cast<std::size_t>(t)];
+    bench_detail::KernelSender& sock = *sockets[static_cast<std::size_t>(t)];
+    std::vector<std::byte> frame(tmpl.size());
+    flags.started();
+    uint64_t seq = 0, sent = 0, dropped = 0;
+    while (flags.running()) {
+      const std::size_t len = tmpl.write(frame, static_cast<uint32_t>(t), seq);
+      const std::span<const std::byte> payload(frame.data() + kHeadersLen, len - kHeadersLen);
+      const bool window = flags.in_window();
+      if (me.timed(window, seq, [&] { return sock.send(payload); }) ==
+          bench_detail::KernelSender::Result::sent) {
+        me.sent.store(++sent, std::memory_order_relaxed);  // relaxed: see KernelSenderState
+        if (window) ++me.accepted_in_window;
+      } else {
+        me.dropped.store(++dropped, std::memory_order_relaxed);  // relaxed: likewise
       }
-    });
-  }
-  while (ready.load(std::memory_order_relaxed) < threads) std::this_thread::yield();
+      ++seq;
+    }
+  };
   const auto sum_sent = [&] {
     uint64_t n = 0;
-    for (auto& s : senders) n += s.sent.load(std::memory_order_relaxed);
+    for (auto& s : senders) n += s.sent.load(std::memory_order_relaxed);  // relaxed: likewise
     return n;
   };
-  bool whole = sleep_unless_stopped(cfg, std::chrono::duration<double>(std::min(0.2, cfg.duration_s * 0.1)));
-  measuring.store(true, std::memory_order_relaxed);
-  const uint64_t sent0 = sum_sent();
-  const uint64_t cpu0 = process_cpu_ns() - sink_cpu_ns(sink);
-  const auto t0 = std::chrono::steady_clock::now();
-  whole = whole && sleep_unless_stopped(cfg, std::chrono::duration<double>(cfg.duration_s));
-  const uint64_t sent1 = sum_sent();
-  const uint64_t cpu1 = process_cpu_ns() - sink_cpu_ns(sink);
-  const auto t1 = std::chrono::steady_clock::now();
-  measuring.store(false, std::memory_order_relaxed);
-  stop.store(true, std::memory_order_relaxed);
-  for (auto& w : workers) w.join();
+  const Window<uint64_t> w = measure(cfg, threads, sink, send_loop, sum_sent);
 
   Run r;
-  r.interrupted = !whole;
   r.lock = "-";
   r.drained = true;  // nothing of ours is queued: the kernel holds what it accepted
-  const double secs = std::chrono::duration<double>(t1 - t0).count();
-  r.window_sent = sent1 - sent0;
-  r.mpps = secs > 0 ? static_cast<double>(r.window_sent) / secs / 1e6 : 0;
-  r.cpu_ns_per_pkt =
-      r.window_sent > 0 ? static_cast<double>(cpu1 - cpu0) / static_cast<double>(r.window_sent) : 0;
-  std::vector<uint64_t> per_sender;
-  std::vector<uint32_t> latency;
+  fill_window_figures(r, w.end - w.start, w, senders);
   for (auto& s : senders) {
     r.sent += s.sent.load(std::memory_order_relaxed);
     r.dropped += s.dropped.load(std::memory_order_relaxed);
-    per_sender.push_back(s.accepted_in_window);
-    latency.insert(latency.end(), s.latency.begin(), s.latency.end());
   }
   r.submitted = r.sent + r.dropped;
-  r.fairness = jain_index(per_sender);
-  r.send_p50_ns = percentile(latency, 0.50);
-  r.send_p99_ns = percentile(latency, 0.99);
   r.conserved = true;
   check_sink(sink, r.sent, r);
   return r;
 }
 
-// The measured window of one run: the queue's counters and the process CPU time at its edges.
-struct Window {
-  TxQueueStats s0, s1;
-  uint64_t cpu0 = 0, cpu1 = 0;
-  std::chrono::steady_clock::duration length{};
-};
-
 // A run's numbers once its senders have stopped: drains the queue, then rates over the window,
 // totals (conservation) over the whole run, fairness and latency from the senders.
-Run summarize_run(TxQueue& txq, const std::vector<Sender>& senders, const Window& w) {
+Run summarize_run(TxQueue& txq, const std::vector<Sender>& senders, const Window<TxQueueStats>& w) {
   Run r;
   r.lock = std::string(txq.lock_kind());
   r.drained = txq.drain(std::chrono::seconds(10));
   const TxQueueStats end = txq.stats();
-  const double secs = std::chrono::duration<double>(w.length).count();
-  r.window_sent = w.s1.sent - w.s0.sent;
-  r.window_doorbells = w.s1.device.doorbells - w.s0.device.doorbells;
-  r.mpps = secs > 0 ? static_cast<double>(r.window_sent) / secs / 1e6 : 0;
-  r.cpu_ns_per_pkt = r.window_sent > 0 ? static_cast<double>(w.cpu1 - w.cpu0) /
-                                             static_cast<double>(r.window_sent)
-                                       : 0;
+  fill_window_figures(r, w.end.sent - w.start.sent, w, senders);
+  r.window_doorbells = w.end.device.doorbells - w.start.device.doorbells;
   r.submitted = end.submitted;
   r.sent = end.sent;
   r.dropped = end.dropped;
   r.requeues = end.requeues;
   r.doorbells = end.device.doorbells;
-  r.lock_waits = w.s1.lock_waits - w.s0.lock_waits;
-  r.lock_wait_ns = w.s1.lock_wait_ns - w.s0.lock_wait_ns;
-  std::vector<uint64_t> per_sender;
-  std::vector<uint32_t> latency;
-  for (const auto& s : senders) {
-    per_sender.push_back(s.accepted_in_window);
-    latency.insert(latency.end(), s.latency.begin(), s.latency.end());
-  }
-  r.fairness = jain_index(per_sender);
-  r.send_p50_ns = percentile(latency, 0.50);
-  r.send_p99_ns = percentile(latency, 0.99);
+  r.lock_waits = w.end.lock_waits - w.start.lock_waits;
+  r.lock_wait_ns = w.end.lock_wait_ns - w.start.lock_wait_ns;
   r.conserved = r.drained && conservation_holds(end.submitted, end.sent, end.dropped, end.queued);
   return r;
 }
@@ -325,86 +370,53 @@ std::unique_ptr<tc::LiveStats> serve_live_stats(const BenchConfig& cfg, TxQueue&
   }
 }
 
-Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, Sink* sink) {
-  if (strategy == kKernelStrategy) return run_kernel_once(cfg, threads, sink);
-  // Enough buffers for every place a packet can wait: 3 bands, the ring, the senders' caches.
+// Enough buffers for every place a packet can wait: 3 bands, the ring, the senders' caches.
+PoolConfig pool_config(const BenchConfig& cfg, int threads) {
   PoolConfig pool_cfg;
   pool_cfg.cache_size = 64;
   pool_cfg.packets = std::max<std::size_t>(
       16384, 4 * static_cast<std::size_t>(cfg.txqueuelen) + 4096 +
                  static_cast<std::size_t>(threads) * pool_cfg.cache_size * 2);
   pool_cfg.buffer_size = std::max<std::size_t>(256, kHeadersLen + cfg.payload);
-  Pool pool(pool_cfg);
+  return pool_cfg;
+}
+
+Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, Sink* sink) {
+  if (strategy == kKernelStrategy) return run_kernel_once(cfg, threads, sink);
+  Pool pool(pool_config(cfg, threads));
   auto device = make_device(cfg.device);  // after the pool: destroyed first, it returns its ring
 
   auto tc_tree = std::make_shared<tc::Tree>();
   auto txq = TxQueue::create(*device, queue_config(cfg, strategy, tc_tree));
   std::string live_note;
   std::unique_ptr<tc::LiveStats> live = serve_live_stats(cfg, *txq, tc_tree, live_note);
-
-  FrameSpec spec;
-  spec.payload = cfg.payload;
-  device->address_frames(spec);
-  const FrameTemplate tmpl(spec);
+  const FrameTemplate tmpl(frames_for(*device, cfg.payload));
 
   if (sink) sink->reset();
-  std::vector<Sender> senders(static_cast<std::size_t>(threads));
-  for (auto& s : senders) s.latency.reserve(kLatencySamplesPerThread);
-  std::atomic<bool> stop{false};
-  std::atomic<bool> measuring{false};
-  std::atomic<int> ready{0};
-  std::vector<std::thread> workers;
-  workers.reserve(static_cast<std::size_t>(threads));
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      if (cfg.pin) pin_to(cpu_for_sender(t, cfg.nodes));
-      Sender& me = senders[static_cast<std::size_t>(t)];
-      Pool::Cache cache(pool);
-      ready.fetch_add(1, std::memory_order_relaxed);  // relaxed: a start-up head count only
-      uint64_t seq = 0;
-      // relaxed (stop, measuring): flags that only steer the loop; the join orders the results.
-      while (!stop.load(std::memory_order_relaxed)) {
-        Packet* p = cache.get();
-        if (!p) {  // every buffer is queued or in flight: back off until completions return some
-          std::this_thread::yield();
-          continue;
-        }
-        p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq));
-        const bool window = measuring.load(std::memory_order_relaxed);
-        SendStatus st;
-        if (window && seq % kLatencySampleEvery == 0 && me.latency.size() < me.latency.capacity()) {
-          const uint64_t t0 = now_ns();
-          st = txq->send(p);
-          me.latency.push_back(static_cast<uint32_t>(std::min<uint64_t>(now_ns() - t0, UINT32_MAX)));
-        } else {
-          st = txq->send(p);
-        }
-        if (window && (st == SendStatus::queued || st == SendStatus::congested))
-          ++me.accepted_in_window;
-        ++seq;
+  auto senders = make_senders<Sender>(threads);
+  const auto send_loop = [&](int t, RunFlags& flags) {
+    Sender& me = senders[static_cast<std::size_t>(t)];
+    Pool::Cache cache(pool);
+    flags.started();
+    uint64_t seq = 0;
+    while (flags.running()) {
+      Packet* p = cache.get();
+      if (!p) {  // every buffer is queued or in flight: back off until completions return some
+        std::this_thread::yield();
+        continue;
       }
-    });
-  }
-  // relaxed: see above.
-  while (ready.load(std::memory_order_relaxed) < threads) std::this_thread::yield();
+      p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq));
+      const bool window = flags.in_window();
+      const SendStatus st = me.timed(window, seq, [&] { return txq->send(p); });
+      if (window && (st == SendStatus::queued || st == SendStatus::congested))
+        ++me.accepted_in_window;
+      ++seq;
+    }
+  };
+  const auto w = measure(cfg, threads, sink, send_loop, [&] { return txq->stats(); });
 
-  const auto warmup = std::chrono::duration<double>(std::min(0.2, cfg.duration_s * 0.1));
-  bool whole = sleep_unless_stopped(cfg, warmup);
-  measuring.store(true, std::memory_order_relaxed);  // relaxed: see above
-  const TxQueueStats s0 = txq->stats();
-  const uint64_t cpu0 = process_cpu_ns() - sink_cpu_ns(sink);  // the sink's CPU is not ours
-  const auto t0 = std::chrono::steady_clock::now();
-  whole = whole && sleep_unless_stopped(cfg, std::chrono::duration<double>(cfg.duration_s));
-  const TxQueueStats s1 = txq->stats();
-  const uint64_t cpu1 = process_cpu_ns() - sink_cpu_ns(sink);
-  const auto t1 = std::chrono::steady_clock::now();
-  measuring.store(false, std::memory_order_relaxed);  // relaxed: see above
-  stop.store(true, std::memory_order_relaxed);        // relaxed: see above
-  for (auto& w : workers) w.join();
-
-  Run r = summarize_run(*txq, senders, Window{s0, s1, cpu0, cpu1, t1 - t0});
+  Run r = summarize_run(*txq, senders, w);
   r.live_note = std::move(live_note);
-  r.interrupted = !whole;
   check_sink(sink, r.sent, r);
   // Nothing transmits once the queue is gone: the device's output (pcap:FILE) is complete.
   live.reset();
@@ -413,6 +425,20 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
   return r;
 }
 
+// The counters a point sums over its runs, and the figures it takes the median of.
+constexpr std::pair<uint64_t BenchPoint::*, uint64_t Run::*> kSummed[] = {
+    {&BenchPoint::submitted, &Run::submitted},       {&BenchPoint::sent, &Run::sent},
+    {&BenchPoint::dropped, &Run::dropped},           {&BenchPoint::requeues, &Run::requeues},
+    {&BenchPoint::doorbells, &Run::doorbells},       {&BenchPoint::lock_waits, &Run::lock_waits},
+    {&BenchPoint::lock_wait_ns, &Run::lock_wait_ns}, {&BenchPoint::sink_received, &Run::sink_received},
+    {&BenchPoint::sink_lost, &Run::sink_lost},       {&BenchPoint::sink_duplicated, &Run::sink_duplicated},
+    {&BenchPoint::sink_out_of_order, &Run::sink_out_of_order},
+    {&BenchPoint::sink_socket_drops, &Run::sink_socket_drops}};
+constexpr std::pair<double BenchPoint::*, double Run::*> kMedians[] = {
+    {&BenchPoint::mpps, &Run::mpps},           {&BenchPoint::cpu_ns_per_pkt, &Run::cpu_ns_per_pkt},
+    {&BenchPoint::fairness, &Run::fairness},   {&BenchPoint::send_p50_ns, &Run::send_p50_ns},
+    {&BenchPoint::send_p99_ns, &Run::send_p99_ns}};
+
 BenchPoint aggregate(const std::string& strategy, int threads, bool park,
                      const std::vector<Run>& runs) {
   BenchPoint p;
@@ -420,47 +446,31 @@ BenchPoint aggregate(const std::string& strategy, int threads, bool park,
   p.threads = threads;
   p.park = park;
   p.lock = runs.front().lock;
-  std::vector<double> mpps, cpu, fair, p50, p99;
-  uint64_t window_sent = 0, window_doorbells = 0;
-  p.drained = p.conserved = true;
   p.runs = static_cast<int>(runs.size());
+  p.drained = p.conserved = true;
+  uint64_t window_sent = 0, window_doorbells = 0;
   for (const Run& r : runs) {
     p.complete = p.complete && !r.interrupted;
     if (p.output_error.empty()) p.output_error = r.output_error;
-    mpps.push_back(r.mpps);
-    cpu.push_back(r.cpu_ns_per_pkt);
-    fair.push_back(r.fairness);
-    p50.push_back(r.send_p50_ns);
-    p99.push_back(r.send_p99_ns);
-    p.submitted += r.submitted;
-    p.sent += r.sent;
-    p.dropped += r.dropped;
-    p.requeues += r.requeues;
-    p.doorbells += r.doorbells;
-    p.lock_waits += r.lock_waits;
-    p.lock_wait_ns += r.lock_wait_ns;
+    for (const auto& [total, one] : kSummed) p.*total += r.*one;
     window_sent += r.window_sent;
     window_doorbells += r.window_doorbells;
     p.drained = p.drained && r.drained;
     p.conserved = p.conserved && r.conserved;
     p.sink_checked = r.sink_checked;
-    p.sink_received += r.sink_received;
-    p.sink_lost += r.sink_lost;
-    p.sink_duplicated += r.sink_duplicated;
-    p.sink_out_of_order += r.sink_out_of_order;
-    p.sink_socket_drops += r.sink_socket_drops;
   }
-  p.mpps = median(mpps);
-  p.mpps_min = *std::min_element(mpps.begin(), mpps.end());
-  p.mpps_max = *std::max_element(mpps.begin(), mpps.end());
-  p.cpu_ns_per_pkt = median(cpu);
+  for (const auto& [mid, one] : kMedians) {
+    std::vector<double> values;
+    for (const Run& r : runs) values.push_back(r.*one);
+    p.*mid = median(std::move(values));
+  }
+  const auto by_mpps = [](const Run& a, const Run& b) { return a.mpps < b.mpps; };
+  p.mpps_min = std::min_element(runs.begin(), runs.end(), by_mpps)->mpps;
+  p.mpps_max = std::max_element(runs.begin(), runs.end(), by_mpps)->mpps;
   // Reordering fails txpath's rows only: the kernel row is the reference being measured, and
   // its senders' frames can cross a veth out of order when the qdisc owner on another CPU
   // transmits them (each CPU's receive backlog is drained on its own). It is reported.
   p.delivered = p.sink_duplicated == 0 && (p.sink_out_of_order == 0 || strategy == kKernelStrategy);
-  p.fairness = median(fair);
-  p.send_p50_ns = median(p50);
-  p.send_p99_ns = median(p99);
   p.batch_mean = window_doorbells ? static_cast<double>(window_sent) /
                                         static_cast<double>(window_doorbells)
                                   : 0;
@@ -536,6 +546,82 @@ void append_points(const BenchConfig& cfg, int threads,
   }
 }
 
+// The numbers of a configuration, each in its range.
+void check_ranges(const BenchConfig& cfg) {
+  if (std::count(cfg.park.begin(), cfg.park.end(), true) > 1 ||
+      std::count(cfg.park.begin(), cfg.park.end(), false) > 1)
+    throw ConfigError("park: each of on and off may be given once");
+  if (!(cfg.duration_s > 0)) throw ConfigError("duration must be positive");
+  if (cfg.repeat < 1 || cfg.repeat > 1000) throw ConfigError("repeat must be in 1..1000");
+  if (cfg.nodes < 0 || cfg.nodes > topology().numa_nodes)
+    throw ConfigError("nodes " + std::to_string(cfg.nodes) + " out of range 1.." +
+                      std::to_string(topology().numa_nodes) + " (NUMA nodes on this machine)");
+  for (int t : cfg.threads)
+    if (t < 1 || t > 4096) throw ConfigError("thread count " + std::to_string(t) + " out of range 1..4096");
+}
+
+// A tc configuration: picks its device (cfg.tc_dev), checks that its tree builds and names the
+// root qdisc in cfg.qdisc.
+void resolve_tc_config(BenchConfig& cfg) {
+  const tc::Config tcc = tc::Config::load(cfg.tc_config);
+  if (cfg.tc_dev.empty()) {
+    const auto devs = tcc.devices();
+    if (devs.size() != 1)
+      throw ConfigError("tc configuration " + txpath::quoted(cfg.tc_config) + " has " + std::to_string(devs.size()) +
+                        " devices: name one with --tc-dev");
+    cfg.tc_dev = devs[0].name;
+  }
+  const tc::Tree tree = tcc.build(cfg.tc_dev, QdiscEnv{.txqueuelen = cfg.txqueuelen});
+  cfg.qdisc = std::string(tree.root->kind()) + " " + tree.root->options() + " (tc config " +
+              txpath::quoted(cfg.tc_config) + ", dev " + txpath::quoted(cfg.tc_dev) + ")";
+}
+
+// The kernel row: named, it needs a device the kernel can send to as well; otherwise (with
+// cfg.kernel_row) it is added when the device has one.
+void add_kernel_row(BenchConfig& cfg, const Device& device, const FrameSpec& frames) {
+  const bool named = std::find(cfg.strategies.begin(), cfg.strategies.end(),
+                               std::string(kKernelStrategy)) != cfg.strategies.end();
+  if (named) {
+    bench_detail::kernel_route(device, frames);  // throws when there is nowhere to send
+    if (!bench_detail::kernel_route(device, frames))
+      throw ConfigError("strategy kernel needs a real device (afpacket:IF, afxdp:IF or udp:HOST:PORT), not " +
+                        txpath::quoted(device.describe()));
+  } else if (cfg.kernel_row) {
+    try {
+      if (bench_detail::kernel_route(device, frames)) cfg.strategies.emplace_back(kKernelStrategy);
+    } catch (const ConfigError&) {
+      // afpacket on an interface without a testbed: txpath rows only
+    }
+  }
+}
+
+// The strategies of cfg that can run its qdisc and lock on `device`. One the user named that
+// cannot is an error (ConfigError, saying why); with every strategy, those that cannot are left
+// out, but busylock, which runs every qdisc and lock, must (else the qdisc or lock is bad).
+std::vector<std::string> runnable_strategies(const BenchConfig& cfg, Device& device,
+                                             bool every_strategy) {
+  const auto try_create = [&](const std::string& strategy) {
+    TxQueueConfig q = queue_config(cfg, strategy, nullptr);
+    q.service_thread = false;
+    TxQueue::create(device, q);
+  };
+  if (every_strategy) try_create("busylock");
+  std::vector<std::string> runnable;
+  for (const auto& s : cfg.strategies) {
+    if (s == kKernelStrategy) {
+      runnable.push_back(s);
+      continue;
+    }
+    try {
+      try_create(s);
+      runnable.push_back(s);
+    } catch (const ConfigError&) {
+      if (!every_strategy) throw;  // named by the user: say why it cannot run
+    }
+  }
+  return runnable;
+}
+
 }  // namespace
 
 const char* park_name(bool park) noexcept { return park ? "on" : "off"; }
@@ -560,87 +646,21 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
   if (every_strategy) cfg.strategies = strategy_names();
   if (cfg.threads.empty()) cfg.threads = default_thread_counts();
   if (cfg.park.empty()) cfg.park = {true};
-  if (std::count(cfg.park.begin(), cfg.park.end(), true) > 1 ||
-      std::count(cfg.park.begin(), cfg.park.end(), false) > 1)
-    throw ConfigError("park: each of on and off may be given once");
-  if (!(cfg.duration_s > 0)) throw ConfigError("duration must be positive");
-  if (cfg.repeat < 1 || cfg.repeat > 1000) throw ConfigError("repeat must be in 1..1000");
-  if (cfg.nodes < 0 || cfg.nodes > topology().numa_nodes)
-    throw ConfigError("nodes " + std::to_string(cfg.nodes) + " out of range 1.." +
-                      std::to_string(topology().numa_nodes) + " (NUMA nodes on this machine)");
-  for (int t : cfg.threads)
-    if (t < 1 || t > 4096) throw ConfigError("thread count " + std::to_string(t) + " out of range 1..4096");
-  // A tc configuration: pick its device and check that it builds.
-  if (!cfg.tc_config.empty()) {
-    const tc::Config tcc = tc::Config::load(cfg.tc_config);
-    if (cfg.tc_dev.empty()) {
-      const auto devs = tcc.devices();
-      if (devs.size() != 1)
-        throw ConfigError("tc configuration " + txpath::quoted(cfg.tc_config) + " has " + std::to_string(devs.size()) +
-                          " devices: name one with --tc-dev");
-      cfg.tc_dev = devs[0].name;
-    }
-    const tc::Tree tree = tcc.build(cfg.tc_dev, QdiscEnv{.txqueuelen = cfg.txqueuelen});
-    cfg.qdisc = std::string(tree.root->kind()) + " " + tree.root->options() + " (tc config " +
-                txpath::quoted(cfg.tc_config) + ", dev " + txpath::quoted(cfg.tc_dev) + ")";
-  }
+  check_ranges(cfg);
+  if (!cfg.tc_config.empty()) resolve_tc_config(cfg);
   // Validate everything up front, so a typo fails before minutes of measuring.
-  {
-    auto device = bench_detail::make_probe_device(cfg.device);
-    FrameSpec frames;
-    frames.payload = cfg.payload;
-    device->address_frames(frames);
-    const bool named = std::find(cfg.strategies.begin(), cfg.strategies.end(),
-                                 std::string(kKernelStrategy)) != cfg.strategies.end();
-    if (named) {
-      bench_detail::kernel_route(*device, frames);  // throws when there is nowhere to send
-      if (!bench_detail::kernel_route(*device, frames))
-        throw ConfigError("strategy kernel needs a real device (afpacket:IF, afxdp:IF or udp:HOST:PORT), not " +
-                          txpath::quoted(device->describe()));
-    } else if (cfg.kernel_row) {
-      // Added when the device has a destination the kernel can send to as well.
-      try {
-        if (bench_detail::kernel_route(*device, frames)) cfg.strategies.emplace_back(kKernelStrategy);
-      } catch (const ConfigError&) {
-        // afpacket on an interface without a testbed: txpath rows only
-      }
-    }
-    bench_detail::resolve_sink(cfg.sink, *device, frames);  // checks the --sink text
-    auto try_create = [&](const std::string& strategy) {
-      TxQueueConfig q;
-      q.strategy = strategy;
-      q.lock = cfg.lock;
-      q.qdisc = cfg.qdisc;
-      q.txqueuelen = cfg.txqueuelen;
-      q.service_thread = false;
-      if (!cfg.tc_config.empty())
-        q.root_qdisc = tc::Config::load(cfg.tc_config).root_factory(cfg.tc_dev, nullptr);
-      TxQueue::create(*device, q);
-    };
-    // busylock runs every qdisc and lock: if it fails, the qdisc or lock is bad, whatever the list.
-    if (every_strategy) try_create("busylock");
-    std::vector<std::string> runnable;
-    for (const auto& s : cfg.strategies) {
-      if (s == kKernelStrategy) {
-        runnable.push_back(s);
-        continue;
-      }
-      try {
-        try_create(s);
-        runnable.push_back(s);
-      } catch (const ConfigError&) {
-        if (!every_strategy) throw;  // named by the user: say why it cannot run
-      }
-    }
-    cfg.strategies = std::move(runnable);
-    FrameSpec spec;
-    spec.payload = cfg.payload;
-    const FrameTemplate tmpl(spec);
-    if (tmpl.size() > device->max_frame_len())
-      throw ConfigError("payload " + std::to_string(cfg.payload) + " makes a " +
-                        std::to_string(tmpl.size()) + "-byte frame, over the device's maximum of " +
-                        std::to_string(device->max_frame_len()));
-  }
+  auto device = bench_detail::make_probe_device(cfg.device);
+  const FrameSpec frames = frames_for(*device, cfg.payload);
+  add_kernel_row(cfg, *device, frames);
+  bench_detail::resolve_sink(cfg.sink, *device, frames);  // checks the --sink text
+  cfg.strategies = runnable_strategies(cfg, *device, every_strategy);
+  FrameSpec spec;
+  spec.payload = cfg.payload;
+  const FrameTemplate tmpl(spec);
+  if (tmpl.size() > device->max_frame_len())
+    throw ConfigError("payload " + std::to_string(cfg.payload) + " makes a " +
+                      std::to_string(tmpl.size()) + "-byte frame, over the device's maximum of " +
+                      std::to_string(device->max_frame_len()));
   return cfg;
 }
 
@@ -651,10 +671,7 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
   std::unique_ptr<Sink> sink;
   {
     auto device = bench_detail::make_probe_device(cfg.device);
-    FrameSpec frames;
-    frames.payload = cfg.payload;
-    device->address_frames(frames);
-    if (auto sink_cfg = bench_detail::resolve_sink(cfg.sink, *device, frames)) {
+    if (auto sink_cfg = bench_detail::resolve_sink(cfg.sink, *device, frames_for(*device, cfg.payload))) {
       sink = std::make_unique<Sink>(*sink_cfg);
       sink->start();
     }

@@ -8,14 +8,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "device/afpacket_device.hpp"
-#include "device/afxdp_device.hpp"
-#include "device/pcap_device.hpp"
-#include "device/udp_device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/file.hpp"
-#include "txpath/text.hpp"
+#include "txpath/real_device.hpp"
 #include "txpath/testbed.hpp"
+#include "txpath/text.hpp"
 
 namespace txpath::bench_detail {
 
@@ -27,20 +24,50 @@ std::string ipv4_text(uint32_t host_order) {
   return ::inet_ntop(AF_INET, &a, buf, sizeof buf) ? buf : "?";
 }
 
-// The Ethernet interface a link-layer device sends on; empty for others.
-std::string link_interface(const Device& device) {
-  if (const auto* af = dynamic_cast<const AfPacketDevice*>(&device)) return af->config().ifname;
-  if (const auto* xdp = dynamic_cast<const AfXdpDevice*>(&device)) return xdp->config().ifname;
-  return {};
+// "device 'WHAT': CALL: strerror(err)" as a DeviceError, with a hint for EPERM/EACCES: worded as
+// the devices word their own socket errors.
+[[noreturn]] void fail_errno(const std::string& what, const char* call, int err) {
+  std::string line = "device '" + escape_user_text(what) + "': " + call + ": " + std::strerror(err);
+  if (err == EPERM || err == EACCES) line += " (needs root or CAP_NET_RAW/CAP_NET_ADMIN)";
+  throw DeviceError(line);
+}
+
+// Sets the kernel row's options on `fd` and connects it to the route's destination.
+void connect_socket(int fd, const KernelRoute& route, const std::string& what) {
+  const int one = 1;
+  const bool v6 = route.addr.ss_family == AF_INET6;
+  if (::setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_RECVERR : IP_RECVERR, &one,
+                   sizeof one) < 0)
+    fail_errno(what, "setsockopt(IP_RECVERR)", errno);
+  if (!route.bind_device.empty() &&
+      ::setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, route.bind_device.c_str(),
+                   static_cast<socklen_t>(route.bind_device.size())) < 0)
+    fail_errno(what, "setsockopt(SO_BINDTODEVICE)", errno);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&route.addr), route.len) < 0)
+    fail_errno(what, "connect", errno);
+}
+
+// The kernel row's socket, connected; closed again if anything fails.
+int open_socket(const KernelRoute& route) {
+  const std::string what = "kernel row (" + escape_user_text(route.text) + ")";
+  const int fd = ::socket(route.addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) fail_errno(what, "socket(UDP)", errno);
+  try {
+    connect_socket(fd, route, what);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  return fd;
 }
 
 }  // namespace
 
 std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& spec) {
   KernelRoute r;
-  if (const auto* udp = dynamic_cast<const UdpDevice*>(&device)) {
-    std::memcpy(&r.addr, &udp->remote(), udp->remote_len());
-    r.len = udp->remote_len();
+  if (const auto peer = socket_peer(device)) {
+    r.addr = peer->addr;
+    r.len = peer->len;
     r.text = device.describe().substr(4);
     return r;
   }
@@ -61,26 +88,13 @@ std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& s
   return std::nullopt;
 }
 
-KernelSender::KernelSender(const KernelRoute& route) {
-  const std::string what = "kernel row (" + escape_user_text(route.text) + ")";
-  fd_ = netif::Fd(::socket(route.addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!fd_) netif::fail_errno(what, "socket(UDP)", errno);
-  const int one = 1;
-  const bool v6 = route.addr.ss_family == AF_INET6;
-  if (::setsockopt(fd_.get(), v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_RECVERR : IP_RECVERR, &one,
-                   sizeof one) < 0)
-    netif::fail_errno(what, "setsockopt(IP_RECVERR)", errno);
-  if (!route.bind_device.empty() &&
-      ::setsockopt(fd_.get(), SOL_SOCKET, SO_BINDTODEVICE, route.bind_device.c_str(),
-                   static_cast<socklen_t>(route.bind_device.size())) < 0)
-    netif::fail_errno(what, "setsockopt(SO_BINDTODEVICE)", errno);
-  if (::connect(fd_.get(), reinterpret_cast<const sockaddr*>(&route.addr), route.len) < 0)
-    netif::fail_errno(what, "connect", errno);
-}
+KernelSender::KernelSender(const KernelRoute& route) : fd_(open_socket(route)) {}
+
+KernelSender::~KernelSender() { ::close(fd_); }
 
 KernelSender::Result KernelSender::send(std::span<const std::byte> payload) noexcept {
   for (int attempt = 0; attempt < 4; ++attempt) {
-    if (::send(fd_.get(), payload.data(), payload.size(), 0) >= 0) return Result::sent;
+    if (::send(fd_, payload.data(), payload.size(), 0) >= 0) return Result::sent;
     // ECONNREFUSED: an ICMP error from an earlier datagram, reported now; this one was not
     // sent, so try again. EINTR likewise. Anything else (ENOBUFS: the qdisc dropped it) is a
     // drop, as the kernel's own counters would say.
@@ -105,7 +119,7 @@ std::optional<SinkConfig> resolve_sink(const std::string& text, const Device& de
   std::optional<TestbedInfo> tb;
   if (const std::string ifname = link_interface(device); !ifname.empty()) {
     tb = find_testbed(ifname);
-  } else if (dynamic_cast<const UdpDevice*>(&device) != nullptr) {
+  } else if (socket_peer(device)) {
     tb = find_testbed(TestbedConfig{}.host_if);
     if (tb && tb->peer_ip != frames.dst_ip) tb.reset();
   }
@@ -116,17 +130,15 @@ std::optional<SinkConfig> resolve_sink(const std::string& text, const Device& de
 }
 
 void AbandonOutput::operator()(Device* device) const noexcept {
-  if (auto* pcap = dynamic_cast<PcapDevice*>(device)) pcap->abandon();
+  abandon_output(*device);
   delete device;  // NOLINT(cppcoreguidelines-owning-memory): the unique_ptr's deleter
 }
 
 ProbeDevice make_probe_device(const std::string& spec) { return ProbeDevice(make_device(spec).release()); }
 
 std::string finish_output(Device& device) {
-  auto* pcap = dynamic_cast<PcapDevice*>(&device);
-  if (!pcap) return {};
   try {
-    pcap->finish();
+    txpath::finish_output(device);
   } catch (const FileError& e) {
     return e.what();
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What the bench needs for real devices: the kernel row's route and senders, and the sink that
-// checks arrivals. Private to src/bench.
+// checks arrivals. Private to src/bench, which sees devices through public headers only
+// (txpath/device.hpp, txpath/real_device.hpp).
 #pragma once
 
 #include <sys/socket.h>
@@ -11,7 +12,6 @@
 #include <span>
 #include <string>
 
-#include "device/netif.hpp"
 #include "txpath/device.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/sink.hpp"
@@ -36,11 +36,14 @@ std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& s
 class KernelSender {
  public:
   explicit KernelSender(const KernelRoute& route);  // throws DeviceError
+  ~KernelSender();
+  KernelSender(const KernelSender&) = delete;
+  KernelSender& operator=(const KernelSender&) = delete;
   enum class Result : uint8_t { sent, dropped };
   Result send(std::span<const std::byte> payload) noexcept;
 
  private:
-  netif::Fd fd_;
+  int fd_;  // the socket, open for the sender's lifetime
 };
 
 // The sink for `spec_text` ("auto", "none", "IF", "IF@NETNS"); nullopt for none.

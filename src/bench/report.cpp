@@ -58,23 +58,58 @@ std::string tick_text(double v) {
 
 // ---- CSV --------------------------------------------------------------------------------------
 
-void csv_text(std::ostream& out, std::string_view s) {
-  if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
-    out << s;
-    return;
-  }
-  out << '"';
-  for (const char c : s) {
-    if (c == '"') out << '"';
-    out << c;
-  }
-  out << '"';
-}
+// One CSV row, its fields separated by commas as they are added.
+class CsvRow {
+ public:
+  explicit CsvRow(std::ostream& out) : out_(out) {}
 
-void csv_double(std::ostream& out, double v) {
-  if (std::isnan(v)) return;  // an empty field: missing
-  out << shortest(v);
-}
+  // Quoted as RFC 4180 says when it holds a comma, a double quote, CR or LF.
+  CsvRow& text(std::string_view s) {
+    next();
+    if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
+      out_ << s;
+      return *this;
+    }
+    out_ << '"';
+    for (const char c : s) {
+      if (c == '"') out_ << '"';
+      out_ << c;
+    }
+    out_ << '"';
+    return *this;
+  }
+  // Never quoted: for words written here (on, true).
+  CsvRow& word(std::string_view s) {
+    next();
+    out_ << s;
+    return *this;
+  }
+  template <class Int>
+  CsvRow& integer(Int v) {
+    next();
+    out_ << v;
+    return *this;
+  }
+  CsvRow& flag(bool v) { return word(v ? "true" : "false"); }
+  // The shortest form that reads back to `v`; NaN is an empty field: missing.
+  CsvRow& real(double v) {
+    next();
+    if (!std::isnan(v)) out_ << shortest(v);
+    return *this;
+  }
+  CsvRow& empty(int fields) {
+    for (int i = 0; i < fields; ++i) next();
+    return *this;
+  }
+
+ private:
+  void next() {
+    if (fields_++ > 0) out_ << ',';
+  }
+
+  std::ostream& out_;
+  int fields_ = 0;
+};
 
 // ---- XML / SVG helpers ------------------------------------------------------------------------
 
@@ -289,6 +324,182 @@ std::string no_data_svg(std::string_view title) {
   return svg.take();
 }
 
+// ---- the chart's parts ------------------------------------------------------------------------
+
+// Where a point goes: x from its thread count (log2 when the counts span more than a factor of
+// 8), y from its Mpps (linear from 0 to a nice maximum).
+class Scales {
+ public:
+  explicit Scales(const std::vector<Series>& series) {
+    double data_max = 0;
+    for (const auto& s : series) {
+      for (const BenchPoint* p : s.points) {
+        counts.push_back(p->threads);
+        data_max = std::max(data_max, p->mpps);
+        const Whisker w = whisker_for(*p);
+        if (w.show) {
+          any_whisker = true;
+          data_max = std::max(data_max, w.hi);
+        }
+      }
+    }
+    std::sort(counts.begin(), counts.end());
+    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+    const int tmin = counts.front();
+    const int tmax = counts.back();
+    log_x = tmin >= 1 && static_cast<double>(tmax) > 8.0 * static_cast<double>(tmin);
+    x_lo_ = xval(tmin);
+    x_hi_ = xval(tmax);
+    y = y_axis_for(data_max);
+  }
+
+  double x_of(int t) const {
+    if (x_hi_ <= x_lo_) return kPlotLeft + kPlotWidth / 2;
+    return kPlotLeft + kXInset + (xval(t) - x_lo_) / (x_hi_ - x_lo_) * (kPlotWidth - 2 * kXInset);
+  }
+  double y_of(double v) const {
+    const double f = std::clamp(v / y.max, 0.0, 1.0);
+    return kPlotTop + kPlotHeight - f * kPlotHeight;
+  }
+
+  std::vector<int> counts;  // distinct thread counts, ascending
+  bool log_x = false;
+  bool any_whisker = false;  // some point has a min-max whisker
+  YAxis y;
+
+ private:
+  double xval(int t) const { return log_x ? std::log2(static_cast<double>(t)) : static_cast<double>(t); }
+
+  double x_lo_ = 0, x_hi_ = 0;
+};
+
+// The y grid, ticks and labels, and the y axis title.
+void draw_y_axis(Svg& svg, const Scales& sc) {
+  const double plot_right = kPlotLeft + kPlotWidth;
+  const int y_ticks = std::clamp(static_cast<int>(std::lround(sc.y.max / sc.y.step)), 1, 20);
+  for (int i = 0; i <= y_ticks; ++i) {
+    const double v = sc.y.max * i / y_ticks;
+    const double y = sc.y_of(v);
+    if (i > 0) svg.line(kPlotLeft, y, plot_right, y, "stroke=\"#e4e4e4\" stroke-width=\"1\"");
+    svg.line(kPlotLeft - 5, y, kPlotLeft, y, "stroke=\"#444444\" stroke-width=\"1\"");
+    svg.text(kPlotLeft - 8, y + 4, tick_text(v), "text-anchor=\"end\" fill=\"#333333\"");
+  }
+}
+
+// The thread counts whose x tick gets a label: every one that fits beside the last labelled one,
+// and the largest count in preference to its nearest labelled neighbour.
+std::vector<std::size_t> labelled_counts(const Scales& sc) {
+  const auto& counts = sc.counts;
+  std::vector<std::size_t> labelled;
+  const auto label_half = [&](std::size_t i) {
+    return text_width(std::to_string(counts[i]), kFontSize) / 2;
+  };
+  const auto fits_after = [&](std::size_t i) {
+    return sc.x_of(counts[i]) - sc.x_of(counts[labelled.back()]) >=
+           label_half(i) + label_half(labelled.back()) + 6;
+  };
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (labelled.empty() || fits_after(i)) labelled.push_back(i);
+  }
+  if (labelled.back() != counts.size() - 1) {
+    const std::size_t last = counts.size() - 1;
+    if (labelled.size() > 1) labelled.pop_back();
+    if (fits_after(last)) labelled.push_back(last);
+  }
+  return labelled;
+}
+
+// The x ticks (marks at every thread count, labels where they fit), both axes over the grid, and
+// the axis titles.
+void draw_x_axis(Svg& svg, const Scales& sc) {
+  const double plot_bottom = kPlotTop + kPlotHeight;
+  const double plot_right = kPlotLeft + kPlotWidth;
+  const std::vector<std::size_t> labelled = labelled_counts(sc);
+  for (std::size_t i = 0; i < sc.counts.size(); ++i) {
+    const double x = sc.x_of(sc.counts[i]);
+    svg.line(x, plot_bottom, x, plot_bottom + 5, "stroke=\"#444444\" stroke-width=\"1\"");
+    if (std::find(labelled.begin(), labelled.end(), i) != labelled.end())
+      svg.text(x, plot_bottom + 19, std::to_string(sc.counts[i]),
+               "text-anchor=\"middle\" fill=\"#333333\"");
+  }
+  // Axes on top of the grid.
+  svg.line(kPlotLeft, kPlotTop, kPlotLeft, plot_bottom, "stroke=\"#444444\" stroke-width=\"1\"");
+  svg.line(kPlotLeft, plot_bottom, plot_right, plot_bottom, "stroke=\"#444444\" stroke-width=\"1\"");
+  svg.text(kPlotLeft + kPlotWidth / 2, plot_bottom + 42,
+           "sender threads",
+           "text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\"");
+  if (sc.log_x)
+    svg.text(plot_right, plot_bottom + 42, "(log2 scale)",
+             "text-anchor=\"end\" font-size=\"11\" fill=\"#777777\"");
+  const double ytitle_x = 20;
+  const double ytitle_y = kPlotTop + kPlotHeight / 2;
+  std::string ytitle_attrs;
+  put(ytitle_attrs, "text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\" transform=\"rotate(-90 ",
+      fixed(ytitle_x), " ", fixed(ytitle_y), ")\"");
+  svg.text(ytitle_x, ytitle_y, "Mpps", ytitle_attrs);
+}
+
+// One series: its whiskers, its line, its markers.
+void draw_series(Svg& svg, const Series& series, const Style& st, const Scales& sc) {
+  svg.raw("<g class=\"series\">\n");
+  for (const BenchPoint* p : series.points) {
+    const Whisker w = whisker_for(*p);
+    if (!w.show) continue;
+    const double x = sc.x_of(p->threads);
+    std::string a;
+    put(a, "class=\"whisker\" stroke=\"", st.colour, "\" stroke-width=\"1.2\" stroke-opacity=\"0.8\"");
+    svg.line(x, sc.y_of(w.lo), x, sc.y_of(w.hi), a);
+    svg.line(x - 4, sc.y_of(w.lo), x + 4, sc.y_of(w.lo), a);
+    svg.line(x - 4, sc.y_of(w.hi), x + 4, sc.y_of(w.hi), a);
+  }
+  std::string pts;
+  for (const BenchPoint* p : series.points) {
+    if (!pts.empty()) pts += ' ';
+    put(pts, fixed(sc.x_of(p->threads)), ",", fixed(sc.y_of(p->mpps)));
+  }
+  std::string line_attrs;
+  put(line_attrs, "fill=\"none\" ", stroke_attrs(st, 2), " stroke-linejoin=\"round\"");
+  svg.polyline(pts, line_attrs);
+  for (const BenchPoint* p : series.points) svg.marker(sc.x_of(p->threads), sc.y_of(p->mpps), st);
+  svg.raw("</g>\n");
+}
+
+// The legend, right of the plot and never over it; it sets the document's size.
+class Legend {
+ public:
+  Legend(const std::vector<Series>& series, bool any_whisker) : any_whisker_(any_whisker) {
+    double text = 0;
+    for (const auto& s : series) text = std::max(text, text_width(s.key, kFontSize));
+    if (any_whisker_) text = std::max(text, text_width(kWhiskerNote, 11) - kLegendSample - 8);
+    width = x_ + kLegendSample + 8 + text + 16;
+    const double rows = static_cast<double>(series.size()) + (any_whisker_ ? 1.5 : 0);
+    height = std::max(kPlotTop + kPlotHeight + 64, kPlotTop + 8 + rows * kLegendRow + 16);
+  }
+
+  void draw(Svg& svg, const std::vector<Series>& series) const {
+    svg.raw("<g class=\"legend\">\n");
+    for (std::size_t si = 0; si < series.size(); ++si) {
+      const Style st = style_for(si);
+      const double y = kPlotTop + 8 + static_cast<double>(si) * kLegendRow;
+      svg.line(x_, y, x_ + kLegendSample, y, stroke_attrs(st, 2));
+      svg.marker(x_ + kLegendSample / 2, y, st);
+      svg.text(x_ + kLegendSample + 8, y + 4, series[si].key, "fill=\"#222222\"");
+    }
+    if (any_whisker_) {
+      const double y = kPlotTop + 8 + (static_cast<double>(series.size()) + 0.5) * kLegendRow;
+      svg.text(x_, y + 4, kWhiskerNote, "font-size=\"11\" fill=\"#777777\"");
+    }
+    svg.raw("</g>\n");
+  }
+
+  double width = 0, height = 0;  // the whole document's
+
+ private:
+  static constexpr std::string_view kWhiskerNote = "bars: min-max over repeats";
+  const double x_ = kPlotLeft + kPlotWidth + kLegendGap;
+  bool any_whisker_;
+};
+
 }  // namespace
 
 // ---- public -----------------------------------------------------------------------------------
@@ -309,196 +520,39 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool pa
   for (std::size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
   out << '\n';
   for (const auto& p : points) {
-    csv_text(out, p.strategy);
-    out << ',';
-    csv_text(out, p.lock);
-    out << ',' << park_name(p.park) << ',' << p.threads << ',';
-    csv_double(out, p.mpps);
-    out << ',';
-    csv_double(out, p.mpps_min);
-    out << ',';
-    csv_double(out, p.mpps_max);
-    out << ',';
-    csv_double(out, p.cpu_ns_per_pkt);
-    out << ',' << p.submitted << ',' << p.sent << ',' << p.dropped << ',' << p.requeues << ',';
-    csv_double(out, p.fairness);
-    out << ',';
-    csv_double(out, p.batch_mean);
-    out << ',' << p.lock_waits << ',' << p.lock_wait_ns << ',';
-    csv_double(out, p.send_p50_ns);
-    out << ',';
-    csv_double(out, p.send_p99_ns);
-    out << ',';
-    csv_double(out, p.vs_busylock_mpps);
-    out << ',';
-    csv_double(out, p.vs_busylock_cpu);
-    out << ',' << (p.conserved ? "true" : "false") << ',';
-    csv_double(out, p.vs_kernel_mpps);
-    out << ',';
-    csv_double(out, p.vs_kernel_cpu);
+    CsvRow row(out);
+    row.text(p.strategy).text(p.lock).word(park_name(p.park)).integer(p.threads);
+    row.real(p.mpps).real(p.mpps_min).real(p.mpps_max).real(p.cpu_ns_per_pkt);
+    row.integer(p.submitted).integer(p.sent).integer(p.dropped).integer(p.requeues);
+    row.real(p.fairness).real(p.batch_mean).integer(p.lock_waits).integer(p.lock_wait_ns);
+    row.real(p.send_p50_ns).real(p.send_p99_ns).real(p.vs_busylock_mpps).real(p.vs_busylock_cpu);
+    row.flag(p.conserved).real(p.vs_kernel_mpps).real(p.vs_kernel_cpu);
     // Sink columns are empty when no sink counted the point.
     if (p.sink_checked) {
-      out << ',' << p.sink_received << ',' << p.sink_lost << ',' << p.sink_duplicated << ','
-          << p.sink_out_of_order << ',' << p.sink_socket_drops << ','
-          << (p.delivered ? "true" : "false");
+      row.integer(p.sink_received).integer(p.sink_lost).integer(p.sink_duplicated);
+      row.integer(p.sink_out_of_order).integer(p.sink_socket_drops).flag(p.delivered);
     } else {
-      out << ",,,,,,";
+      row.empty(6);
     }
-    out << ',' << p.runs << ',' << (p.complete ? "true" : "false") << ','
-        << (partial ? "true" : "false") << '\n';
+    row.integer(p.runs).flag(p.complete).flag(partial);
+    out << '\n';
   }
 }
 
 std::string render_svg(const std::vector<BenchPoint>& points, std::string_view title) {
   const std::vector<Series> series = group(points);
   if (series.empty()) return no_data_svg(title);
-
-  // ---- scales ----
-  std::vector<int> counts;  // distinct thread counts, ascending
-  double data_max = 0;
-  bool any_whisker = false;
-  for (const auto& s : series) {
-    for (const BenchPoint* p : s.points) {
-      counts.push_back(p->threads);
-      data_max = std::max(data_max, p->mpps);
-      const Whisker w = whisker_for(*p);
-      if (w.show) {
-        any_whisker = true;
-        data_max = std::max(data_max, w.hi);
-      }
-    }
-  }
-  std::sort(counts.begin(), counts.end());
-  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  const int tmin = counts.front();
-  const int tmax = counts.back();
-  const bool log_x = tmin >= 1 && static_cast<double>(tmax) > 8.0 * static_cast<double>(tmin);
-  const auto xval = [&](int t) {
-    return log_x ? std::log2(static_cast<double>(t)) : static_cast<double>(t);
-  };
-  const double x_lo = xval(tmin);
-  const double x_hi = xval(tmax);
-  const auto x_of = [&](int t) {
-    if (x_hi <= x_lo) return kPlotLeft + kPlotWidth / 2;
-    return kPlotLeft + kXInset + (xval(t) - x_lo) / (x_hi - x_lo) * (kPlotWidth - 2 * kXInset);
-  };
-  const YAxis yaxis = y_axis_for(data_max);
-  const auto y_of = [&](double v) {
-    const double f = std::clamp(v / yaxis.max, 0.0, 1.0);
-    return kPlotTop + kPlotHeight - f * kPlotHeight;
-  };
-
-  // ---- size: the legend sits right of the plot, never over it ----
-  std::vector<std::string> legend_labels;
-  for (const auto& s : series) legend_labels.push_back(s.key);
-  const std::string whisker_note = "bars: min-max over repeats";
-  double legend_text = 0;
-  for (const auto& l : legend_labels) legend_text = std::max(legend_text, text_width(l, kFontSize));
-  if (any_whisker) legend_text = std::max(legend_text, text_width(whisker_note, 11) - kLegendSample - 8);
-  const double legend_x = kPlotLeft + kPlotWidth + kLegendGap;
-  const double width = legend_x + kLegendSample + 8 + legend_text + 16;
-  const double legend_rows = static_cast<double>(series.size()) + (any_whisker ? 1.5 : 0);
-  const double height =
-      std::max(kPlotTop + kPlotHeight + 64, kPlotTop + 8 + legend_rows * kLegendRow + 16);
-
+  const Scales scales(series);
+  const Legend legend(series, scales.any_whisker);
   Svg svg;
-  svg.open(width, height, title);
-  svg.title(width, title);
-
-  // ---- y grid, ticks and labels ----
-  const double plot_bottom = kPlotTop + kPlotHeight;
-  const double plot_right = kPlotLeft + kPlotWidth;
-  const int y_ticks = std::clamp(static_cast<int>(std::lround(yaxis.max / yaxis.step)), 1, 20);
+  svg.open(legend.width, legend.height, title);
+  svg.title(legend.width, title);
   svg.raw("<g class=\"axis\">\n");
-  for (int i = 0; i <= y_ticks; ++i) {
-    const double v = yaxis.max * i / y_ticks;
-    const double y = y_of(v);
-    if (i > 0) svg.line(kPlotLeft, y, plot_right, y, "stroke=\"#e4e4e4\" stroke-width=\"1\"");
-    svg.line(kPlotLeft - 5, y, kPlotLeft, y, "stroke=\"#444444\" stroke-width=\"1\"");
-    svg.text(kPlotLeft - 8, y + 4, tick_text(v), "text-anchor=\"end\" fill=\"#333333\"");
-  }
-
-  // ---- x ticks: marks at every thread count, labels where they fit ----
-  std::vector<std::size_t> labelled;
-  const auto label_half = [&](std::size_t i) {
-    return text_width(std::to_string(counts[i]), kFontSize) / 2;
-  };
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    if (labelled.empty() ||
-        x_of(counts[i]) - x_of(counts[labelled.back()]) >= label_half(i) + label_half(labelled.back()) + 6)
-      labelled.push_back(i);
-  }
-  // Prefer the largest count over its nearest labelled neighbour.
-  if (labelled.back() != counts.size() - 1) {
-    const std::size_t last = counts.size() - 1;
-    if (labelled.size() > 1) labelled.pop_back();
-    if (x_of(counts[last]) - x_of(counts[labelled.back()]) >= label_half(last) + label_half(labelled.back()) + 6)
-      labelled.push_back(last);
-  }
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    const double x = x_of(counts[i]);
-    svg.line(x, plot_bottom, x, plot_bottom + 5, "stroke=\"#444444\" stroke-width=\"1\"");
-    if (std::find(labelled.begin(), labelled.end(), i) != labelled.end())
-      svg.text(x, plot_bottom + 19, std::to_string(counts[i]),
-               "text-anchor=\"middle\" fill=\"#333333\"");
-  }
-  // Axes on top of the grid.
-  svg.line(kPlotLeft, kPlotTop, kPlotLeft, plot_bottom, "stroke=\"#444444\" stroke-width=\"1\"");
-  svg.line(kPlotLeft, plot_bottom, plot_right, plot_bottom, "stroke=\"#444444\" stroke-width=\"1\"");
-  svg.text(kPlotLeft + kPlotWidth / 2, plot_bottom + 42,
-           "sender threads",
-           "text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\"");
-  if (log_x)
-    svg.text(plot_right, plot_bottom + 42, "(log2 scale)",
-             "text-anchor=\"end\" font-size=\"11\" fill=\"#777777\"");
-  const double ytitle_x = 20;
-  const double ytitle_y = kPlotTop + kPlotHeight / 2;
-  std::string ytitle_attrs;
-  put(ytitle_attrs, "text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\" transform=\"rotate(-90 ",
-      fixed(ytitle_x), " ", fixed(ytitle_y), ")\"");
-  svg.text(ytitle_x, ytitle_y, "Mpps", ytitle_attrs);
+  draw_y_axis(svg, scales);
+  draw_x_axis(svg, scales);
   svg.raw("</g>\n");
-
-  // ---- series: whiskers, line, markers ----
-  for (std::size_t si = 0; si < series.size(); ++si) {
-    const Style st = style_for(si);
-    svg.raw("<g class=\"series\">\n");
-    for (const BenchPoint* p : series[si].points) {
-      const Whisker w = whisker_for(*p);
-      if (!w.show) continue;
-      const double x = x_of(p->threads);
-      std::string a;
-      put(a, "class=\"whisker\" stroke=\"", st.colour, "\" stroke-width=\"1.2\" stroke-opacity=\"0.8\"");
-      svg.line(x, y_of(w.lo), x, y_of(w.hi), a);
-      svg.line(x - 4, y_of(w.lo), x + 4, y_of(w.lo), a);
-      svg.line(x - 4, y_of(w.hi), x + 4, y_of(w.hi), a);
-    }
-    std::string pts;
-    for (const BenchPoint* p : series[si].points) {
-      if (!pts.empty()) pts += ' ';
-      put(pts, fixed(x_of(p->threads)), ",", fixed(y_of(p->mpps)));
-    }
-    std::string line_attrs;
-    put(line_attrs, "fill=\"none\" ", stroke_attrs(st, 2), " stroke-linejoin=\"round\"");
-    svg.polyline(pts, line_attrs);
-    for (const BenchPoint* p : series[si].points) svg.marker(x_of(p->threads), y_of(p->mpps), st);
-    svg.raw("</g>\n");
-  }
-
-  // ---- legend ----
-  svg.raw("<g class=\"legend\">\n");
-  for (std::size_t si = 0; si < series.size(); ++si) {
-    const Style st = style_for(si);
-    const double y = kPlotTop + 8 + static_cast<double>(si) * kLegendRow;
-    svg.line(legend_x, y, legend_x + kLegendSample, y, stroke_attrs(st, 2));
-    svg.marker(legend_x + kLegendSample / 2, y, st);
-    svg.text(legend_x + kLegendSample + 8, y + 4, legend_labels[si], "fill=\"#222222\"");
-  }
-  if (any_whisker) {
-    const double y = kPlotTop + 8 + (static_cast<double>(series.size()) + 0.5) * kLegendRow;
-    svg.text(legend_x, y + 4, whisker_note, "font-size=\"11\" fill=\"#777777\"");
-  }
-  svg.raw("</g>\n");
+  for (std::size_t si = 0; si < series.size(); ++si) draw_series(svg, series[si], style_for(si), scales);
+  legend.draw(svg, series);
   svg.close();
   return svg.take();
 }

@@ -18,7 +18,6 @@ bad() {
   fi
 }
 
-bad
 bad nosuchcommand
 bad bench --bogus
 bad bench --threads 0
