@@ -16,6 +16,7 @@
 // [1, ring]; rate in [1e-5, 1e4] Gbit/s; probabilities in [0, 1]; mtu in [68, 9000] (the IPv4
 // minimum to a common jumbo MTU). Every error is a ConfigError whose message is one line naming
 // the spec and the problem.
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -256,24 +257,46 @@ std::unique_ptr<Device> make_fault(const KindSpec& s) {
   return std::make_unique<FaultDevice>(std::move(c));
 }
 
-// Every device kind make_device() knows, in the order error messages list them.
-struct DeviceKind {
-  std::string_view name;
+// Every device kind make_device() knows, in the order help texts and error messages list them:
+// the one list (device_kinds() and the "known: ..." text come from it).
+struct KindEntry {
+  DeviceKind about;
   std::unique_ptr<Device> (*make)(const KindSpec&);
 };
-constexpr DeviceKind kDeviceKinds[] = {
-    {"null", make_null}, {"nic", make_nic},           {"fault", make_fault}, {"pcap", make_pcap},
-    {"tun", make_tun},   {"afpacket", make_afpacket}, {"udp", make_udp},     {"afxdp", make_afxdp},
+constexpr KindEntry kDeviceKinds[] = {
+    {{"null", "null[:mtu=N]", "accepts every packet at no cost, completes it at the doorbell"},
+     make_null},
+    {{"nic", "nic[:pkt=NS,doorbell=NS,ring=N,rate=GBIT,clean=N,bql=0|1,irq=NS,mtu=N]",
+      "a modelled NIC: descriptor and doorbell costs, a TX ring, completions, BQL"},
+     make_nic},
+    {{"fault", "fault[:busy=P,stop=P,stop_ns=NS,seed=N,mtu=N]",
+      "answers busy and stops its queue at random (for testing the driver loop)"},
+     make_fault},
+    {{"pcap", "pcap:FILE", "frames appended to a nanosecond pcap file"}, make_pcap},
+    {{"tun", "tun:IFNAME", "a TUN interface (IP packets, no Ethernet header)"}, make_tun},
+    {{"afpacket", "afpacket:IFNAME[,ring=N,bypass=0|1]",
+      "AF_PACKET TX ring (PACKET_TX_RING), past the kernel's qdisc unless bypass=0"},
+     make_afpacket},
+    {{"udp", "udp:HOST:PORT[,batch=N]", "a connected UDP socket, one sendmmsg per doorbell"},
+     make_udp},
+    {{"afxdp", "afxdp:IFNAME[:QUEUE]", "an AF_XDP socket, TX only"}, make_afxdp},
 };
+constexpr auto kAbout = [] {
+  std::array<DeviceKind, std::size(kDeviceKinds)> about{};
+  for (std::size_t i = 0; i < about.size(); ++i) about[i] = kDeviceKinds[i].about;
+  return about;
+}();
 
 // "null, nic, fault, ...": the kinds for an error message.
 std::string known_kinds() {
   std::string list;
-  for (const DeviceKind& k : kDeviceKinds) list += (list.empty() ? "" : ", ") + std::string(k.name);
+  for (const DeviceKind& k : kAbout) list += (list.empty() ? "" : ", ") + std::string(k.name);
   return list;
 }
 
 }  // namespace
+
+std::span<const DeviceKind> device_kinds() noexcept { return kAbout; }
 
 std::unique_ptr<Device> make_device(std::string_view spec) {
   const SpecParser parser(spec);
@@ -284,8 +307,8 @@ std::unique_ptr<Device> make_device(std::string_view spec) {
 
   if (kind.empty()) parser.fail("missing device kind (known: " + known_kinds() + ")");
 
-  for (const DeviceKind& k : kDeviceKinds) {
-    if (k.name != kind) continue;
+  for (const KindEntry& k : kDeviceKinds) {
+    if (k.about.name != kind) continue;
     try {
       return k.make(KindSpec{parser, kind, opts, has_opts});
     } catch (const ConfigError& e) {
