@@ -25,10 +25,15 @@ QueueBase::QueueBase(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueue
   device_.attach_queue([this] { schedule(); });
 }
 
+// Normally a no-op: Finalized<> (or the owner) has shut the queue down while the strategy still
+// existed. stop_workers() would reach only the base's no-op here.
 QueueBase::~QueueBase() { shutdown(); }
 
 void QueueBase::shutdown() noexcept {
-  close_inspect();  // first: no inspect_qdisc() waits for a service thread that is gone
+  if (shut_down_) return;  // done already: by the owner, then again by the destructors
+  shut_down_ = true;
+  stop_workers();    // first: the strategy's threads feed the qdisc and run the loop
+  close_inspect();   // no inspect_qdisc() waits for a service thread that is gone
   scheduler_.stop();
   device_.detach_queue();
   purge();

@@ -20,6 +20,10 @@
 // with MISSED) the waiting caller simply schedule()s again every millisecond. Cost when nobody
 // inspects: one relaxed load per run, on the RUNNING cache line the owner writes anyway.
 //
+// Shutdown, once: shutdown() (idempotent, not virtual) stops the strategy's own threads
+// (stop_workers()), closes inspection, stops the scheduler, detaches the device and frees
+// everything still queued (counted as dropped). Finalized<> calls it from the most-derived
+// destructor, while the strategy still exists; ~QueueBase calls it again as a no-op.
 #pragma once
 
 #include <atomic>
@@ -63,8 +67,11 @@ class QueueBase : public TxQueue, private Scheduler::Client {
 
   // Starts the service thread; called by the factory once the most-derived object exists.
   void start_service() { scheduler_.start(); }
-  // Stops the service thread and frees every packet still queued anywhere (counted as dropped).
-  // Called by the most-derived destructor, while the strategy still exists.
+  // The one teardown: stops the strategy's threads (stop_workers()), refuses and wakes
+  // inspect_qdisc() callers, stops the service thread, detaches the device and frees every
+  // packet still queued anywhere (counted as dropped). Idempotent: a second call does nothing.
+  // Called by the most-derived destructor (Finalized<>), while the strategy still exists, or
+  // earlier by the queue's owner; not concurrently with itself, and senders must have stopped.
   void shutdown() noexcept;
 
   // __netif_schedule(): ask for a deferred driver-loop run. Any thread, any context.
@@ -76,6 +83,9 @@ class QueueBase : public TxQueue, private Scheduler::Client {
  protected:
   // A run of the driver loop on behalf of the service thread (net_tx_action). No lock held.
   void deferred_run() noexcept override = 0;
+  // Stops the threads the strategy runs itself (drainer's TX thread), at the start of
+  // shutdown(), before anything they feed is torn down. Must be idempotent; default: none.
+  virtual void stop_workers() noexcept {}
   // Packets the strategy holds outside the qdisc (hand-off lists); 0 for lock-based strategies.
   virtual uint64_t strategy_queued() const noexcept { return 0; }
   // Adds the strategy's lock contention (acquisitions that waited, ns waited).
@@ -85,7 +95,8 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   // during that read (taken by a thread that is not the owner, as the drainer's); the snapshot is
   // then taken again. Lock-based strategies move packets only under the root lock: always true.
   virtual bool snapshot_complete() const noexcept { return true; }
-  // Frees packets held in the strategy's own lists at shutdown; returns how many.
+  // Frees packets held in the strategy's own lists at shutdown, after stop_workers(); returns
+  // how many.
   virtual uint64_t purge_strategy(PacketList& /*to_free*/) noexcept { return 0; }
   // True when nothing is queued anywhere in the strategy or qdisc and nobody owns the driver
   // loop, checked under the strategy's serialisation (so the counters read after it are exact).
@@ -164,6 +175,7 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   std::unique_ptr<Qdisc> qdisc_;
   const std::string strategy_;
   const std::string lock_kind_;
+  bool shut_down_ = false;  // shutdown() ran (owner's thread only, see shutdown())
 
   Scheduler scheduler_;
   DriverLoop loop_;
@@ -191,7 +203,8 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   int inspect_callers_ = 0;                                       // threads inside inspect_qdisc()
 };
 
-// Wraps a strategy so that its service thread stops before any part of it is destroyed.
+// Wraps a strategy so that shutdown() runs (its threads and the service thread stop) before any
+// part of it is destroyed.
 template <class Strategy>
 class Finalized final : public Strategy {
  public:
