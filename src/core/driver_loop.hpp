@@ -78,8 +78,10 @@ class DriverLoop {
 
   // The empty-qdisc bypass (TCQ_F_CAN_BYPASS): root lock held and RUNNING just won with
   // backlog_packets() == 0. Sends p directly; returns true if the loop should go on running.
+  // always_inline: the per-packet path of an idle queue; inlined into each strategy's send(), as
+  // it was before QueueBase forwarded to it (GCC otherwise keeps combining's copy out of line).
   template <class Lock>
-  bool bypass_xmit(Lock& root, Packet* p) noexcept {
+  [[gnu::always_inline]] bool bypass_xmit(Lock& root, Packet* p) noexcept {
     qdisc_.count_bypass(*p);
     bypassed_.add(1);
     PacketList one;
@@ -128,33 +130,33 @@ class DriverLoop {
     int64_t bytes_left = device_.tx_budget_bytes();
     if (!requeue_.empty()) {
       take_requeued_batch(batch, budget, bytes_left);
-      return direct_xmit(root, batch);
-    }
-    Packet* p = nullptr;
-    while (static_cast<int>(batch.size()) < budget && (batch.empty() || bytes_left > 0)) {
-      p = qdisc_.dequeue();
-      if (!p) break;
-      bytes_left -= p->len;
-      batch.push_back(p);
-    }
-    // A shaper that holds packets not yet eligible names the time they become so: the
-    // service thread runs the loop again then, without any further send().
-    if (!p) {
-      if (const uint64_t at = qdisc_.watchdog_ns(); at != 0) scheduler_.arm_watchdog(at);
-    }
-    // AQM victims of these dequeues: freed below, once the root lock is released.
-    PacketList dequeue_drops;
-    qdisc_.take_dequeue_drops(dequeue_drops);
-    if (!dequeue_drops.empty()) {
-      if (batch.empty()) {
-        root.unlock();
-        free_packets(std::move(dequeue_drops));
-        root.lock();
-        return 0;
+    } else {
+      Packet* p = nullptr;
+      while (static_cast<int>(batch.size()) < budget && (batch.empty() || bytes_left > 0)) {
+        p = qdisc_.dequeue();
+        if (!p) break;
+        bytes_left -= p->len;
+        batch.push_back(p);
       }
-      return direct_xmit(root, batch, &dequeue_drops);
+      // A shaper that holds packets not yet eligible names the time they become so: the
+      // service thread runs the loop again then, without any further send().
+      if (!p) {
+        if (const uint64_t at = qdisc_.watchdog_ns(); at != 0) scheduler_.arm_watchdog(at);
+      }
+      // AQM victims of these dequeues: freed below, once the root lock is released.
+      PacketList dequeue_drops;
+      qdisc_.take_dequeue_drops(dequeue_drops);
+      if (!dequeue_drops.empty()) {
+        if (batch.empty()) {
+          root.unlock();
+          free_packets(std::move(dequeue_drops));
+          root.lock();
+          return 0;
+        }
+        return direct_xmit(root, batch, &dequeue_drops);
+      }
+      if (batch.empty()) return 0;
     }
-    if (batch.empty()) return 0;
     return direct_xmit(root, batch);
   }
 

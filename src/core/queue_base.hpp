@@ -142,20 +142,23 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   // lockless bypass test; its qdisc keeps its own per-thread qlen).
   uint64_t requeue_qlen() const noexcept { return loop_.requeue_qlen(); }
 
+  // Forwarders to the driver loop, always inlined: the forwarding level must not change what
+  // the compiler inlines into a strategy's send() (checked with nm on the strategy objects).
+  //
   // The driver loop (DriverLoop::run). Root lock held, RUNNING owned; returns the same way.
   template <class Lock>
-  void run(Lock& root) noexcept {
+  [[gnu::always_inline]] void run(Lock& root) noexcept {
     loop_.run(root);
   }
   // The empty-qdisc bypass (DriverLoop::bypass_xmit): root lock held and RUNNING just won with
   // backlog_packets() == 0. Returns true if the loop should go on running.
   template <class Lock>
-  bool bypass_xmit(Lock& root, Packet* p) noexcept {
+  [[gnu::always_inline]] bool bypass_xmit(Lock& root, Packet* p) noexcept {
     return loop_.bypass_xmit(root, p);
   }
   // Backpressure for senders that never wait (DriverLoop::wait_for_tx_progress). No lock held.
   template <class Idle>
-  void wait_for_tx_progress(Idle&& idle) noexcept {
+  [[gnu::always_inline]] void wait_for_tx_progress(Idle&& idle) noexcept {
     loop_.wait_for_tx_progress(std::forward<Idle>(idle));
   }
 
