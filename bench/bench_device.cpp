@@ -2,7 +2,7 @@
 // Devices, frames and clocks.
 //
 //  * BM_DeviceXmit32/<device>: one 32-packet batch per iteration, handed to Device::xmit() under
-//    the device's tx_lock exactly as the driver loop does (QueueBase::xmit_list): more = true for
+//    the device's tx_lock exactly as the driver loop does (DriverLoop::xmit_list): more = true for
 //    all but the last packet, stop at a stopped queue (BQL or driver stop; the rest would be
 //    requeued — here it goes back to the cache). Manual timing: only lock + xmits + unlock is
 //    timed (read with now_ns()). Untimed, before each batch: 32 packets from a Pool::Cache, and

@@ -70,10 +70,9 @@
 //    clears it under the root lock only after enqueuing what it popped (or after an empty sweep),
 //    so a reader that sees a ring emptied by a pop also sees busy_ set or the packets queued.
 //
-// Shutdown: Finalized<> calls this->shutdown(), which finds DrainerQueue::shutdown() (it hides
-// QueueBase::shutdown()): the drainer is stopped and joined BEFORE QueueBase::shutdown() stops the
-// service thread, resets the qdisc and calls purge_strategy(), which frees what the rings still
-// hold (counted as purged = dropped).
+// Shutdown: QueueBase::shutdown() calls stop_workers() first: the drainer is stopped and joined
+// BEFORE it stops the service thread, resets the qdisc and calls purge_strategy(), which frees
+// what the rings still hold (counted as purged = dropped).
 //
 // Memory order of every atomic (also at each use):
 //  * nrings_: release store after rings_[n] is written (under reg_mutex_); acquire loads by the
@@ -188,13 +187,6 @@ class DrainerQueue : public LockedQueue<Lock> {
   // Called by the factory once the object is complete.
   void start_drainer() { drainer_ = std::thread([this] { drainer_main(); }); }
 
-  // Hides QueueBase::shutdown() for Finalized<>: the drainer must be gone before the qdisc is
-  // reset and the rings are purged.
-  void shutdown() noexcept {
-    stop_drainer();
-    QueueBase::shutdown();
-  }
-
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
     p->enqueue_ns = now_ns();
@@ -237,6 +229,10 @@ class DrainerQueue : public LockedQueue<Lock> {
   }
 
  protected:
+  // QueueBase::shutdown(): the drainer must be gone before the qdisc is reset and the rings are
+  // purged.
+  void stop_workers() noexcept override { stop_drainer(); }
+
   bool quiescent() noexcept override {
     this->root_.lock();
     bool idle = rings_empty();
@@ -268,7 +264,7 @@ class DrainerQueue : public LockedQueue<Lock> {
   }
 
   uint64_t purge_strategy(PacketList& to_free) noexcept override {
-    stop_drainer();  // already stopped by shutdown(); never pop concurrently with it
+    stop_drainer();  // already stopped by stop_workers(); never pop concurrently with it
     const std::size_t before = to_free.size();
     void* burst[kPerRing];
     auto purge = [&](txpath_ck_ring* r) {

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+// The driver loop (Linux __qdisc_run / qdisc_restart / sch_direct_xmit / dev_requeue_skb): batch,
+// device call, requeue, quota, bypass — nothing else. One per queue, run by whoever owns RUNNING
+// (QueueBase::run_begin); it asks the Scheduler for a deferred run when it stops with work left.
+//
+// Driver loop, in one paragraph. The owner of RUNNING loops: take a batch — the requeue list
+// first, else one qdisc dequeue plus more while the BQL byte budget and the remaining quota
+// allow — release the root lock, hand the batch to the device under its tx lock with
+// more = "another packet follows", re-take the root lock. If the device refused part of the batch
+// (Busy, or it stopped its queue mid-train) the rest goes back to the HEAD of the requeue list
+// (it is older than anything still queued, see requeue()), a deferred run is scheduled, and the
+// loop ends. The loop also ends when the qdisc is empty, when the device queue is stopped (its
+// wake will schedule a run) and when the quota (dev_tx_weight, 64 packets) is spent (a deferred
+// run is scheduled). Nothing else ever dequeues.
+//
+// Why nothing is stranded (locked strategies): a sender enqueues under the root lock and then
+// tries qdisc_run_begin under the same lock; the owner's final "qdisc empty" check and its
+// run_end happen under that lock too, so either the owner sees the packet or the sender becomes
+// the owner. Every other way the loop ends leaves a scheduled run (quota, requeue) or a device
+// wake that will schedule one (queue stopped: the stop is observed under the root lock, and the
+// wake, which follows the stop, schedules a run that takes the root lock after it).
+//
+// Locks. "Root lock" below is the strategy's serialisation of the qdisc: the root lock of the
+// lock-based strategies, or a no-op `Lock` for those that serialise otherwise (nolock's seqlock,
+// the combiner role), which then stays held across the device call. Every function says what it
+// runs under. The requeue list and the counters below are the RUNNING owner's alone.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "core/clock.hpp"
+#include "core/scheduler.hpp"
+#include "sync/park.hpp"
+#include "txpath/counter.hpp"
+#include "txpath/device.hpp"
+#include "txpath/pool.hpp"
+#include "txpath/qdisc.hpp"
+
+namespace txpath {
+
+class DriverLoop {
+ public:
+  DriverLoop(Device& device, Qdisc& qdisc, Scheduler& scheduler, int quota) noexcept
+      : device_(device), qdisc_(qdisc), scheduler_(scheduler), quota_(quota > 0 ? quota : 64) {}
+  DriverLoop(const DriverLoop&) = delete;
+  DriverLoop& operator=(const DriverLoop&) = delete;
+
+  // __qdisc_run(): the driver loop. Root lock held, RUNNING owned; returns the same way.
+  //
+  // Quota and softirq restarts. __qdisc_run() stops after dev_tx_weight (64) packets and raises
+  // NET_TX_SOFTIRQ; in Linux that softirq runs on the SAME CPU as soon as the sender re-enables
+  // bottom halves, and __do_softirq() restarts it up to MAX_SOFTIRQ_RESTART (10) times or for
+  // MAX_SOFTIRQ_TIME (2 ms) before handing it to ksoftirqd. So a sender that owns the qdisc drains
+  // up to 11 quotas in a row, not one. We emulate that inline: after each spent quota the loop
+  // goes on (the root lock is still dropped around every device call) until 1 + 10 quotas or
+  // 2 ms are spent; only then is the rest left to the service thread (our ksoftirqd). Without
+  // it, an owner thread drains 64 packets and everything else waits for the service thread to
+  // be scheduled — which on an oversubscribed machine is the bottleneck.
+  static constexpr int kSoftirqRestarts = 10;
+  static constexpr uint64_t kSoftirqBudgetNs = 2'000'000;
+  template <class Lock>
+  void run(Lock& root) noexcept {
+    const uint64_t start = now_ns();
+    for (int round = 0;; ++round) {
+      int quota = quota_;
+      while (quota > 0) {
+        const int n = restart(root, quota);
+        if (n <= 0) return;
+        quota -= n;
+      }
+      if (round >= kSoftirqRestarts || now_ns() - start > kSoftirqBudgetNs) {
+        scheduler_.schedule();
+        return;
+      }
+    }
+  }
+
+  // The empty-qdisc bypass (TCQ_F_CAN_BYPASS): root lock held and RUNNING just won with
+  // backlog_packets() == 0. Sends p directly; returns true if the loop should go on running.
+  // always_inline: the per-packet path of an idle queue; inlined into each strategy's send(), as
+  // it was before QueueBase forwarded to it (GCC otherwise keeps combining's copy out of line).
+  template <class Lock>
+  [[gnu::always_inline]] bool bypass_xmit(Lock& root, Packet* p) noexcept {
+    qdisc_.count_bypass(*p);
+    bypassed_.add(1);
+    PacketList one;
+    one.push_back(p);
+    return direct_xmit(root, one) > 0;
+  }
+
+  // Backpressure for strategies whose senders never wait (nolock): a sender whose packet was
+  // dropped for want of room waits — spin, then park — until the driver loop has handed one more
+  // batch to the device, or `idle()` says there is nothing left to wait for. In the kernel the
+  // owner cannot be preempted mid-run; here it can, and senders that keep enqueueing into a full
+  // queue only turn CPU time into drops while the owner waits for a core. Every batch that
+  // empties the queue also bumps the counter, so a waiter that saw a backlog cannot miss the end.
+  // No lock held.
+  template <class Idle>
+  void wait_for_tx_progress(Idle&& idle) noexcept {
+    // acquire: pairs with the release fetch_add in direct_xmit().
+    const uint32_t before = tx_progress_.load(std::memory_order_acquire);
+    spin_then_park(tx_progress_, [&](uint32_t now) { return now != before || idle(); },
+                   kYieldsBeforePark);
+  }
+
+  // Packets / bytes in the requeue list: exact for the loop owner, a hint for anyone else.
+  uint64_t requeue_qlen() const noexcept { return requeue_qlen_.get(); }
+  uint64_t requeue_backlog() const noexcept { return requeue_backlog_.get(); }
+  // Statistics (any thread; exact at quiescence).
+  uint64_t requeues() const noexcept { return requeues_.get(); }
+  uint64_t sent() const noexcept { return sent_.get(); }
+  uint64_t batches() const noexcept { return batches_.get(); }
+  uint64_t bypassed() const noexcept { return bypassed_.get(); }
+
+  // Teardown: moves the requeue list onto `to_free`. Every thread that could run the loop stopped.
+  void take_requeued(PacketList& to_free) noexcept {
+    requeue_qlen_.set(0);
+    requeue_backlog_.set(0);
+    to_free.splice_back(requeue_);
+  }
+
+ private:
+  // qdisc_restart(): one bulk dequeue and one device hand-off. Root lock held, RUNNING owned.
+  // Returns packets sent; 0 = stop.
+  template <class Lock>
+  int restart(Lock& root, int budget) noexcept {
+    if (device_.stopped()) return 0;  // don't dequeue into a stopped queue (ONETXQUEUE rule)
+    PacketList batch;
+    int64_t bytes_left = device_.tx_budget_bytes();
+    if (!requeue_.empty()) {
+      take_requeued_batch(batch, budget, bytes_left);
+    } else {
+      Packet* p = nullptr;
+      while (static_cast<int>(batch.size()) < budget && (batch.empty() || bytes_left > 0)) {
+        p = qdisc_.dequeue();
+        if (!p) break;
+        bytes_left -= p->len;
+        batch.push_back(p);
+      }
+      // A shaper that holds packets not yet eligible names the time they become so: the
+      // service thread runs the loop again then, without any further send().
+      if (!p) {
+        if (const uint64_t at = qdisc_.watchdog_ns(); at != 0) scheduler_.arm_watchdog(at);
+      }
+      // AQM victims of these dequeues: freed below, once the root lock is released.
+      PacketList dequeue_drops;
+      qdisc_.take_dequeue_drops(dequeue_drops);
+      if (!dequeue_drops.empty()) {
+        if (batch.empty()) {
+          root.unlock();
+          free_packets(std::move(dequeue_drops));
+          root.lock();
+          return 0;
+        }
+        return direct_xmit(root, batch, &dequeue_drops);
+      }
+      if (batch.empty()) return 0;
+    }
+    return direct_xmit(root, batch);
+  }
+
+  // Requeued packets leave first, in order, as one batch, within the same packet and byte
+  // budget as a dequeue (a refused remainder goes back to the head of the list, see requeue()).
+  // Root lock held, RUNNING owned.
+  void take_requeued_batch(PacketList& batch, int budget, int64_t& bytes_left) noexcept {
+    while (!requeue_.empty() && static_cast<int>(batch.size()) < budget &&
+           (batch.empty() || bytes_left > 0)) {
+      Packet* p = requeue_.pop_front();
+      requeue_qlen_.sub(1);
+      requeue_backlog_.sub(p->len);
+      bytes_left -= p->len;
+      batch.push_back(p);
+    }
+  }
+
+  // sch_direct_xmit(): called with the root lock held and RUNNING owned; drops the root lock
+  // around the device call (which runs under the device's tx lock) and re-takes it.
+  template <class Lock>
+  int direct_xmit(Lock& root, PacketList& batch, PacketList* to_free = nullptr) noexcept {
+    root.unlock();
+    if (to_free) free_packets(std::move(*to_free));  // outside every lock
+    const int sent = xmit_list(batch);  // leaves the refused remainder in batch
+    if (sent > 0) {
+      // seq_cst: a waiter in wait_for_tx_progress() only needs to see the change (its acquire
+      // load pairs with the release half), but notify_all's read of the waiter count must not
+      // pass it (park.hpp). notify_all costs one load when nobody is parked.
+      tx_progress_.fetch_add(1, std::memory_order_seq_cst);
+      tx_progress_.notify_all();
+    }
+    root.lock();
+    if (!batch.empty()) {
+      requeue(batch);
+      scheduler_.schedule();
+      return 0;
+    }
+    return sent;
+  }
+
+  // dev_hard_start_xmit: root lock released, RUNNING owned; takes the device's tx lock.
+  int xmit_list(PacketList& batch) noexcept;
+  // dev_requeue_skb: head of the requeue list. Root lock held, RUNNING owned.
+  void requeue(PacketList& rest) noexcept;
+
+  Device& device_;
+  Qdisc& qdisc_;
+  Scheduler& scheduler_;
+  const int quota_;
+
+  // Owned by the RUNNING owner under the root lock.
+  alignas(64) PacketList requeue_;
+  SingleWriterCounter requeue_qlen_, requeue_backlog_, requeues_;
+  SingleWriterCounter sent_, batches_, bypassed_;
+  // Batches handed to the device (wraps); bumped and notified per batch, see wait_for_tx_progress.
+  alignas(64) std::atomic<uint32_t> tx_progress_{0};
+};
+
+}  // namespace txpath

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+#include "core/scheduler.hpp"
+
+#include <sys/prctl.h>
+
+#include "core/clock.hpp"
+
+namespace txpath {
+
+namespace {
+// Ticks without driver-loop activity before the service thread stops ticking and sleeps until
+// kicked (still waking every kIdleWake to reap device completions).
+constexpr int kActiveTicks = 20;
+constexpr std::chrono::milliseconds kIdleWake{1};
+
+}  // namespace
+
+Scheduler::Scheduler(Device& device, Client& client, const TxQueueConfig& config)
+    : device_(device),
+      client_(client),
+      service_tick_(config.service_tick.count() > 0 ? config.service_tick
+                                                    : std::chrono::microseconds(50)),
+      service_thread_(config.service_thread) {}
+
+void Scheduler::start() {
+  if (service_thread_) service_ = std::thread([this] { service_main(); });
+}
+
+void Scheduler::stop() noexcept {
+  if (!service_.joinable()) return;  // never started, or stopped already
+  {
+    std::lock_guard lock(service_mutex_);
+    // release: pairs with the acquire load in service_main()'s loop condition.
+    stop_.store(true, std::memory_order_release);
+  }
+  service_cv_.notify_all();
+  service_.join();
+}
+
+bool Scheduler::service() noexcept {
+  const uint64_t poll_at = device_.next_poll_ns();
+  if (poll_at != 0 && poll_at <= now_ns()) device_.poll();
+  fire_watchdog();
+  // acq_rel: pairs with schedule()'s exchange (see service_main()).
+  if (!sched_.exchange(false, std::memory_order_acq_rel)) return false;
+  // relaxed: a statistic; service() may run on several threads at once, hence the RMW.
+  deferred_runs_.fetch_add(1, std::memory_order_relaxed);
+  client_.deferred_run();
+  return true;
+}
+
+void Scheduler::fire_watchdog() noexcept {
+  // The qdisc watchdog: a due deadline becomes a pending run. acquire: pairs with the seq_cst
+  // exchange in arm_watchdog() (the deadline a run armed is seen with what it dequeued).
+  uint64_t wd = watchdog_.load(std::memory_order_acquire);
+  if (wd == 0 || wd > now_ns()) return;
+  // acq_rel: only a deadline not re-armed meanwhile is consumed; a newer one stays armed.
+  if (watchdog_.compare_exchange_strong(wd, 0, std::memory_order_acq_rel))
+    sched_.store(true, std::memory_order_seq_cst);  // consumed by service() right after
+}
+
+void Scheduler::schedule() noexcept {
+  // seq_cst, twice: a Dekker pair with service_main(), which stores service_idle_ = true and
+  // then loads sched_: either it sees SCHED before sleeping, or we see it idle and wake it.
+  if (sched_.exchange(true, std::memory_order_seq_cst)) return;  // a run is already pending
+  if (service_idle_.load(std::memory_order_seq_cst)) {
+    std::lock_guard lock(service_mutex_);  // pairs with the predicate check in wait_until()
+    service_cv_.notify_one();
+  }
+}
+
+void Scheduler::arm_watchdog(uint64_t at_ns) noexcept {
+  // seq_cst: a Dekker pair with service_main(), like schedule(): it stores service_idle_ and then
+  // loads watchdog_ for its deadline; either it sees this deadline, or we see it idle and wake
+  // it. The same deadline armed again (a throttled qdisc polled by every send) costs no wake-up.
+  const uint64_t old = watchdog_.exchange(at_ns, std::memory_order_seq_cst);
+  if (old == at_ns) return;
+  if (service_idle_.load(std::memory_order_seq_cst) || old == 0 || at_ns < old) {
+    std::lock_guard lock(service_mutex_);  // pairs with the predicate check in the wait
+    service_cv_.notify_one();
+  }
+}
+
+void Scheduler::service_main() {
+  // Timer slack would stretch the tick (default 50 us on Linux); ask for 1 us.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  int quiet = 0;
+  uint64_t last_runs = ~0ULL;
+  // acquire: pairs with the release store in stop().
+  while (!stop_.load(std::memory_order_acquire)) {
+    // Reap due completions (the TX-completion "interrupt"), then a pending run. SCHED is
+    // cleared before the run, so a schedule() during the run is not lost: it sets SCHED again.
+    if (service()) {
+      quiet = 0;
+      continue;
+    }
+    const uint64_t runs = client_.run_count();
+    if (runs != last_runs) {
+      last_runs = runs;
+      quiet = 0;
+    } else if (quiet < kActiveTicks) {
+      ++quiet;
+    }
+    wait_for_work(quiet >= kActiveTicks);
+  }
+}
+
+void Scheduler::wait_for_work(bool deep) {
+  uint64_t deadline = now_ns() + static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          deep ? std::chrono::duration_cast<std::chrono::microseconds>(kIdleWake) : service_tick_)
+          .count());
+  const uint64_t next_poll = device_.next_poll_ns();
+  if (next_poll != 0 && next_poll < deadline) deadline = next_poll;
+
+  if (deep) {
+    service_idle_.store(true, std::memory_order_seq_cst);  // Dekker pair with schedule()
+    if (sched_.load(std::memory_order_seq_cst)) {
+      service_idle_.store(false, std::memory_order_relaxed);
+      return;
+    }
+  }
+  // seq_cst: the other half of arm_watchdog()'s Dekker pair (after service_idle_ above).
+  const uint64_t wd_seen = watchdog_.load(std::memory_order_seq_cst);
+  if (wd_seen != 0 && wd_seen < deadline) deadline = wd_seen;
+  {
+    // A relative wait: now_ns() may be a TSC clock whose scale differs from steady_clock's
+    // by a few ppm, so absolute deadlines would drift.
+    const uint64_t now = now_ns();
+    const auto wait = std::chrono::nanoseconds(deadline > now ? deadline - now : 0);
+    std::unique_lock lock(service_mutex_);
+    service_cv_.wait_for(lock, wait, [this, wd_seen] {
+      // acquire/relaxed: re-checked under the mutex that schedule()/stop()/arm_watchdog()
+      // take to notify; a re-armed watchdog changes the deadline, so it ends the wait too.
+      return stop_.load(std::memory_order_acquire) || sched_.load(std::memory_order_relaxed) ||
+             watchdog_.load(std::memory_order_relaxed) != wd_seen;
+    });
+  }
+  service_idle_.store(false, std::memory_order_relaxed);  // only a hint for schedule()
+}
+
+}  // namespace txpath
