@@ -119,6 +119,7 @@
 
 #include "core/clock.hpp"
 #include "strategy/locked_queue.hpp"
+#include "strategy/sharded_hooks.hpp"
 #include "sync/locks.hpp"
 #include "sync/park.hpp"
 #include "txpath/topology.hpp"
@@ -404,7 +405,7 @@ std::unique_ptr<QueueBase> make_sharded_queue(Device& device, std::unique_ptr<Qd
   return make_with_lock_kind<ShardedQueue>(device, std::move(qdisc), config);
 }
 
-// Test hooks (declared in tests/test_sharded.cpp): introspection of a `sharded` queue.
+// Test hooks (strategy/sharded_hooks.hpp): introspection of a `sharded` queue.
 namespace sharded_test {
 
 namespace {
