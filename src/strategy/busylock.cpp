@@ -23,7 +23,7 @@ template <class Lock>
 class BusylockQueue : public LockedQueue<Lock> {
  public:
   BusylockQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
-      : LockedQueue<Lock>(device, std::move(qdisc), config, "busylock", Lock::kName) {}
+      : LockedQueue<Lock>(device, std::move(qdisc), config, "busylock") {}
 
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;

@@ -164,7 +164,7 @@ template <class Lock>
 class DrainerQueue : public LockedQueue<Lock> {
  public:
   DrainerQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
-      : LockedQueue<Lock>(device, std::move(qdisc), config, "drainer", Lock::kName),
+      : LockedQueue<Lock>(device, std::move(qdisc), config, "drainer"),
         id_(RingCache::new_instance_id()),
         ring_slots_(std::bit_ceil(std::clamp<uint32_t>(config.txqueuelen, 63, 4095) + 1)),
         rings_(std::make_unique<txpath_ck_ring*[]>(kMaxSenders)),

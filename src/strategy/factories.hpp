@@ -24,12 +24,13 @@ QueueFactory make_drainer_queue;
 QueueFactory make_sharded_queue;
 
 // Instantiates Strategy<Lock> for the lock kind named in config.lock (already validated by
-// TxQueue::create), wrapped so its service thread stops before it is destroyed.
-template <template <class> class Strategy>
+// TxQueue::create), wrapped so its service thread stops before it is destroyed. `more` follows
+// config in the constructor call.
+template <template <class> class Strategy, class... More>
 std::unique_ptr<QueueBase> make_with_lock_kind(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                               const TxQueueConfig& config) {
+                                               const TxQueueConfig& config, const More&... more) {
   return with_lock_kind(*parse_lock_kind(config.lock), [&]<class Lock>() -> std::unique_ptr<QueueBase> {
-    return std::make_unique<Finalized<Strategy<Lock>>>(device, std::move(qdisc), config);
+    return std::make_unique<Finalized<Strategy<Lock>>>(device, std::move(qdisc), config, more...);
   });
 }
 

@@ -45,7 +45,7 @@ template <class Lock>
 class LlistQueue : public LockedQueue<Lock> {
  public:
   LlistQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
-      : LockedQueue<Lock>(device, std::move(qdisc), config, "llist", Lock::kName),
+      : LockedQueue<Lock>(device, std::move(qdisc), config, "llist"),
         burst_limit_(config.max_burst),
         passivate_at_(static_cast<uint64_t>(std::max(config.quota, 1))) {}
 

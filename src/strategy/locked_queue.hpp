@@ -17,6 +17,9 @@
 //  * drop victims go on the caller's to_free list, freed after every lock is released.
 #pragma once
 
+#include <memory>
+#include <string_view>
+
 #include "core/clock.hpp"
 #include "strategy/serialize.hpp"
 #include "sync/counting_lock.hpp"
@@ -27,7 +30,9 @@ namespace txpath {
 template <class Lock, bool kHeldAcrossXmit = false>
 class LockedQueue : public SerializedQueue {
  public:
-  using SerializedQueue::SerializedQueue;
+  LockedQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config,
+              std::string_view strategy)
+      : SerializedQueue(device, std::move(qdisc), config, strategy, Lock::kName) {}
 
   SendStatus send(Packet* p) noexcept override {
     if (!admit(p)) return SendStatus::too_big;

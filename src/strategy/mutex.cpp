@@ -14,19 +14,10 @@
 
 namespace txpath {
 
-namespace {
-
-class MutexQueue : public LockedQueue<MutexLock, /*kHeldAcrossXmit=*/true> {
- public:
-  MutexQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
-      : LockedQueue(device, std::move(qdisc), config, "mutex", "mutex") {}
-};
-
-}  // namespace
-
 std::unique_ptr<QueueBase> make_mutex_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
                                             const TxQueueConfig& config) {
-  return std::make_unique<Finalized<MutexQueue>>(device, std::move(qdisc), config);
+  using MutexQueue = LockedQueue<MutexLock, /*kHeldAcrossXmit=*/true>;
+  return std::make_unique<Finalized<MutexQueue>>(device, std::move(qdisc), config, "mutex");
 }
 
 }  // namespace txpath

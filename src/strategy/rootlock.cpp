@@ -13,17 +13,13 @@ namespace txpath {
 namespace {
 
 template <class Lock>
-class RootlockQueue : public LockedQueue<Lock> {
- public:
-  RootlockQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
-      : LockedQueue<Lock>(device, std::move(qdisc), config, "rootlock", Lock::kName) {}
-};
+using RootlockQueue = LockedQueue<Lock>;
 
 }  // namespace
 
 std::unique_ptr<QueueBase> make_rootlock_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
                                                const TxQueueConfig& config) {
-  return make_with_lock_kind<RootlockQueue>(device, std::move(qdisc), config);
+  return make_with_lock_kind<RootlockQueue>(device, std::move(qdisc), config, "rootlock");
 }
 
 }  // namespace txpath

@@ -294,7 +294,7 @@ template <class Lock>
 class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
  public:
   ShardedQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
-      : LockedQueue<Lock>(device, std::move(qdisc), config, "sharded", Lock::kName),
+      : LockedQueue<Lock>(device, std::move(qdisc), config, "sharded"),
         ShardedCore(config) {}
 
   SendStatus send(Packet* p) noexcept override {
