@@ -99,7 +99,7 @@ class SerializedQueue : public QueueBase {
 
   // A packet the strategy refused before any qdisc saw it (its own hand-off cap, no ring): counted
   // as dropped and freed. No lock held.
-  SendStatus drop_unqueued(Packet* p) noexcept {
+  [[gnu::cold, gnu::noinline]] SendStatus drop_unqueued(Packet* p) noexcept {
     count_strategy_drop();
     PacketList victim;
     victim.push_back(p);
