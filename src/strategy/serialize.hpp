@@ -17,8 +17,8 @@
 //   5. leave            the strategy releases its serialisation; then leave() frees the drop
 //                       victims (free_packets, after every lock is released) and maps the verdict.
 //
-// A strategy file says only how it does steps 2 and 5. Everything here is inline templates: no
-// virtual call, no std::function and no atomic beyond QueueBase's own (RUNNING, counters).
+// A strategy file says only how it does steps 2 and 5. The packet path here is inline templates:
+// no virtual call, no std::function and no atomic beyond QueueBase's own (RUNNING, counters).
 #pragma once
 
 #include <utility>
