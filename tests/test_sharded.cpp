@@ -11,19 +11,12 @@
 #include <thread>
 #include <vector>
 
+#include "strategy/sharded_hooks.hpp"
 #include "support/scripted_device.hpp"
 #include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
 
 namespace txpath {
-
-// Test hooks defined in src/strategy/sharded.cpp.
-namespace sharded_test {
-std::size_t shard_count(TxQueue& q);  // 0 if q is not a `sharded` queue
-std::size_t shard_of_calling_thread(TxQueue& q);
-uint64_t shard_depth(TxQueue& q, std::size_t shard);
-void on_drainer_release(TxQueue& q, std::function<void()> hook);
-}  // namespace sharded_test
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include "core/clock.hpp"
 #include "device/null_device.hpp"
-#include "strategy/locked_queue.hpp"
+#include "strategy/factories.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/qdisc.hpp"
 #include "txpath/txqueue.hpp"

@@ -45,6 +45,18 @@ class PacketList {
     return *this;
   }
 
+  // The packets of a chain linked through Packet::next, newest first (what a lock-free LIFO push
+  // list hands over when it is detached), as a list in arrival order: oldest at the front.
+  static PacketList from_lifo(Packet* newest) noexcept {
+    PacketList list;
+    for (Packet* p = newest; p;) {
+      Packet* older = p->next;
+      list.push_front(p);
+      p = older;
+    }
+    return list;
+  }
+
   bool empty() const noexcept { return head_ == nullptr; }
   std::size_t size() const noexcept { return count_; }
   uint64_t bytes() const noexcept { return bytes_; }

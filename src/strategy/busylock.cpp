@@ -11,9 +11,9 @@
 // Lock order: busylock -> root lock -> device tx lock. Dropped packets are freed after both locks
 // are released (the kernel frees them before releasing busylock; the issue asks for "after
 // every lock").
-#include "strategy/locked_queue.hpp"
 #include "core/clock.hpp"
-#include "sync/locks.hpp"
+#include "strategy/factories.hpp"
+#include "strategy/locked_queue.hpp"
 
 namespace txpath {
 
@@ -23,25 +23,25 @@ template <class Lock>
 class BusylockQueue : public LockedQueue<Lock> {
  public:
   BusylockQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
-      : LockedQueue<Lock>(device, std::move(qdisc), config, "busylock", Lock::kName) {}
+      : LockedQueue<Lock>(device, std::move(qdisc), config, "busylock") {}
 
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
     p->enqueue_ns = now_ns();
-    PacketList to_free;
+    PacketList batch, to_free;
+    batch.push_back(p);
     bool contended = this->is_running();  // qdisc_is_running(): racy by design
     if (contended) busylock_.lock();
     this->root_.lock();
-    const Verdict v = this->enqueue_and_run(p, to_free, [&]() noexcept {
-      if (contended) {
+    const Verdict v = this->serialize(this->root_, batch, to_free, [&]() noexcept {
+      if (contended) {  // we won RUNNING: compete for root_ with one sender at most
         busylock_.unlock();
         contended = false;
       }
     });
     this->root_.unlock();
     if (contended) busylock_.unlock();
-    free_packets(std::move(to_free));
-    return to_send_status(v);
+    return this->leave(to_free, v);
   }
 
  private:

@@ -6,8 +6,8 @@
 //
 // The combining section replaces the root lock. A sender's request is "enqueue this packet" — or,
 // when the qdisc allows it, qdisc and requeue list are empty and RUNNING is won, the empty-qdisc
-// bypass (as locked_queue.hpp) — and it returns the qdisc's verdict (queued / congested /
-// dropped): unlike llist, every sender gets real feedback. The combiner serves up to h requests
+// bypass (as serialize() in strategy/serialize.hpp) — and it returns the qdisc's verdict
+// (queued / congested / dropped): unlike llist, every sender gets real feedback. The combiner serves up to h requests
 // (CcSynchConfig::h, default 64) in arrival order and then, still holding the combiner role so
 // nobody else can touch the qdisc, runs the shared driver loop (QueueBase::run between
 // run_begin/run_end) with a no-op lock before handing the role on.
@@ -58,19 +58,19 @@
 // counts driver-loop runs (at most one per batch). `--lock` picks the H-Synch global lock (unused
 // on one NUMA node).
 #include "core/clock.hpp"
-#include "strategy/locked_queue.hpp"
+#include "strategy/factories.hpp"
+#include "strategy/serialize.hpp"
 #include "sync/ccsynch.hpp"
-#include "sync/locks.hpp"
 
 namespace txpath {
 
 namespace {
 
 template <class Lock>
-class CombiningQueue : public QueueBase {
+class CombiningQueue : public SerializedQueue {
  public:
   CombiningQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
-      : QueueBase(device, std::move(qdisc), config, "combining", Lock::kName), section_() {}
+      : SerializedQueue(device, std::move(qdisc), config, "combining", Lock::kName), section_() {}
 
   SendStatus send(Packet* p) noexcept override {
     if (!admit(p)) return SendStatus::too_big;
@@ -87,8 +87,7 @@ class CombiningQueue : public QueueBase {
           v = q().enqueue(p, to_free);
         },
         [this]() noexcept { epilogue(); });
-    free_packets(std::move(to_free));  // outside the section
-    return to_send_status(v);
+    return leave(to_free, v);  // outside the section
   }
 
  protected:
@@ -111,13 +110,6 @@ class CombiningQueue : public QueueBase {
   }
 
  private:
-  // What the driver loop "releases and re-takes" around a device call: nothing — the combiner
-  // role is kept for the whole run (see the header).
-  struct RoleHeld {
-    void lock() noexcept {}
-    void unlock() noexcept {}
-  };
-
   // The combiner's batch end: run the loop if anything is queued (qdisc_run). An empty queue
   // skips the loop, and with it run_end(): serve a pending inspect_qdisc() here instead (a
   // deferred run is a no-op request whose batch ends here, still inside the section).
@@ -126,14 +118,11 @@ class CombiningQueue : public QueueBase {
       serve_inspect();
       return;
     }
-    if (run_begin()) {  // always wins: RUNNING is never held outside the section
-      run(held_);
-      run_end();
-    }
+    run_qdisc(held_);  // always wins RUNNING: it is never held outside the section
   }
 
   CcSynch<Lock> section_;
-  RoleHeld held_;
+  NoRootLock held_;  // the combiner role is kept across the device calls (see the header)
 };
 
 }  // namespace

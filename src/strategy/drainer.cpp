@@ -5,8 +5,8 @@
 // §6 S8). Senders never touch the root lock or the qdisc: a send() is one push onto the caller's
 // own ring (Concurrency Kit's ck_ring SPSC, through strategy/ck_ring_shim.h), one full fence and
 // one read of `sleeping_`. The drainer thread sweeps the rings round-robin, enqueues what it took
-// into the qdisc under the root lock and runs the shared driver loop (run_begin/run/run_end, as
-// locked_queue.hpp). Deferred runs (quota spent, requeue, device wake) still go to the service
+// into the qdisc under the root lock and runs the shared driver loop (serialize(), as every
+// strategy: strategy/serialize.hpp). Deferred runs (quota spent, requeue, device wake) still go to the service
 // thread, which takes the root lock like every LockedQueue.
 //
 // Why Concurrency Kit's ring and not our own: the project rule is packaged libraries first, and
@@ -22,7 +22,7 @@
 // that landed on the fallback stays there for this queue. The calling thread finds its ring
 // through a thread_local cache keyed by a queue-instance id (unique for the process lifetime, so
 // a new queue at a recycled address never matches a stale entry): a one-entry "last hit"
-// (trivially destructible: no TLS guard on the hot path) and a vector of entries holding
+// (sync/instance_cache.hpp: no TLS guard on the hot path) and a vector of entries holding
 // shared_ptr<SenderRing>, so a ring outlives whichever of its queue and its thread goes last.
 // Entries of destroyed queues are pruned at the thread's next registration. When a thread exits,
 // its cache marks its rings unowned (release) so a later thread can adopt them (acquire CAS);
@@ -48,7 +48,7 @@
 //    qdisc/requeue list, or with the RUNNING owner on its way to the device — never two;
 //  * per-sender FIFO: a ring is FIFO, the drainer enqueues each ring's packets in ring order and
 //    the qdisc keeps order within a band; the bypass is taken only with qdisc and requeue list
-//    empty and RUNNING won (locked_queue.hpp).
+//    empty and RUNNING won (strategy/serialize.hpp).
 //
 // Why no packet is stranded:
 //  * ring -> qdisc (the drainer's sleep, a Dekker pair): before parking the drainer stores
@@ -67,8 +67,9 @@
 //    pending wake for the service thread.
 //  * drain()/quiescent(): under the root lock, all rings empty, then a full fence, then
 //    !busy_, !RUNNING, empty backlog. The drainer sets busy_ (and fences) BEFORE popping and
-//    clears it under the root lock only after enqueuing what it popped (or after an empty sweep),
-//    so a reader that sees a ring emptied by a pop also sees busy_ set or the packets queued.
+//    clears it under the root lock in the critical section that enqueues what it popped (or
+//    after an empty sweep), so a reader that sees a ring emptied by a pop also sees busy_ set or
+//    the packets queued.
 //
 // Shutdown: QueueBase::shutdown() calls stop_workers() first: the drainer is stopped and joined
 // BEFORE it stops the service thread, resets the qdisc and calls purge_strategy(), which frees
@@ -84,8 +85,8 @@
 //    acquire loads; stop_drainer()'s seq_cst store after stop_.
 //  * stop_: seq_cst store in stop_drainer(), acquire load at the loop top, seq_cst load in park()
 //    (so a stop is seen or the word changes, see stop_drainer()).
-//  * busy_: relaxed store + seq_cst fence before popping; release store (under root_) after
-//    enqueuing; acquire load after a seq_cst fence in quiescent().
+//  * busy_: relaxed store + seq_cst fence before popping; release store (under root_, in the
+//    critical section that enqueues); acquire load after a seq_cst fence in quiescent().
 //  * in_hand_: relaxed (a statistic for stats().queued; 0 whenever busy_ is clear).
 #include <sys/resource.h>
 #include <unistd.h>
@@ -102,9 +103,10 @@
 
 #include "core/clock.hpp"
 #include "strategy/ck_ring_shim.h"
+#include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
 #include "sync/cpu_relax.hpp"
-#include "sync/locks.hpp"
+#include "sync/instance_cache.hpp"
 #include "sync/park.hpp"
 
 namespace txpath {
@@ -135,13 +137,10 @@ struct SenderRing {
   std::atomic<bool> queue_gone{false};
 };
 
-// The calling thread's ring for the queue it used last. Trivially destructible and
-// constant-initialised, so reading it needs no TLS init guard.
-struct LastHit {
-  uint64_t queue_id = 0;
-  SenderRing* ring = nullptr;
-};
-thread_local LastHit tls_last;
+// The calling thread's ring for the queue it used last (sync/instance_cache.hpp: no TLS init
+// guard on the hot path), keyed by queue id.
+struct RingCacheTag {};
+using RingCache = InstanceCache<RingCacheTag, SenderRing*>;
 
 // Every queue this thread has a ring in (slow path only).
 struct SenderCache {
@@ -152,7 +151,7 @@ struct SenderCache {
   std::vector<Entry> entries;
 
   ~SenderCache() {
-    tls_last = {};
+    RingCache::clear();
     for (auto& e : entries)
       // release: our pushes happen-before the adopter's acquire CAS in register_sender().
       if (!e.ring->shared) e.ring->owned.store(false, std::memory_order_release);
@@ -160,18 +159,12 @@ struct SenderCache {
 };
 thread_local SenderCache tls_cache;
 
-uint64_t next_queue_id() noexcept {
-  static std::atomic<uint64_t> next{1};
-  // relaxed: only uniqueness matters.
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
 template <class Lock>
 class DrainerQueue : public LockedQueue<Lock> {
  public:
   DrainerQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
-      : LockedQueue<Lock>(device, std::move(qdisc), config, "drainer", Lock::kName),
-        id_(next_queue_id()),
+      : LockedQueue<Lock>(device, std::move(qdisc), config, "drainer"),
+        id_(RingCache::new_instance_id()),
         ring_slots_(std::bit_ceil(std::clamp<uint32_t>(config.txqueuelen, 63, 4095) + 1)),
         rings_(std::make_unique<txpath_ck_ring*[]>(kMaxSenders)),
         fallback_(std::make_shared<SenderRing>(kFallbackSlots, true)) {
@@ -190,12 +183,9 @@ class DrainerQueue : public LockedQueue<Lock> {
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
     p->enqueue_ns = now_ns();
-    SenderRing* r = tls_last.queue_id == id_ ? tls_last.ring : attach_caller();
-    if (!r) {  // no ring could be allocated: the only drop at this stage
-      this->count_strategy_drop();
-      p->pool->put(p);
-      return SendStatus::dropped;
-    }
+    SenderRing* const* cached = RingCache::find(id_);
+    SenderRing* r = cached ? *cached : attach_caller();
+    if (!r) return this->drop_unqueued(p);  // no ring could be allocated: the only drop here
     while (!push(*r, p)) {
       // Ring full: wait for the drainer to move on. Load the sweep count, then retry once: if a
       // sweep emptied some of our ring after the failed push, the retry succeeds; if not, the
@@ -288,14 +278,15 @@ class DrainerQueue : public LockedQueue<Lock> {
       });
       for (const auto& e : cache.entries) {
         if (e.queue_id != id_) continue;
-        tls_last = {id_, e.ring.get()};
+        RingCache::store(id_, e.ring.get());
         return e.ring.get();
       }
       cache.entries.reserve(cache.entries.size() + 1);  // may throw; nothing adopted yet
       std::shared_ptr<SenderRing> r = register_sender();
-      tls_last = {id_, r.get()};
+      SenderRing* const ring = r.get();
+      RingCache::store(id_, ring);
       cache.entries.push_back({id_, std::move(r)});
-      return tls_last.ring;
+      return ring;
     } catch (...) {
       return nullptr;  // the packet is dropped and counted
     }
@@ -336,31 +327,23 @@ class DrainerQueue : public LockedQueue<Lock> {
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
 
-  // Everything taken is enqueued (root lock held): no longer in hand.
+  // Root lock held, in the critical section that enqueues what was taken: no longer in hand.
   void end_take() noexcept {
     in_hand_.store(0, std::memory_order_relaxed);  // relaxed: a statistic
     // release: pairs with quiescent()'s acquire load; what we enqueued is visible with it.
     busy_.store(false, std::memory_order_release);
   }
 
-  // Enqueue the batch and run the driver loop (locked_queue.hpp's enqueue_and_run, for a batch).
+  // Steps 3-5 of strategy/serialize.hpp for what the sweep took: enqueue the batch (a lone
+  // packet may take the bypass) and run the driver loop under the root lock, then free.
   void flush(PacketList& batch) noexcept {
     PacketList to_free;
     this->root_.lock();
-    if (batch.size() == 1 && this->q().can_bypass() && this->backlog_packets() == 0 &&
-        this->run_begin()) {
-      Packet* p = batch.pop_front();
-      end_take();  // p now travels with the RUNNING owner, which quiescent() checks
-      if (this->bypass_xmit(this->root_, p)) this->run(this->root_);
-      this->run_end();
-    } else {
-      while (!batch.empty()) this->q().enqueue(batch.pop_front(), to_free);
-      end_take();
-      if (this->run_begin()) {
-        this->run(this->root_);
-        this->run_end();
-      }
-    }
+    // busy_ is read only under the root lock (quiescent(), snapshot_complete()), and the lock is
+    // held until serialize() has the batch in the qdisc or, bypassing, in the hands of the
+    // RUNNING owner: no reader sees the batch between busy_ and those places.
+    end_take();
+    this->serialize(this->root_, batch, to_free);
     this->root_.unlock();
     free_packets(std::move(to_free));  // drop victims, after the lock is released
     // seq_cst: the release half pairs with the acquire load in send()'s full-ring wait; seq_cst

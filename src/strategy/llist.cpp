@@ -33,8 +33,8 @@
 #include <atomic>
 
 #include "core/clock.hpp"
+#include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
-#include "sync/locks.hpp"
 #include "sync/park.hpp"
 
 namespace txpath {
@@ -45,74 +45,25 @@ template <class Lock>
 class LlistQueue : public LockedQueue<Lock> {
  public:
   LlistQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
-      : LockedQueue<Lock>(device, std::move(qdisc), config, "llist", Lock::kName),
+      : LockedQueue<Lock>(device, std::move(qdisc), config, "llist"),
         burst_limit_(config.max_burst),
         passivate_at_(static_cast<uint64_t>(std::max(config.quota, 1))) {}
 
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
     p->enqueue_ns = now_ns();
-
-    // relaxed: only the first guess for the CAS, which re-reads on failure.
-    Packet* first = head_.load(std::memory_order_relaxed);
-    bool counted = false;
-    uint64_t deferred = 0;  // list length our push made, as counted (0 when we lead)
-    do {
-      if (first && !counted) {
-        counted = true;
-        // relaxed: a bound, not a synchronisation; the leader's reset may race with it (as in
-        // the kernel), which only lets a burst briefly exceed the cap.
-        deferred = defer_count_.fetch_add(1, std::memory_order_relaxed) + 1;
-        if (deferred > burst_limit_) {
-          this->count_strategy_drop();
-          p->pool->put(p);  // no lock is held here
-          return SendStatus::dropped;
-        }
-      }
-      p->next = first;
-      // release: publishes p (its frame and p->next) to the leader's acquire exchange.
-    } while (!head_.compare_exchange_weak(first, p, std::memory_order_release,
-                                          std::memory_order_relaxed));
-    if (first) {
-      // The leader of this list will enqueue it. Passivate if the leader is falling behind
-      // (see the header); the leader's reset of defer_count_ (notified) ends the wait.
-      if (deferred > passivate_at_)
-        spin_then_park(defer_count_, [this](uint64_t n) { return n <= passivate_at_; },
-                       kYieldsBeforePark);  // see park.hpp
-      return SendStatus::queued;
+    uint64_t deferred = 0;  // list length our push made, as counted (0 when not counted)
+    switch (push(p, deferred)) {
+      case Pushed::refused: return this->drop_unqueued(p);  // burst cap; no lock is held here
+      case Pushed::onto_empty: return lead();
+      case Pushed::behind_leader: break;
     }
-
-    // We pushed onto an empty list: we lead.
-    PacketList to_free;
-    this->root_.lock();
-    // acquire: pairs with every pusher's release CAS, so their packets are visible.
-    Packet* list = head_.exchange(nullptr, std::memory_order_acquire);
-    // seq_cst: the count itself needs no ordering (see the fetch_add above), but the notify
-    // below must not read libstdc++'s waiter count before this store is visible, or a follower
-    // parking right now would sleep through the reset (park.hpp).
-    defer_count_.store(0, std::memory_order_seq_cst);
-    defer_count_.notify_all();
-    // Restore arrival order (the list is LIFO).
-    PacketList batch;
-    for (Packet* q = list; q;) {
-      Packet* next = q->next;
-      batch.push_front(q);
-      q = next;
-    }
-    Verdict v = Verdict::success;
-    if (batch.size() == 1) {
-      // A single packet keeps its own verdict and may use the empty-qdisc bypass.
-      v = this->enqueue_and_run(batch.pop_front(), to_free, [] {});
-    } else {
-      while (!batch.empty()) this->q().enqueue(batch.pop_front(), to_free);
-      if (this->run_begin()) {
-        this->run(this->root_);
-        this->run_end();
-      }
-    }
-    this->root_.unlock();
-    free_packets(std::move(to_free));
-    return to_send_status(v);
+    // The leader of this list will enqueue it. Passivate if the leader is falling behind
+    // (see the header); the leader's reset of defer_count_ (notified) ends the wait.
+    if (deferred > passivate_at_)
+      spin_then_park(defer_count_, [this](uint64_t n) { return n <= passivate_at_; },
+                     kYieldsBeforePark);  // see park.hpp
+    return SendStatus::queued;
   }
 
  protected:
@@ -121,7 +72,7 @@ class LlistQueue : public LockedQueue<Lock> {
     // the last leader has finished; check it under the root lock with the rest.
     this->root_.lock();
     const bool idle = !this->is_running() && this->backlog_packets() == 0 &&
-                      head_.load(std::memory_order_acquire) == nullptr;  // acquire: see send()
+                      head_.load(std::memory_order_acquire) == nullptr;  // acquire: see push()
     this->root_.unlock();
     return idle;
   }
@@ -133,6 +84,48 @@ class LlistQueue : public LockedQueue<Lock> {
   }
 
  private:
+  enum class Pushed { onto_empty, behind_leader, refused };
+
+  // Step 2: pushes p onto the defer list (onto_empty: we lead; behind_leader: the leader of this
+  // list will take it), unless the burst cap refuses it (p is then still ours).
+  Pushed push(Packet* p, uint64_t& deferred) noexcept {
+    // relaxed: only the first guess for the CAS, which re-reads on failure.
+    Packet* first = head_.load(std::memory_order_relaxed);
+    bool counted = false;
+    do {
+      if (first && !counted) {
+        counted = true;
+        // relaxed: a bound, not a synchronisation; the leader's reset may race with it (as in
+        // the kernel), which only lets a burst briefly exceed the cap.
+        deferred = defer_count_.fetch_add(1, std::memory_order_relaxed) + 1;
+        if (deferred > burst_limit_) return Pushed::refused;
+      }
+      p->next = first;
+      // release: publishes p (its frame and p->next) to the leader's acquire exchange.
+    } while (!head_.compare_exchange_weak(first, p, std::memory_order_release,
+                                          std::memory_order_relaxed));
+    return first ? Pushed::behind_leader : Pushed::onto_empty;
+  }
+
+  // We pushed onto an empty list: we lead. Steps 3-5 for the whole list under the root lock.
+  SendStatus lead() noexcept {
+    PacketList to_free;
+    this->root_.lock();
+    // acquire: pairs with every pusher's release CAS, so their packets are visible.
+    Packet* list = head_.exchange(nullptr, std::memory_order_acquire);
+    // seq_cst: the count itself needs no ordering (see the fetch_add above), but the notify
+    // below must not read libstdc++'s waiter count before this store is visible, or a follower
+    // parking right now would sleep through the reset (park.hpp).
+    defer_count_.store(0, std::memory_order_seq_cst);
+    defer_count_.notify_all();
+    PacketList batch = PacketList::from_lifo(list);
+    const bool lone = batch.size() == 1;  // only a lone packet may take the bypass
+    const Verdict v = this->serialize(this->root_, batch, to_free);
+    this->root_.unlock();
+    // A lone packet keeps its own verdict; a leader of several answers `queued`, as followers do.
+    return this->leave(to_free, lone ? v : Verdict::success);
+  }
+
   const uint64_t burst_limit_;
   const uint64_t passivate_at_;  // followers beyond this list length wait for the leader
   alignas(64) std::atomic<Packet*> head_{nullptr};     // q->defer_list

@@ -1,7 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The part of Linux __dev_xmit_skb() shared by the root-lock strategies (busylock, rootlock):
-// under the root lock, either the empty-qdisc bypass or enqueue, then qdisc_run_begin() and the
-// driver loop if we won RUNNING. Also the service thread's run (net_tx_action: root lock only).
+// LockedQueue: the serialisation of every strategy whose qdisc lives under one lock — Linux
+// qdisc_lock(q), the root lock. Its send() is the plain __dev_xmit_skb(): take the root lock,
+// enqueue (or bypass) and run the driver loop if RUNNING is free, release (strategy/serialize.hpp,
+// steps 2-5). rootlock and mutex use it as it is; busylock adds busylock in front of the root
+// lock; llist, sharded and drainer override send() with their hand-off and take the root lock
+// only in the thread that enqueues the batch. The service thread's run (net_tx_action) and the
+// drain check take the root lock too.
+//
+// kHeldAcrossXmit: the driver loop releases the root lock around every device call
+// (sch_direct_xmit), except for mutex, whose lock stays held for the whole run.
 //
 // Invariants (see core/queue_base.hpp for why nothing is stranded):
 //  * the qdisc, the requeue list and RUNNING are touched only under root_;
@@ -11,55 +18,37 @@
 #pragma once
 
 #include <memory>
+#include <string_view>
 
-#include "core/queue_base.hpp"
+#include "core/clock.hpp"
+#include "strategy/serialize.hpp"
 #include "sync/counting_lock.hpp"
 #include "sync/locks.hpp"
 
 namespace txpath {
 
-inline SendStatus to_send_status(Verdict v) noexcept {
-  switch (v) {
-    case Verdict::success: return SendStatus::queued;
-    case Verdict::congestion: return SendStatus::congested;
-    case Verdict::drop: break;
-  }
-  return SendStatus::dropped;
-}
-
-template <class Lock>
-class LockedQueue : public QueueBase {
+template <class Lock, bool kHeldAcrossXmit = false>
+class LockedQueue : public SerializedQueue {
  public:
-  using QueueBase::QueueBase;
+  LockedQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config,
+              std::string_view strategy)
+      : SerializedQueue(device, std::move(qdisc), config, strategy, Lock::kName) {}
+
+  SendStatus send(Packet* p) noexcept override {
+    if (!admit(p)) return SendStatus::too_big;
+    p->enqueue_ns = now_ns();
+    PacketList batch, to_free;
+    batch.push_back(p);
+    root_.lock();
+    const Verdict v = serialize(loop_lock(), batch, to_free);
+    root_.unlock();
+    return leave(to_free, v);
+  }
 
  protected:
-  // Root lock held. `on_owner` runs right after RUNNING is won, before the driver loop
-  // (busylock releases busylock there, so the owner competes for root_ with one sender at most).
-  template <class OnOwner>
-  Verdict enqueue_and_run(Packet* p, PacketList& to_free, OnOwner&& on_owner) noexcept {
-    if (q().can_bypass() && backlog_packets() == 0 && run_begin()) {
-      if (bypass_xmit(root_, p)) {
-        on_owner();
-        run(root_);
-      }
-      run_end();
-      return Verdict::success;
-    }
-    const Verdict v = q().enqueue(p, to_free);
-    if (run_begin()) {
-      on_owner();
-      run(root_);
-      run_end();
-    }
-    return v;
-  }
-
   void deferred_run() noexcept override {
     root_.lock();
-    if (run_begin()) {
-      run(root_);
-      run_end();
-    }
+    run_qdisc(loop_lock());
     root_.unlock();
   }
 
@@ -75,36 +64,18 @@ class LockedQueue : public QueueBase {
     wait_ns += root_.wait_ns();
   }
 
+  // What the driver loop releases and re-takes around a device call.
+  decltype(auto) loop_lock() noexcept {
+    if constexpr (kHeldAcrossXmit) {
+      return (held_);
+    } else {
+      return (root_);
+    }
+  }
+
   // qdisc_lock(q): the root lock (each lock kind sits on its own cache line), counting waits.
   CountingLock<Lock> root_;
+  [[no_unique_address]] NoRootLock held_;
 };
-
-// Instantiates Strategy<Lock> for the lock kind named in config.lock (already validated by
-// TxQueue::create), wrapped so its service thread stops before it is destroyed.
-template <template <class> class Strategy>
-std::unique_ptr<QueueBase> make_with_lock_kind(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                               const TxQueueConfig& config) {
-  return with_lock_kind(*parse_lock_kind(config.lock), [&]<class Lock>() -> std::unique_ptr<QueueBase> {
-    return std::make_unique<Finalized<Strategy<Lock>>>(device, std::move(qdisc), config);
-  });
-}
-
-// Factories, one per strategy file; `lock` is the lock kind name already validated.
-std::unique_ptr<QueueBase> make_busylock_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                               const TxQueueConfig& config);
-std::unique_ptr<QueueBase> make_rootlock_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                               const TxQueueConfig& config);
-std::unique_ptr<QueueBase> make_llist_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                            const TxQueueConfig& config);
-std::unique_ptr<QueueBase> make_mutex_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                            const TxQueueConfig& config);
-std::unique_ptr<QueueBase> make_nolock_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                             const TxQueueConfig& config);
-std::unique_ptr<QueueBase> make_combining_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                                const TxQueueConfig& config);
-std::unique_ptr<QueueBase> make_drainer_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                              const TxQueueConfig& config);
-std::unique_ptr<QueueBase> make_sharded_queue(Device& device, std::unique_ptr<Qdisc> qdisc,
-                                              const TxQueueConfig& config);
 
 }  // namespace txpath

@@ -58,19 +58,19 @@
 #include <memory>
 
 #include "core/clock.hpp"
-#include "core/queue_base.hpp"
 #include "qdisc/fifo_nolock.hpp"
-#include "strategy/locked_queue.hpp"
+#include "strategy/factories.hpp"
+#include "strategy/serialize.hpp"
 #include "sync/cpu_relax.hpp"
 
 namespace txpath {
 
 namespace {
 
-class NolockQueue : public QueueBase {
+class NolockQueue : public SerializedQueue {
  public:
   NolockQueue(Device& device, std::unique_ptr<NolockFifoQdisc> qdisc, const TxQueueConfig& config)
-      : QueueBase(device, std::move(qdisc), config, "nolock", "-") {}
+      : SerializedQueue(device, std::move(qdisc), config, "nolock", "-") {}
 
   SendStatus send(Packet* p) noexcept override {
     if (!admit(p)) return SendStatus::too_big;
@@ -89,8 +89,7 @@ class NolockQueue : public QueueBase {
         run(held_);
       }
       end_owner_run();
-      free_packets(std::move(to_free));  // after run_end: no lock held
-      return to_send_status(v);
+      return leave(to_free, v);  // after run_end: no lock held
     }
 
     const Verdict v = q.enqueue(p, to_free);
@@ -109,7 +108,7 @@ class NolockQueue : public QueueBase {
   }
 
   TxQueueStats stats() const override {
-    TxQueueStats s = QueueBase::stats();
+    TxQueueStats s = SerializedQueue::stats();
     const QdiscStats l = clq().lockless_stats();
     s.qdisc.bytes += l.bytes;
     s.qdisc.packets += l.packets;
@@ -167,13 +166,7 @@ class NolockQueue : public QueueBase {
     if (q.run_end()) schedule();
   }
 
-  // What the driver loop "releases and re-takes" around a device call: nothing — the seqlock
-  // stays held for the whole run.
-  struct NoRootLock {
-    void lock() noexcept {}
-    void unlock() noexcept {}
-  };
-  NoRootLock held_;
+  NoRootLock held_;  // the seqlock stays held across the device calls
 };
 
 }  // namespace

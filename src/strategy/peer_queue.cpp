@@ -45,7 +45,9 @@ SendStatus PeerQueue::send(Packet* p) noexcept {
   p->enqueue_ns = now_ns();
   if (push(p)) return SendStatus::queued;
   dropped_.add(1);
-  p->pool->put(p);
+  PacketList victim;
+  victim.push_back(p);
+  free_packets(std::move(victim));
   return SendStatus::dropped;
 }
 

@@ -3,7 +3,7 @@
 #include <array>
 #include <string>
 
-#include "strategy/locked_queue.hpp"
+#include "strategy/factories.hpp"
 #include "strategy/peer_queue.hpp"
 #include "sync/locks.hpp"
 #include "txpath/error.hpp"
@@ -12,33 +12,29 @@ namespace txpath {
 
 namespace {
 
-using Factory = std::unique_ptr<QueueBase> (*)(Device&, std::unique_ptr<Qdisc>,
-                                               const TxQueueConfig&);
+template <class Factory>
 struct Entry {
   std::string_view name;
-  Factory make;
-};
-constexpr std::array kStrategies{
-    Entry{"busylock", &make_busylock_queue},
-    Entry{"rootlock", &make_rootlock_queue},
-    Entry{"llist", &make_llist_queue},
-    Entry{"mutex", &make_mutex_queue},
-    Entry{"nolock", &make_nolock_queue},
-    Entry{"combining", &make_combining_queue},
-    Entry{"drainer", &make_drainer_queue},
-    Entry{"sharded", &make_sharded_queue},
+  Factory* make;
 };
 
-using PeerFactory = std::unique_ptr<PeerQueue> (*)(Device&, const TxQueueConfig&);
-struct PeerEntry {
-  std::string_view name;
-  PeerFactory make;
-};
+constexpr auto kStrategies = std::to_array<Entry<QueueFactory>>({
+    {"busylock", &make_busylock_queue},
+    {"rootlock", &make_rootlock_queue},
+    {"llist", &make_llist_queue},
+    {"mutex", &make_mutex_queue},
+    {"nolock", &make_nolock_queue},
+    {"combining", &make_combining_queue},
+    {"drainer", &make_drainer_queue},
+    {"sharded", &make_sharded_queue},
+});
+
 // Baselines without a qdisc (see peer_queue.hpp); they ignore `qdisc` and `lock`.
-constexpr std::array kPeers{
-    PeerEntry{"peer:ck_ring", &make_peer_ck_ring},
-    PeerEntry{"peer:mutex_deque", &make_peer_mutex_deque},
-};
+using PeerFactory = std::unique_ptr<PeerQueue>(Device&, const TxQueueConfig&);
+constexpr auto kPeers = std::to_array<Entry<PeerFactory>>({
+    {"peer:ck_ring", &make_peer_ck_ring},
+    {"peer:mutex_deque", &make_peer_mutex_deque},
+});
 
 std::string join(const std::vector<std::string>& names) {
   std::string out;

@@ -33,11 +33,11 @@
 //
 // send(p)
 //  1. If draining_ reads false, try to take it (exchange). The winner never pushes: as drainer
-//     it detaches every shard into the qdisc, then enqueues its own packet (empty-qdisc bypass
-//     allowed, exact verdict returned), then runs the driver loop. This is the uncontended path
-//     (no shard RMW at all); the bypass can never overtake a queued packet, since every shard
-//     was emptied into the qdisc first and enqueue_and_run() bypasses only when qdisc and requeue
-//     list are empty.
+//     it detaches every shard into the qdisc, then enqueues its own packet (exact verdict
+//     returned; alone, it may take the empty-qdisc bypass), then runs the driver loop. This is
+//     the uncontended path (no shard RMW at all); the bypass can never overtake a queued packet,
+//     since every shard was emptied first and serialize() (strategy/serialize.hpp) bypasses only
+//     a lone packet, and only when qdisc and requeue list are empty.
 //  2. Otherwise push onto the thread's shard: depth.fetch_add(1) — over the cap: undo, drop,
 //     count_strategy_drop() — then CAS the packet onto head (seq_cst). Then load draining_
 //     (seq_cst): set -> return `queued` at once (the drainer will take it). Clear -> try to take
@@ -46,8 +46,8 @@
 //
 // The drainer (drain_held), with draining_ set:
 //    a pass = take the root lock; for each shard with a non-null head: exchange head with null,
-//    depth -= number taken, reverse into arrival order, enqueue into the qdisc; run the driver
-//    loop (run_begin/run/run_end, as LockedQueue); drop the root lock; free drop victims.
+//    depth -= number taken, reverse into arrival order; enqueue the batch into the qdisc and run
+//    the driver loop (serialize(), as every LockedQueue); drop the root lock; free drop victims.
 //    Passes repeat while a pass took something, at most kMaxPasses per call. Then release:
 //    draining_.store(false) (seq_cst), re-check every shard (seq_cst loads). All empty -> done.
 //    Non-empty -> if passes are left, try to take draining_ again and go on (a sender or the
@@ -116,10 +116,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 
 #include "core/clock.hpp"
+#include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
-#include "sync/locks.hpp"
+#include "strategy/sharded_hooks.hpp"
+#include "sync/instance_cache.hpp"
 #include "sync/park.hpp"
 #include "txpath/topology.hpp"
 
@@ -131,17 +134,9 @@ namespace {
 // to a deferred run: bounds the time a sender spends draining for others.
 constexpr int kMaxPasses = 4;
 
-// Queue ids, never reused (a thread's cached shard is keyed by them).
-std::atomic<uint64_t> g_next_queue_id{1};
-// Round-robin ordinals for sender threads, taken at a thread's first send.
-std::atomic<uint32_t> g_next_thread_ordinal{0};
-
-struct ShardCache {
-  uint64_t queue_id = 0;  // 0: nothing cached
-  std::size_t shard = 0;
-};
-thread_local uint32_t t_ordinal = 0;  // 0: not assigned yet; else ordinal + 1
-thread_local ShardCache t_shard_cache;
+// A thread's shard per queue, keyed by queue id; thread ordinals taken at a thread's first send.
+struct ShardCacheTag {};
+using ShardCache = InstanceCache<ShardCacheTag, std::size_t>;
 
 // One per CPU: a cache line written by its senders and, once per batch, by the drainer.
 struct alignas(64) Shard {
@@ -154,7 +149,7 @@ class ShardedCore {
  public:
   explicit ShardedCore(const TxQueueConfig& config)
       : passivate_at_(static_cast<uint64_t>(std::max(config.quota, 1))),
-        id_(g_next_queue_id.fetch_add(1, std::memory_order_relaxed)),  // relaxed: a unique number
+        id_(ShardCache::new_instance_id()),
         nshards_(static_cast<std::size_t>(std::max(1, topology().pus))),
         burst_limit_(std::max<uint64_t>(1, config.max_burst)),
         shards_(std::make_unique<Shard[]>(nshards_)) {}
@@ -163,12 +158,9 @@ class ShardedCore {
 
   // The calling thread's shard for this queue: the same for the thread's whole life.
   std::size_t my_shard() const noexcept {
-    if (t_shard_cache.queue_id == id_) return t_shard_cache.shard;
-    if (t_ordinal == 0)
-      // relaxed: only uniqueness and round-robin matter, no data is published.
-      t_ordinal = g_next_thread_ordinal.fetch_add(1, std::memory_order_relaxed) + 1;
-    const std::size_t shard = (static_cast<uint64_t>(t_ordinal - 1) + id_) % nshards_;
-    t_shard_cache = {id_, shard};
+    if (const std::size_t* cached = ShardCache::find(id_)) return *cached;
+    const std::size_t shard = (ShardCache::thread_ordinal() - 1 + id_) % nshards_;
+    ShardCache::store(id_, shard);
     return shard;
   }
 
@@ -239,15 +231,9 @@ class ShardedCore {
       // acquire: pairs with the pushers' seq_cst CAS; skips idle shards without an RMW.
       if (s.head.load(std::memory_order_acquire) == nullptr) continue;
       // acquire: pairs with every pusher's CAS, so their packets (and links) are visible.
-      Packet* list = s.head.exchange(nullptr, std::memory_order_acquire);
-      PacketList batch;
-      uint64_t n = 0;
-      for (Packet* q = list; q;) {  // LIFO -> arrival order
-        Packet* next = q->next;
-        batch.push_front(q);
-        q = next;
-        ++n;
-      }
+      PacketList batch =
+          PacketList::from_lifo(s.head.exchange(nullptr, std::memory_order_acquire));
+      const uint64_t n = batch.size();
       // seq_cst: the bound needs no ordering (see push(); after the detach, so depth never
       // undercounts the list), but the notify below must not read libstdc++'s waiter count
       // before this is visible (park.hpp). It wakes senders passivated on this shard.
@@ -281,12 +267,10 @@ class ShardedCore {
     uint64_t n = 0;
     for (std::size_t i = 0; i < nshards_; ++i) {
       // acquire: pairs with the pushers' CAS.
-      for (Packet* q = shards_[i].head.exchange(nullptr, std::memory_order_acquire); q;) {
-        Packet* next = q->next;
-        to_free.push_back(q);
-        q = next;
-        ++n;
-      }
+      PacketList left =
+          PacketList::from_lifo(shards_[i].head.exchange(nullptr, std::memory_order_acquire));
+      n += left.size();
+      to_free.splice_back(left);
       shards_[i].depth.store(0, std::memory_order_relaxed);  // relaxed: teardown, single thread
     }
     return n;
@@ -310,7 +294,7 @@ template <class Lock>
 class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
  public:
   ShardedQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
-      : LockedQueue<Lock>(device, std::move(qdisc), config, "sharded", Lock::kName),
+      : LockedQueue<Lock>(device, std::move(qdisc), config, "sharded"),
         ShardedCore(config) {}
 
   SendStatus send(Packet* p) noexcept override {
@@ -319,11 +303,7 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
     if (try_take()) return to_send_status(drain_held(p));  // uncontended: we drain, p in hand
     Shard* shard = nullptr;
     uint64_t depth = 0;
-    if (!push(p, shard, depth)) {
-      this->count_strategy_drop();
-      p->pool->put(p);  // no lock is held here
-      return SendStatus::dropped;
-    }
+    if (!push(p, shard, depth)) return this->drop_unqueued(p);  // no lock is held here
     if (take_after_push()) {
       drain_held(nullptr);
     } else if (depth > passivate_at_) {
@@ -363,27 +343,15 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
   Verdict drain_held(Packet* own) noexcept {
     Verdict verdict = Verdict::success;
     for (int pass = 1;; ++pass) {
-      PacketList to_free;
+      PacketList batch, to_free;
       this->root_.lock();
-      PacketList batch;
       const bool took = detach_all(batch);
       const bool has_own = own != nullptr;
-      if (has_own) {
-        batch.push_back(own);
-        own = nullptr;
-      }
-      if (batch.empty()) {
-        if (this->run_begin()) {
-          this->run(this->root_);
-          this->run_end();
-        }
-      } else {
-        while (batch.size() > 1) this->q().enqueue(batch.pop_front(), to_free);
-        // The last packet goes through enqueue_and_run(): a lone packet into an empty qdisc may
-        // take the bypass; anything else is enqueued and the loop run if RUNNING is free.
-        const Verdict v = this->enqueue_and_run(batch.pop_front(), to_free, [] {});
-        if (has_own) verdict = v;
-      }
+      if (has_own) batch.push_back(std::exchange(own, nullptr));  // after all it could see
+      // Our own packet is the batch's last: its verdict is the one returned. An empty batch only
+      // runs the qdisc (what a deferred run or an earlier pass may have left).
+      const Verdict v = this->serialize(this->root_, batch, to_free);
+      if (has_own) verdict = v;
       this->root_.unlock();
       free_packets(std::move(to_free));
       if (took && pass < kMaxPasses) continue;  // more may have arrived meanwhile
@@ -404,7 +372,7 @@ std::unique_ptr<QueueBase> make_sharded_queue(Device& device, std::unique_ptr<Qd
   return make_with_lock_kind<ShardedQueue>(device, std::move(qdisc), config);
 }
 
-// Test hooks (declared in tests/test_sharded.cpp): introspection of a `sharded` queue.
+// Test hooks (strategy/sharded_hooks.hpp): introspection of a `sharded` queue.
 namespace sharded_test {
 
 namespace {

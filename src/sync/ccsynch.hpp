@@ -55,9 +55,10 @@
 // Node storage: nodes are owned by the instance (freed with it), created lazily once per thread
 // per instance under a mutex (not on the hot path). A thread finds its per-instance slot (which
 // holds its current spare) through a small thread_local direct-mapped cache keyed by a unique
-// instance id (addresses are reused after destruction; ids never are); on a cache miss the
-// instance's own map (thread uid -> slot, under the mutex) is consulted, so a thread never gets a
-// second node from the same instance. Slots of threads that exited stay until the instance dies.
+// instance id (sync/instance_cache.hpp: addresses are reused after destruction; ids never are);
+// on a cache miss the instance's own map (thread ordinal -> slot, under the mutex) is consulted,
+// so a thread never gets a second node from the same instance. Slots of threads that exited stay
+// until the instance dies.
 //
 // Precondition: no thread is inside execute() when the instance is destroyed; a request or
 // epilogue must not call execute() on the same instance (it would wait for itself).
@@ -74,6 +75,7 @@
 #include "core/clock.hpp"
 #include "core/per_thread_counter.hpp"
 #include "sync/counting_lock.hpp"
+#include "sync/instance_cache.hpp"
 #include "sync/mcs_lock.hpp"
 #include "sync/park.hpp"
 #include "txpath/counter.hpp"
@@ -99,29 +101,10 @@ struct ThreadSlot {
   Node* spare = nullptr;
 };
 
-struct CacheEntry {
-  uint64_t id = 0;  // instance id; 0 = empty (ids start at 1)
-  ThreadSlot* slot = nullptr;
-};
-
-inline constexpr unsigned kCacheEntries = 16;  // direct-mapped by instance id
-
-// Constant-initialised: no TLS init guard on the hot path.
-inline constinit thread_local CacheEntry t_cache[kCacheEntries]{};
-inline constinit thread_local uint64_t t_uid = 0;  // this thread's uid; 0 = not assigned yet
-
-inline uint64_t next_instance_id() noexcept {
-  static std::atomic<uint64_t> next{1};
-  // relaxed: only uniqueness matters; nothing is published through it.
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
-inline uint64_t thread_uid() noexcept {
-  static std::atomic<uint64_t> next{1};
-  // relaxed: only uniqueness matters.
-  if (t_uid == 0) t_uid = next.fetch_add(1, std::memory_order_relaxed);
-  return t_uid;
-}
+// A thread's slot per instance, found through a direct-mapped cache keyed by instance id.
+inline constexpr unsigned kCacheEntries = 16;
+struct SlotCacheTag {};
+using SlotCache = InstanceCache<SlotCacheTag, ThreadSlot*, kCacheEntries>;
 
 inline unsigned current_node() noexcept {
   const int n = current_numa_node();
@@ -163,7 +146,7 @@ class CcSynch {
                                                           ? topology().numa_nodes
                                                           : 1)),
         node_of_(cfg.node_of ? cfg.node_of : &ccsynch_detail::current_node),
-        id_(ccsynch_detail::next_instance_id()),
+        id_(ccsynch_detail::SlotCache::new_instance_id()),
         lists_(std::make_unique<List[]>(nlists_)) {
     for (unsigned i = 0; i < nlists_; ++i) {
       // The initial Tail: released as COMBINE, so the first arrival combines at once. (No lock:
@@ -293,21 +276,19 @@ class CcSynch {
   }
 
   ThreadSlot* my_slot() {
-    ccsynch_detail::CacheEntry& e = ccsynch_detail::t_cache[id_ % ccsynch_detail::kCacheEntries];
-    if (e.id == id_) [[likely]] return e.slot;
-    return my_slot_slow(e);
+    if (ThreadSlot** slot = ccsynch_detail::SlotCache::find(id_)) [[likely]] return *slot;
+    return my_slot_slow();
   }
 
-  [[gnu::noinline]] ThreadSlot* my_slot_slow(ccsynch_detail::CacheEntry& e) {
-    const uint64_t uid = ccsynch_detail::thread_uid();
+  [[gnu::noinline]] ThreadSlot* my_slot_slow() {
+    const uint64_t uid = ccsynch_detail::SlotCache::thread_ordinal();
     std::lock_guard lock(mutex_);
     std::unique_ptr<ThreadSlot>& slot = slots_[uid];
     if (!slot) {
       slot = std::make_unique<ThreadSlot>();
       slot->spare = new_node_locked();
     }
-    e.id = id_;
-    e.slot = slot.get();
+    ccsynch_detail::SlotCache::store(id_, slot.get());
     return slot.get();
   }
 

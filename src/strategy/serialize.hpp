@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+// The one serializer seam every strategy goes through, in the shape of OpenBSD's
+// ifq_serialize() (sys/net/ifq.c): whoever does the queue's work does it for everyone, one
+// thread at a time, and a thread that cannot do it hands its work to the one that does.
+//
+//   1. admit            QueueBase::admit(): the device's size check and `submitted`; then the
+//                       enqueue time stamp.
+//   2. become owner     the strategy's own serialisation: a root lock (busylock, rootlock, the
+//      or hand over     leaders of llist, sharded and drainer), a mutex held across the device
+//                       calls (mutex), nolock's seqlock, the combiner role (combining) — or hand
+//                       the packet to the owner and return: llist's defer list, sharded's shards,
+//                       drainer's rings, a CC-Synch request, nolock's lockless rings plus MISSED.
+//   3. enqueue the batch  serialize(): what the owner took, in arrival order, into the qdisc —
+//                       or a lone packet straight to the device when the qdisc is empty.
+//   4. run              serialize() / run_qdisc(): qdisc_run, i.e. run_begin(), the driver loop
+//                       (QueueBase::run), run_end().
+//   5. leave            the strategy releases its serialisation; then leave() frees the drop
+//                       victims (free_packets, after every lock is released) and maps the verdict.
+//
+// A strategy file says only how it does steps 2 and 5. The packet path here is inline templates:
+// no virtual call, no std::function and no atomic beyond QueueBase's own (RUNNING, counters).
+#pragma once
+
+#include <utility>
+
+#include "core/queue_base.hpp"
+#include "txpath/pool.hpp"
+
+namespace txpath {
+
+inline SendStatus to_send_status(Verdict v) noexcept {
+  switch (v) {
+    case Verdict::success: return SendStatus::queued;
+    case Verdict::congestion: return SendStatus::congested;
+    case Verdict::drop: break;
+  }
+  return SendStatus::dropped;
+}
+
+// What the driver loop "releases and re-takes" around a device call when the strategy's
+// serialisation stays held for the whole run (mutex's mutex, nolock's seqlock, the combiner
+// role): nothing. For a root lock, the loop gets the root lock itself (sch_direct_xmit).
+struct NoRootLock {
+  void lock() noexcept {}
+  void unlock() noexcept {}
+};
+
+// serialize()'s default for "RUNNING was just won": nothing to do.
+struct NoOwnerHook {
+  void operator()() const noexcept {}
+};
+
+class SerializedQueue : public QueueBase {
+ public:
+  using QueueBase::QueueBase;
+
+ protected:
+  // Steps 3 and 4, by the owner, with the strategy's serialisation held and `root` being what
+  // the driver loop releases around device calls (see NoRootLock). `batch` is in arrival order
+  // and is emptied; drop victims go on `to_free`. `on_owner` runs right after RUNNING is won,
+  // before the loop (busylock releases busylock there). Returns the last packet's verdict.
+  template <class Root, class OnOwner = NoOwnerHook>
+  Verdict serialize(Root& root, PacketList& batch, PacketList& to_free,
+                    OnOwner&& on_owner = {}) noexcept {
+    // 3a. TCQ_F_CAN_BYPASS: a lone packet, qdisc and requeue list empty, RUNNING won — nothing
+    // queued can be overtaken, so the packet goes straight to the device. The loop goes on only
+    // if the device took it (a refusal is requeued and a run scheduled).
+    if (batch.size() == 1 && q().can_bypass() && backlog_packets() == 0 && run_begin()) {
+      if (bypass_xmit(root, batch.pop_front())) {
+        on_owner();
+        run(root);
+      }
+      run_end();
+      return Verdict::success;
+    }
+    // 3b. Enqueue the batch, in order (the qdisc keeps order within a band).
+    Verdict v = Verdict::success;
+    while (!batch.empty()) v = q().enqueue(batch.pop_front(), to_free);
+    // 4. Run the loop unless someone owns it; that owner's final "qdisc empty" check and its
+    // run_end() happen under the same serialisation, so it sees what we enqueued.
+    run_qdisc(root, on_owner);
+    return v;
+  }
+
+  // qdisc_run(): run_begin(), the driver loop, run_end() — unless another thread owns RUNNING.
+  template <class Root, class OnOwner = NoOwnerHook>
+  void run_qdisc(Root& root, OnOwner&& on_owner = {}) noexcept {
+    if (!run_begin()) return;
+    on_owner();
+    run(root);
+    run_end();
+  }
+
+  // Step 5, once every lock is released: frees the drop victims and gives the sender its answer.
+  static SendStatus leave(PacketList& to_free, Verdict v) noexcept {
+    free_packets(std::move(to_free));
+    return to_send_status(v);
+  }
+
+  // A packet the strategy refused before any qdisc saw it (its own hand-off cap, no ring): counted
+  // as dropped and freed. No lock held.
+  [[gnu::cold, gnu::noinline]] SendStatus drop_unqueued(Packet* p) noexcept {
+    count_strategy_drop();
+    PacketList victim;
+    victim.push_back(p);
+    free_packets(std::move(victim));
+    return SendStatus::dropped;
+  }
+};
+
+}  // namespace txpath
