@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "bench/real_path.hpp"
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"

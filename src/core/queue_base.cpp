@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 
 namespace txpath {
 

@@ -49,8 +49,8 @@
 #include <string>
 #include <thread>
 
-#include "core/clock.hpp"
-#include "core/per_thread_counter.hpp"
+#include "base/clock.hpp"
+#include "base/per_thread_counter.hpp"
 #include "sync/park.hpp"
 #include "txpath/counter.hpp"
 #include "txpath/device.hpp"

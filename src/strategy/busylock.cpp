@@ -12,7 +12,7 @@
 // are released (the kernel frees them before releasing busylock; the issue asks for "after
 // every lock").
 #include "strategy/locked_queue.hpp"
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "sync/locks.hpp"
 
 namespace txpath {

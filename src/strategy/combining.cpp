@@ -57,7 +57,7 @@
 // (served by another combiner, or waited for the role), plus H-Synch global-lock waits. `runs`
 // counts driver-loop runs (at most one per batch). `--lock` picks the H-Synch global lock (unused
 // on one NUMA node).
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "strategy/locked_queue.hpp"
 #include "sync/ccsynch.hpp"
 #include "sync/locks.hpp"

@@ -101,10 +101,10 @@
 #include <thread>
 #include <vector>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "strategy/ck_ring_shim.h"
 #include "strategy/locked_queue.hpp"
-#include "sync/cpu_relax.hpp"
+#include "base/cpu_relax.hpp"
 #include "sync/locks.hpp"
 #include "sync/park.hpp"
 

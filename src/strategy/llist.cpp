@@ -32,7 +32,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "strategy/locked_queue.hpp"
 #include "sync/locks.hpp"
 #include "sync/park.hpp"

@@ -5,7 +5,7 @@
 // in becomes the owner if anything is left. The --lock option does not apply.
 //
 // Shared cache lines per packet: the mutex, the qdisc.
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "strategy/locked_queue.hpp"
 #include "sync/counting_lock.hpp"
 #include "sync/mutex_lock.hpp"

@@ -5,7 +5,7 @@
 //
 // Shared cache lines per packet: root lock, qdisc. Lock order: root lock -> device tx lock.
 #include "strategy/locked_queue.hpp"
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "sync/locks.hpp"
 
 namespace txpath {

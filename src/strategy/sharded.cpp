@@ -117,7 +117,7 @@
 #include <functional>
 #include <memory>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "strategy/locked_queue.hpp"
 #include "sync/locks.hpp"
 #include "sync/park.hpp"

@@ -82,7 +82,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sync/cpu_relax.hpp"
+#include "base/cpu_relax.hpp"
 #include "sync/park.hpp"
 #include "sync/word_waiters.hpp"
 #include "txpath/topology.hpp"

@@ -78,7 +78,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sync/cpu_relax.hpp"
+#include "base/cpu_relax.hpp"
 #include "sync/park.hpp"
 #include "sync/word_waiters.hpp"
 

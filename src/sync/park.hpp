@@ -27,7 +27,7 @@
 
 #include <atomic>
 
-#include "sync/cpu_relax.hpp"
+#include "base/cpu_relax.hpp"
 #include "txpath/spin.hpp"  // set_spin_park()/spin_park(): the process-wide policy
 
 namespace txpath {

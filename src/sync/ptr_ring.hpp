@@ -59,8 +59,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/clock.hpp"
-#include "sync/cpu_relax.hpp"
+#include "base/clock.hpp"
+#include "base/cpu_relax.hpp"
 #include "txpath/counter.hpp"
 
 namespace txpath {
