@@ -10,6 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build_dir" --prefix "$tmp/prefix" >/dev/null
 test -x "$tmp/prefix/bin/txpath"
 test -f "$tmp/prefix/include/txpath/txqueue.hpp"
+test -f "$tmp/prefix/share/doc/txpath/LICENSE"
 pc=$(find "$tmp/prefix" -name txpath.pc | head -1)
 test -n "$pc"
 # 1. find_package(txpath)
