@@ -34,5 +34,10 @@ fi
 c++ -std=c++20 "$src_dir/tests/install/consumer.cpp" -o "$tmp/consumer-pc" \
     $(pkg-config --cflags --libs txpath) $(pkg-config --libs $(pkg-config --print-requires-private txpath))
 "$tmp/consumer-pc"
+# 3. the examples of docs/library.md, built against the installed package and run
+cmake -S "$src_dir/examples" -B "$tmp/examples" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+      -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$tmp/examples" >/dev/null
+ctest --test-dir "$tmp/examples" --output-on-failure >/dev/null
 "$tmp/prefix/bin/txpath" --version
-echo "install: find_package and pkg-config consumers built and ran"
+echo "install: find_package and pkg-config consumers and the examples built and ran"
