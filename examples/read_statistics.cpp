@@ -40,7 +40,9 @@ int main() {
           continue;
         }
         p->len = static_cast<uint32_t>(frame.write(p->buffer(), id, seq));
-        p->flow_hash = id + 1;  // fq_codel: one flow per sender
+        // fq_codel picks a flow with (flow_hash * flows) >> 32: use a well-spread 32-bit hash
+        // (1 and 2 would both land in flow 0).
+        p->flow_hash = (id + 1) * 0x9e3779b9u;
         queue->send(p);
       }
     });
