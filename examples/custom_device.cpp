@@ -1,23 +1,21 @@
 // SPDX-License-Identifier: MIT
-// A custom Device: it checks every frame it is given and completes a batch at its doorbell.
+// A custom Device: a ring of 32 descriptors that completes on poll(), and checks what it sends.
 //
 // The contract it follows (include/txpath/device.hpp):
-//  * xmit() runs with tx_lock() held, called by the driver loop's owner only, so the members it
-//    touches need no atomics (other threads read them under tx_lock());
-//  * packets accepted with more == true may wait; the doorbell (more == false) announces them;
-//  * a completed packet's buffer goes back to its pool with free_packets() (never `delete`);
-//  * the counters DeviceStats reports are the protected tx_packets_, tx_bytes_, doorbells_ and
-//    completed_.
-// A device with a real ring completes later instead, in poll(), stops its queue when the ring is
-// full (stop_queue()) and wakes it from poll() (wake_queue()): src/device/nic_device.cpp models
-// one. This device checks that each sender's sequence numbers arrive in order (one pfifo band
-// keeps a sender's order). Exit status 0 when all of them arrived, in order.
+//  * xmit() runs with tx_lock() held, called by the driver loop's owner only;
+//  * it stops its queue when the ring is full (stop_queue()), before the next xmit() would fail,
+//    and rings the doorbell for every accepted packet before it stops or returns busy;
+//  * poll() (the service thread calls it once next_poll_ns() is due) takes tx_lock() itself,
+//    returns the buffers with free_packets() and wakes the queue (wake_queue()).
+// It parses every frame and checks that each sender's sequence numbers arrive in order (a
+// pfifo keeps a sender's order). Exit status 0 when all of them arrived, in order.
 #include <txpath/device.hpp>
 #include <txpath/frame.hpp>
 #include <txpath/pool.hpp>
 #include <txpath/txqueue.hpp>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -27,26 +25,61 @@
 
 namespace {
 
-class CheckingDevice final : public txpath::Device {
+uint64_t steady_ns() {  // next_poll_ns() is in steady-clock nanoseconds
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+class RingDevice final : public txpath::Device {
  public:
+  static constexpr std::size_t kRing = 32;
   static constexpr uint32_t kSenders = 2;
 
-  ~CheckingDevice() override { txpath::free_packets(std::move(pending_)); }  // pool outlives us
+  ~RingDevice() override { txpath::free_packets(std::move(ring_)); }  // the pool outlives us
 
-  std::string_view kind() const noexcept override { return "checking-example"; }
-  std::string describe() const override { return "checking-example"; }
+  std::string_view kind() const noexcept override { return "ring-example"; }
+  std::string describe() const override { return "ring-example"; }
 
   txpath::XmitResult xmit(txpath::Packet* p, bool more) noexcept override {
+    if (ring_.size() == kRing) {  // not reached while we stop in time; kept for the contract
+      busy_.add(1);
+      return txpath::XmitResult::busy;
+    }
     check(*p);
-    pending_.push_back(p);
+    ring_.push_back(p);
     tx_packets_.add(1);
     tx_bytes_.add(p->len);
-    if (!more) {  // the doorbell: a real driver writes its ring's tail register here
-      doorbells_.add(1);
-      completed_.add(pending_.size());
-      txpath::free_packets(std::move(pending_));  // the buffers go back to their pool
+    const bool full = ring_.size() == kRing;
+    if (!more || full) {
+      doorbells_.add(1);  // a real driver writes the ring's tail register here
+      // A fixed deadline: "now" recomputed at every call would always lie ahead of the
+      // caller's clock reading, and poll() would never come due.
+      due_ns_.store(steady_ns(), std::memory_order_relaxed);
+      // release: pairs with the acquire in next_poll_ns()/in_flight() (hints for other threads).
+      outstanding_.store(ring_.size(), std::memory_order_release);
     }
+    if (full) stop_queue();  // netif_stop_queue(): no room for the next packet
     return txpath::XmitResult::ok;
+  }
+
+  void poll() noexcept override {
+    std::lock_guard lock(tx_lock());
+    const uint64_t n = ring_.size();
+    if (n == 0) return;
+    txpath::free_packets(std::move(ring_));  // the buffers go back to their pool
+    completed_.add(n);
+    outstanding_.store(0, std::memory_order_release);
+    wake_queue();  // calls the queue's wake handler if we had stopped it
+  }
+
+  uint64_t next_poll_ns() const noexcept override {
+    // acquire: pairs with the release stores above.
+    return outstanding_.load(std::memory_order_acquire) != 0 ? due_ns_.load(std::memory_order_relaxed)
+                                                              : 0;
+  }
+  uint64_t in_flight() const noexcept override {
+    return outstanding_.load(std::memory_order_acquire);
   }
 
   bool in_order() {
@@ -69,10 +102,12 @@ class CheckingDevice final : public txpath::Device {
     ++checked_;
   }
 
-  txpath::PacketList pending_;                 // accepted, not yet doorbelled; under tx_lock
-  std::array<uint64_t, kSenders> next_seq_{};  // under tx_lock
-  uint64_t checked_ = 0;                       // under tx_lock
-  bool in_order_ = true;                       // under tx_lock
+  txpath::PacketList ring_;                 // accepted, not yet completed; guarded by tx_lock
+  std::atomic<uint64_t> outstanding_{0};    // ring_.size() at the last doorbell
+  std::atomic<uint64_t> due_ns_{0};         // when poll() is due: the last doorbell
+  std::array<uint64_t, kSenders> next_seq_{};  // guarded by tx_lock
+  uint64_t checked_ = 0;                    // guarded by tx_lock
+  bool in_order_ = true;                    // guarded by tx_lock
 };
 
 }  // namespace
@@ -80,7 +115,7 @@ class CheckingDevice final : public txpath::Device {
 int main() {
   constexpr uint64_t kPerSender = 50000;
   txpath::Pool pool;
-  CheckingDevice device;
+  RingDevice device;
   txpath::TxQueueConfig config;
   config.strategy = "rootlock";
   config.qdisc = "pfifo limit 10000";
@@ -88,12 +123,12 @@ int main() {
 
   const txpath::FrameTemplate frame;
   std::vector<std::thread> senders;
-  for (uint32_t id = 0; id < CheckingDevice::kSenders; ++id) {
+  for (uint32_t id = 0; id < RingDevice::kSenders; ++id) {
     senders.emplace_back([&, id] {
       txpath::Pool::Cache cache(pool);
       for (uint64_t seq = 0; seq < kPerSender;) {
         txpath::Packet* p = cache.get();
-        if (p == nullptr) {  // every buffer is queued: let completions return some
+        if (p == nullptr) {  // every buffer is queued or in the ring: let completions return some
           std::this_thread::yield();
           continue;
         }
@@ -111,9 +146,10 @@ int main() {
   }
   const txpath::TxQueueStats s = queue->stats();
   queue.reset();  // the queue goes before the device (and the device before the pool)
-  std::printf("sent %llu, %llu checked in order, %llu doorbells\n",
+  std::printf("sent %llu, %llu checked in order, %llu stops, %llu wakes\n",
               static_cast<unsigned long long>(s.sent),
               static_cast<unsigned long long>(device.checked()),
-              static_cast<unsigned long long>(s.device.doorbells));
-  return device.in_order() && device.checked() == CheckingDevice::kSenders * kPerSender ? 0 : 1;
+              static_cast<unsigned long long>(s.device.stops),
+              static_cast<unsigned long long>(s.device.wakes));
+  return device.in_order() && device.checked() == RingDevice::kSenders * kPerSender ? 0 : 1;
 }
