@@ -30,7 +30,7 @@
 #include <mutex>
 
 #include "bench_common.hpp"
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "device/nic_device.hpp"
 #include "txpath/device.hpp"
 #include "txpath/frame.hpp"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "txpath/packet.hpp"
 #include "txpath/pool.hpp"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "sync/ccsynch.hpp"
-#include "sync/cpu_relax.hpp"
+#include "base/cpu_relax.hpp"
 #include "sync/locks.hpp"
 
 namespace txpath {

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "device/fault_device.hpp"
 #include "device/nic_device.hpp"
 #include "device/null_device.hpp"

@@ -227,7 +227,7 @@ TEST(FqSpec, ParseErrorsFail) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pacing (reference §6(b), (d)): exact inter-departure times on the simulated clock.
+// Pacing (docs/background.md, "fq pacing"): exact inter-departure times on the simulated clock.
 
 // One flow of `n` packets of `len` bytes, all enqueued at kT0; returns departure offsets from kT0.
 std::vector<uint64_t> paced(const std::string& opts, uint32_t len, uint64_t pacing_rate,

@@ -78,7 +78,7 @@ TEST(CodelFixedPoint, NewtonStepConvergesToInverseSqrt) {
   v.rec_inv_sqrt = codel::kRecInvSqrtOne;
   v.count = 2;
   codel::newton_step(v);
-  // One step from ~1.0 with count 2 gives 0.5 (the reference's "2nd gap is 50 ms").
+  // One step from ~1.0 with count 2 gives 0.5 (docs/background.md, "CoDel's schedule": the 2nd gap is 50 ms).
   EXPECT_NEAR(v.rec_inv_sqrt / 65536.0, 0.5, 1.0 / 65536 * 2);
   for (uint32_t count = 3; count < 200; ++count) {
     v.count = count;
@@ -170,7 +170,7 @@ TEST(FqCodelSpec, ErrorsAreOneLine) {
 
 // ---- CoDel schedule --------------------------------------------------------------------------
 
-// Reference §5(d): offsets of the drops (or marks) from the first one, in ms.
+// docs/background.md, "CoDel's schedule": offsets of the drops (or marks) from the first one, in ms.
 const double kScheduleMs[] = {0,      99.998, 150.0,  206.25, 255.03, 299.18,
                               339.58, 377.10, 412.25, 445.43, 476.94, 506.99};
 

@@ -3,7 +3,7 @@
 // options text as `tc qdisc show` prints it ("qdisc KIND 1: root refcnt 2 " + options()), the
 // tc -j options object (options_json()), fq_codel's tc -s xstats (xstats(), format_xstats()), and
 // tbf's one class (classes(), class_stats(), child(), graft()).
-// The regexes below are this file's own statement of tc's output (reference/qdiscs.md §1-§5).
+// The regexes below are this file's own statement of tc's output (docs/background.md, "Qdisc behaviour the code and tests copy").
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -194,7 +194,7 @@ TEST(QdiscTcJson, TbfPrintsRawNumbers) {
 }
 
 TEST(QdiscTcJson, FqCodelDefaultsAreTheKernelsUsec) {
-  // The exact text, in tc's key order (reference/qdiscs.md §10).
+  // The exact text, in tc's key order (docs/background.md, "tc's JSON").
   EXPECT_EQ(make_qdisc("fq_codel")->options_json(),
             R"({"limit":10240,"flows":1024,"quantum":1514,"target":4999,"interval":99999,)"
             R"("memory_limit":33554432,"ecn":true,"drop_batch":64})");

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "device/null_device.hpp"
 #include "strategy/factories.hpp"
 #include "txpath/pool.hpp"

@@ -62,7 +62,9 @@ class Device {
 
   // Completion side: reap what has completed by now, return buffers, credit BQL, wake the queue.
   virtual void poll() noexcept {}
-  // Steady-clock ns at which poll() next has work to do; 0 when nothing is outstanding.
+  // Steady-clock ns at which poll() next has work to do; 0 when nothing is outstanding. A fixed
+  // time (e.g. the last doorbell's), not "now" at each call: the service thread polls once its
+  // own clock reaches the answer, which a moving "now" never lets happen.
   virtual uint64_t next_poll_ns() const noexcept { return 0; }
   // Packets accepted but not yet completed.
   virtual uint64_t in_flight() const noexcept { return 0; }

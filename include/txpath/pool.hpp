@@ -49,7 +49,8 @@ class Pool {
     std::size_t count_ = 0;
   };
 
-  // Shared-list operations (take the pool mutex). For cold paths and whole chains.
+  // Shared-list operations (take the pool's spinlock, a TTAS lock: src/core/pool.cpp). For cold
+  // paths and whole chains.
   Packet* get() noexcept;
   void put(Packet* p) noexcept;
   void put_list(PacketList&& list) noexcept;

@@ -79,7 +79,7 @@ class Qdisc {
   virtual std::string options() const = 0;
   // The same options as tc -j prints them: one JSON object, raw numbers (bytes, bytes/s, usec),
   // flags as booleans, e.g. {"limit":10240,"flows":1024,...,"ecn":true,"drop_batch":64}
-  // (reference/qdiscs.md §10). Default "{}".
+  // (docs/background.md, "tc's JSON"). Default "{}".
   virtual std::string options_json() const { return "{}"; }
 
   virtual Verdict enqueue(Packet* p, PacketList& to_free) noexcept = 0;

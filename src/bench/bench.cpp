@@ -20,7 +20,7 @@
 #include <type_traits>
 
 #include "bench/real_path.hpp"
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"

@@ -29,7 +29,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "core/scheduler.hpp"
 #include "sync/park.hpp"
 #include "txpath/counter.hpp"

@@ -38,7 +38,7 @@
 #include <utility>
 
 #include "core/driver_loop.hpp"
-#include "core/per_thread_counter.hpp"
+#include "base/per_thread_counter.hpp"
 #include "core/scheduler.hpp"
 #include "txpath/counter.hpp"
 #include "txpath/device.hpp"

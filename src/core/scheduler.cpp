@@ -3,7 +3,7 @@
 
 #include <sys/prctl.h>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 
 namespace txpath {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Dynamic queue limits (BQL), written from the semantics documented in dql.hpp and in the
-// reference notes (linux-tx-path.md §6).
+// Dynamic queue limits (BQL), written from the semantics documented in dql.hpp and in
+// docs/background.md ("Byte queue limits").
 //
 // Byte counters are 64-bit and never wrap in practice (2^64 bytes is ~470 years at 10 Tbit/s),
 // so the modular "after"/POSDIFF comparisons the kernel needs for its 32-bit counters become

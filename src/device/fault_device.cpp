@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/pool.hpp"

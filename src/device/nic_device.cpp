@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <utility>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "device/netif.hpp"
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"

@@ -78,7 +78,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/per_thread_counter.hpp"
+#include "base/per_thread_counter.hpp"
 #include "sync/ptr_ring.hpp"
 #include "txpath/counter.hpp"
 #include "txpath/qdisc.hpp"

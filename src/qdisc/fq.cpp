@@ -15,7 +15,7 @@
 #include <string>
 #include <utility>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "qdisc/ecn.hpp"
 #include "qdisc/spec.hpp"
 #include "qdisc/tc_units.hpp"
@@ -580,7 +580,7 @@ std::string FqQdisc::options_json() const {
                   ",\"buckets\":" + num(uint64_t{1} << c.buckets_log) +
                   ",\"orphan_mask\":" + num(c.orphan_mask);
   if (!c.pacing) s += ",\"pacing\":false";
-  // tc names these two arrays with a trailing space (reference §6(c)).
+  // tc names these two arrays with a trailing space (docs/background.md, "tc's JSON").
   s += ",\"bands\":" + num(kBands) + ",\"priomap \":[";
   for (std::size_t i = 0; i < c.priomap.size(); ++i) {
     if (i) s += ',';

@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "qdisc/ecn.hpp"
 #include "qdisc/spec.hpp"
 #include "qdisc/tc_units.hpp"

@@ -24,7 +24,7 @@
 #include <optional>
 #include <string>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "qdisc/fifo.hpp"
 #include "qdisc/spec.hpp"
 #include "qdisc/tc_units.hpp"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // prio: strict-priority bands, each a child qdisc. Semantics: see prio.hpp. Written from the
-// reference notes (qdiscs.md §0, §1, §3); no kernel or iproute2 code was copied.
+// semantics in docs/background.md ("Qdisc behaviour the code and tests copy"); no kernel or
+// iproute2 code was copied.
 //
 // Option parser (make_prio): tokens after "prio", in any order:
 //   bands N             N a decimal integer in [2, 16]; at most once

@@ -19,7 +19,7 @@
 #include <optional>
 #include <string>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "qdisc/fifo.hpp"
 #include "qdisc/spec.hpp"
 #include "qdisc/tc_units.hpp"

@@ -11,7 +11,7 @@
 // Lock order: busylock -> root lock -> device tx lock. Dropped packets are freed after both locks
 // are released (the kernel frees them before releasing busylock; the issue asks for "after
 // every lock").
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
 

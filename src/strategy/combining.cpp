@@ -2,7 +2,7 @@
 // Strategy `combining`: CC-Synch combining (Fatourou & Kallimanis, "Revisiting the combining
 // synchronization technique", PPoPP 2012), and H-Synch (one CC-Synch list per NUMA node plus a
 // lock among the node combiners) on machines with several NUMA nodes. The primitive is
-// sync/ccsynch.hpp; locks-and-delegation.md §2 and §6 (S5).
+// sync/ccsynch.hpp; docs/background.md, "Delegation and combining".
 //
 // The combining section replaces the root lock. A sender's request is "enqueue this packet" — or,
 // when the qdisc allows it, qdisc and requeue list are empty and RUNNING is won, the empty-qdisc
@@ -57,7 +57,7 @@
 // (served by another combiner, or waited for the role), plus H-Synch global-lock waits. `runs`
 // counts driver-loop runs (at most one per batch). `--lock` picks the H-Synch global lock (unused
 // on one NUMA node).
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "strategy/factories.hpp"
 #include "strategy/serialize.hpp"
 #include "sync/ccsynch.hpp"

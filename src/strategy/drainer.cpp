@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Strategy `drainer`: a dedicated TX thread polling one SPSC ring per sender — the delegation
 // design of RCL (Lozi et al., USENIX ATC'12) and ffwd (Roghanchi et al., SOSP'17), in the
-// fire-and-forget form DPDK applications use for a TX core (locks-and-delegation.md §2, §3 and
-// §6 S8). Senders never touch the root lock or the qdisc: a send() is one push onto the caller's
+// fire-and-forget form DPDK applications use for a TX core (docs/background.md, "Delegation and
+// combining" and "Handing items to one drainer"). Senders never touch the root lock or the qdisc: a send() is one push onto the caller's
 // own ring (Concurrency Kit's ck_ring SPSC, through strategy/ck_ring_shim.h), one full fence and
 // one read of `sleeping_`. The drainer thread sweeps the rings round-robin, enqueues what it took
 // into the qdisc under the root lock and runs the shared driver loop (serialize(), as every
@@ -101,11 +101,11 @@
 #include <thread>
 #include <vector>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "strategy/ck_ring_shim.h"
 #include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
-#include "sync/cpu_relax.hpp"
+#include "base/cpu_relax.hpp"
 #include "sync/instance_cache.hpp"
 #include "sync/park.hpp"
 

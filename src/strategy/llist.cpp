@@ -19,8 +19,8 @@
 // fill the list up to the cap and then drop — we measured 99% drops and 0.003 Mpps at 16 senders
 // on 2 cores. So a follower whose push makes the list longer than one driver-loop quota
 // (config.quota, 64) waits — spin, then park — until a leader has detached the list (its reset of
-// defer_count notifies). This is concurrency restriction (Malthusian locks, locks-and-delegation
-// §4): the excess senders give their CPU to the leader. Below the threshold nothing changes; the
+// defer_count notifies). This is concurrency restriction (Malthusian locks; docs/background.md,
+// "Lock-holder preemption in user space"): the excess senders give their CPU to the leader. Below the threshold nothing changes; the
 // burst cap and its drops stay as in the kernel.
 //
 // Invariants: a packet is on the defer list, in the leader's hands, or in the qdisc/requeue
@@ -32,7 +32,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
 #include "sync/park.hpp"

@@ -20,7 +20,7 @@
 #include <memory>
 #include <string_view>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "strategy/serialize.hpp"
 #include "sync/counting_lock.hpp"
 #include "sync/locks.hpp"

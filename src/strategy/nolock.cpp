@@ -57,11 +57,11 @@
 // report the rings' producer-lock contention.
 #include <memory>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "qdisc/fifo_nolock.hpp"
 #include "strategy/factories.hpp"
 #include "strategy/serialize.hpp"
-#include "sync/cpu_relax.hpp"
+#include "base/cpu_relax.hpp"
 
 namespace txpath {
 

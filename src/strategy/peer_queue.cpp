@@ -3,8 +3,8 @@
 
 #include <mutex>
 
-#include "core/clock.hpp"
-#include "sync/cpu_relax.hpp"
+#include "base/clock.hpp"
+#include "base/cpu_relax.hpp"
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"
 

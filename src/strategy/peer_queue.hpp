@@ -20,7 +20,7 @@
 #include <string>
 #include <thread>
 
-#include "core/per_thread_counter.hpp"
+#include "base/per_thread_counter.hpp"
 #include "txpath/counter.hpp"
 #include "txpath/txqueue.hpp"
 

@@ -3,7 +3,7 @@
 //
 // Origin: no Linux transmit path does this. It is the design docs/architecture.md
 // ("Strategies") calls sharded: per-CPU push lists + one elected drainer, after the 2025 Linux UDP receive change that replaced busylock
-// with one lockless queue per NUMA node drained by one CPU [K6]. The push and the whole-list
+// with one lockless queue per NUMA node drained by one CPU (Linux commit b650bf0977d3; docs/background.md, "Delegation and combining"). The push and the whole-list
 // detach are those of `llist` (llist.cpp, Linux 6.19 commit 100dfa74cad9); what differs is that
 // there is one list per CPU instead of one per queue, so concurrent senders do not all CAS the
 // same cache line, and the drainer is elected by a flag instead of by "pushed onto an empty list".
@@ -118,7 +118,7 @@
 #include <memory>
 #include <utility>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
 #include "strategy/sharded_hooks.hpp"

@@ -72,8 +72,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/clock.hpp"
-#include "core/per_thread_counter.hpp"
+#include "base/clock.hpp"
+#include "base/per_thread_counter.hpp"
 #include "sync/counting_lock.hpp"
 #include "sync/instance_cache.hpp"
 #include "sync/mcs_lock.hpp"

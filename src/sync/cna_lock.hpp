@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Compact NUMA-aware lock (CNA), after D. Dice and A. Kogan, "Compact NUMA-aware Locks",
-// EuroSys 2019 (written from the paper's description and locks-and-delegation.md §1 / §6 S4; no
-// code copied). An MCS queue lock whose hand-off prefers a waiter on the new holder's NUMA node:
+// EuroSys 2019 (written from the paper's description, summarised in docs/background.md, "Lock
+// families"; no code copied). An MCS queue lock whose hand-off prefers a waiter on the new holder's
+// NUMA node:
 // the lock (and the data it protects) stays on one node for a run of hand-offs, and remote
 // waiters that were passed over wait in a secondary queue.
 //

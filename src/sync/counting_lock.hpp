@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/clock.hpp"
+#include "base/clock.hpp"
 #include "txpath/counter.hpp"
 
 namespace txpath {

@@ -8,7 +8,7 @@
 //   park off:           sched_yield()s on every further round (the old behaviour).
 // Why: with more threads than cores, a spinner whose lock holder (or whose turn's predecessor)
 // is preempted burns its whole time slice; a parked waiter gives the CPU back until it is
-// actually its turn (locks-and-delegation.md §4).
+// actually its turn (docs/background.md, "Lock-holder preemption in user space").
 //
 // The contract that makes parking safe: EVERY store that can make done() true is followed by
 // word.notify_all() (or notify_one() when exactly one waiter can be on that word). A waiter
@@ -33,7 +33,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "sync/cpu_relax.hpp"
+#include "base/cpu_relax.hpp"
 #include "txpath/spin.hpp"  // set_spin_park()/spin_park(): the process-wide policy
 
 namespace txpath {

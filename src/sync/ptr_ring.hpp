@@ -2,7 +2,7 @@
 // PtrRing<T>: a bounded ring of T* for many producers and ONE consumer at a time — the ring under
 // Linux's lockless pfifo_fast (ptr_ring / skb_array, include/linux/ptr_ring.h, used by pfifo_fast
 // since c5ad119fb6c0, John Fastabend's lockless qdisc series, v4.16). Written from the semantics
-// of include/linux/ptr_ring.h as docs/architecture.md ("Strategies") describes them, not copied.
+// of include/linux/ptr_ring.h as docs/background.md ("ptr_ring") describes them, not copied.
 //
 // Idea: a slot is FULL iff it holds a non-null pointer. Producers and the consumer never compare
 // a shared head with a shared tail: a producer only looks at the slot under its own index, the
@@ -26,7 +26,7 @@
 //               still look full, so a ring of size N holds between N-batch+1 and N entries.
 //   batch       = 2 * 64 / sizeof(void*) (16 on 64-bit), forced to 1 if that exceeds size/2.
 //   empty()     slot[consumer_head] == null: exact on the consumer, a hint anywhere else.
-// Single consumer: consume/peek/drain are NOT safe concurrently with each other; the user
+// Single consumer: consume() and peek() are NOT safe concurrently with each other; the user
 // serialises them (the lockless qdisc: its seqlock, see qdisc/fifo_nolock.hpp). Any number of
 // producers may run concurrently with the consumer.
 //
@@ -59,8 +59,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/clock.hpp"
-#include "sync/cpu_relax.hpp"
+#include "base/clock.hpp"
+#include "base/cpu_relax.hpp"
 #include "txpath/counter.hpp"
 
 namespace txpath {

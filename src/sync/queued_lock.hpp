@@ -24,7 +24,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "sync/cpu_relax.hpp"
+#include "base/cpu_relax.hpp"
 #include "sync/park.hpp"
 #include "sync/word_waiters.hpp"
 

@@ -28,7 +28,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sync/cpu_relax.hpp"
+#include "base/cpu_relax.hpp"
 #include "sync/park.hpp"
 
 namespace txpath {

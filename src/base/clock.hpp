@@ -18,7 +18,7 @@
 #include <x86intrin.h>
 #endif
 
-#include "sync/cpu_relax.hpp"
+#include "base/cpu_relax.hpp"
 
 namespace txpath {
 

@@ -23,8 +23,8 @@ inline void cpu_relax() noexcept {
 //
 // Why: with more threads than cores, a FIFO lock (ticket, MCS) whose holder — or whose next
 // waiter — is preempted makes every spinner behind it burn its whole time slice; a spinner that
-// yields lets the preempted thread run on its CPU (see locks-and-delegation.md §4). Proper
-// spin-then-park (futex) is a later step; yielding bounds the damage now.
+// yields lets the preempted thread run on its CPU (docs/background.md, "Lock-holder preemption
+// in user space"). Sleeping on the lock word instead (futex) is src/sync/park.hpp, built on this.
 class SpinWait {
  public:
   static constexpr unsigned kSpinRounds = 128;
