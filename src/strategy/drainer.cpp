@@ -61,7 +61,7 @@
 //    re-check and the futex wait is not lost. ck's p_tail store/load are volatile accesses plus
 //    ck fences, outside the C++ model: the argument is the store-buffer litmus with a full fence
 //    (mfence on x86, dmb ish on arm64) on each side, which forbids both reads missing.
-//  * qdisc -> device: as every LockedQueue (queue_base.hpp): the drainer enqueues under the root
+//  * qdisc -> device: as every LockedQueue (driver_loop.hpp): the drainer enqueues under the root
 //    lock and then tries run_begin under it, so either it owns the loop or the current owner's
 //    final check sees the packets; quota, requeue and device stops leave a scheduled run or a
 //    pending wake for the service thread.

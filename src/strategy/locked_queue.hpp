@@ -10,7 +10,7 @@
 // kHeldAcrossXmit: the driver loop releases the root lock around every device call
 // (sch_direct_xmit), except for mutex, whose lock stays held for the whole run.
 //
-// Invariants (see core/queue_base.hpp for why nothing is stranded):
+// Invariants (see core/driver_loop.hpp for why nothing is stranded):
 //  * the qdisc, the requeue list and RUNNING are touched only under root_;
 //  * the bypass happens only when qdisc and requeue list are empty AND we won RUNNING, so a
 //    bypassed packet can never overtake a queued one;

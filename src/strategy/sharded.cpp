@@ -67,7 +67,7 @@
 // itself: winning, it detaches its own A (program order); losing reads `true` set by some H, the
 // first case. So every pushed packet is detached by some drainer; once senders stop, the chain
 // ends with the last drainer finding every shard empty. After the detach, the root-lock argument
-// of queue_base.hpp takes over (enqueue and run_begin under the root lock).
+// of driver_loop.hpp takes over (enqueue and run_begin under the root lock).
 //
 // deferred_run() (service thread): takes draining_ if it can and drains like a sender; if a
 // drainer exists, it only runs the qdisc under the root lock (LockedQueue::deferred_run) — that
