@@ -481,26 +481,6 @@ Xstats FqQdisc::xstats() const {
   return x;
 }
 
-namespace {
-
-// tc's 64-bit time printer (nanoseconds in): "%.3gs", "%.3gms", "%.3gus", else "<n>ns".
-std::string format_time64(uint64_t ns) {
-  char buf[64];
-  const double v = static_cast<double>(ns);
-  if (ns >= kNsPerSec) {
-    std::snprintf(buf, sizeof buf, "%.3gs", v / 1e9);
-  } else if (ns >= 1000000) {
-    std::snprintf(buf, sizeof buf, "%.3gms", v / 1e6);
-  } else if (ns >= 1000) {
-    std::snprintf(buf, sizeof buf, "%.3gus", v / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%lluns", static_cast<unsigned long long>(ns));
-  }
-  return buf;
-}
-
-}  // namespace
-
 std::string FqQdisc::format_xstats(const Xstats& x) const {
   if (x.empty()) return {};
   auto find = [&x](std::string_view name) -> const int64_t* {
@@ -521,7 +501,7 @@ std::string FqQdisc::format_xstats(const Xstats& x) const {
   for (const char* b : {"band0_pkts", "band1_pkts", "band2_pkts"})
     s += " " + std::string(b) + " " + value(b);
   if (nonzero("next_packet_delay"))
-    s += " next_packet_delay " + format_time64(static_cast<uint64_t>(*find("next_packet_delay")));
+    s += " next_packet_delay " + tc::format_time64(static_cast<uint64_t>(*find("next_packet_delay")));
   s += "\n  gc " + value("gc") + " highprio " + value("highprio") + " throttled " +
        value("throttled_events");
   for (const char* opt : {"ce_mark", "flows_plimit"})
@@ -567,7 +547,7 @@ std::string FqQdisc::options() const {
   s += " refill_delay " + tc::format_time(uint64_t{c.refill_delay_us} * 1000);
   if (c.ce_threshold_us != FqConfig::kUnlimited)
     s += " ce_threshold " + tc::format_time(uint64_t{c.ce_threshold_us} * 1000);
-  s += " timer_slack " + format_time64(c.timer_slack_ns);
+  s += " timer_slack " + tc::format_time64(c.timer_slack_ns);
   s += " horizon " + tc::format_time(uint64_t{c.horizon_us} * 1000);
   s += c.horizon_drop ? " horizon_drop" : " horizon_cap";
   return s;
@@ -605,54 +585,12 @@ std::string FqQdisc::options_json() const {
 
 namespace {
 
-// tc's get_unsigned(base): digits only ("0x"/"0X" hex and a leading 0 octal with base 0).
-std::optional<uint32_t> parse_unsigned(std::string_view v, int base) {
-  std::string_view digits = v;
-  if (base == 0) {
-    base = 10;
-    if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
-      base = 16;
-      digits.remove_prefix(2);
-    } else if (digits.size() > 1 && digits[0] == '0') {
-      base = 8;
-      digits.remove_prefix(1);
-    }
-  }
-  if (digits.empty() || digits[0] == '+' || digits[0] == '-') return std::nullopt;
-  uint32_t out = 0;
-  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out, base);
-  if (ec != std::errc() || ptr != digits.data() + digits.size()) return std::nullopt;
-  return out;
-}
-
 std::optional<int32_t> parse_int(std::string_view v) {
   if (!v.empty() && v[0] == '+') return std::nullopt;
   int32_t out = 0;
   const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || ptr != v.data() + v.size() || v.empty()) return std::nullopt;
   return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
-// tc's get_time64: bare numbers and ns/nsec/nsecs are nanoseconds; us, ms, s as usual.
-std::optional<uint64_t> parse_time64_ns(std::string_view v) {
-  double d = 0;
-  const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-  if (ec != std::errc() || ptr == v.data() || !std::isfinite(d) || d < 0) return std::nullopt;
-  const std::string_view unit = v.substr(static_cast<std::size_t>(ptr - v.data()));
-  if (unit.empty() || iequals(unit, "ns") || iequals(unit, "nsec") || iequals(unit, "nsecs")) {
-    if (!(d < 18446744073709551616.0)) return std::nullopt;
-    return static_cast<uint64_t>(d);
-  }
-  return tc::parse_time_ns(v);
 }
 
 }  // namespace
@@ -665,7 +603,7 @@ std::unique_ptr<Qdisc> make_fq(const QdiscOptions& o, const QdiscEnv& env) {
   constexpr uint32_t kU32 = std::numeric_limits<uint32_t>::max();
 
   auto number = [&o](std::string_view opt, std::string_view v) {
-    const auto n = parse_unsigned(v, 0);
+    const auto n = tc::parse_u32(v, 0);
     if (!n) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a number up to 4294967295)");
     return *n;
   };
@@ -719,7 +657,7 @@ std::unique_ptr<Qdisc> make_fq(const QdiscOptions& o, const QdiscEnv& env) {
       c.orphan_mask = number(opt, o.value(i));
     } else if (opt == "timer_slack") {
       const std::string_view v = o.value(i);
-      const auto ns = parse_time64_ns(v);
+      const auto ns = tc::parse_time64_ns(v);
       if (!ns) o.fail("invalid timer_slack " + quoted(v) + " (a time: 10us, 100 = 100ns)");
       if (*ns > kU32) o.fail("timer_slack " + quoted(v) + " is out of range");
       c.timer_slack_ns = static_cast<uint32_t>(*ns);
@@ -743,7 +681,7 @@ std::unique_ptr<Qdisc> make_fq(const QdiscOptions& o, const QdiscEnv& env) {
       for (std::size_t k = 0; k < c.priomap.size(); ++k) {
         if (i + 1 >= o.size()) o.fail("not enough elements in priomap (16 needed)");
         const std::string_view e = o[++i];
-        const auto band = parse_unsigned(e, 10);
+        const auto band = tc::parse_u32(e, 10);
         if (!band) o.fail("invalid priomap element " + quoted(e) + " (a number in 0..2)");
         if (*band >= FqQdisc::kBands) o.fail("priomap element " + quoted(e) + " is too big (max 2)");
         c.priomap[k] = static_cast<uint8_t>(*band);

@@ -34,20 +34,12 @@ namespace txpath {
 
 namespace {
 
-// Bucket depths and per-packet costs are clamped so that int64 token arithmetic cannot
-// overflow (2^62 ns is about 146 years).
-constexpr int64_t kMaxNs = int64_t{1} << 62;
 constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
 
 uint64_t default_clock() noexcept { return now_ns(); }
 
-// ceil(bytes * 1e9 / rate) in ns, clamped to kMaxNs.
-int64_t bytes_to_ns(uint64_t bytes, uint64_t rate) noexcept {
-  if (rate == 0) return kMaxNs;
-  const unsigned __int128 num = static_cast<unsigned __int128>(bytes) * 1'000'000'000u;
-  const unsigned __int128 ns = (num + rate - 1) / rate;
-  return ns > static_cast<unsigned __int128>(kMaxNs) ? kMaxNs : static_cast<int64_t>(ns);
-}
+// A cost from RateCfg (at most RateCfg::kMaxNs = 2^62) as a signed token amount.
+int64_t ns(uint64_t cost) noexcept { return static_cast<int64_t>(cost); }
 
 // Capacity for n elements, grown geometrically (add_class() calls this once per class).
 template <class V>
@@ -116,13 +108,6 @@ std::size_t HtbQdisc::preallocated_bytes() const noexcept {
 
 std::unique_ptr<Qdisc> HtbQdisc::default_child() const {
   return std::make_unique<PfifoQdisc>(child_limit_);
-}
-
-int64_t HtbQdisc::l2t(const Class& c, uint64_t rate, uint64_t len) const noexcept {
-  len += c.cfg.overhead;
-  if (len < c.cfg.mpu) len = c.cfg.mpu;
-  if (c.cfg.atm) len = (len + 47) / 48 * 53;
-  return bytes_to_ns(len, rate);
 }
 
 HtbQdisc::Class* HtbQdisc::classify(uint32_t priority) const noexcept {
@@ -321,14 +306,14 @@ void HtbQdisc::charge(Class& leaf, int level, uint32_t len, uint64_t t) noexcept
     int64_t diff = static_cast<int64_t>(std::min<uint64_t>(t > c->t_c ? t - c->t_c : 0, kMbufferNs));
     if (c->level >= level) {
       if (c->level == level) ++c->lends;
-      int64_t toks = std::min(c->tokens + diff, c->buffer) - l2t(*c, c->cfg.rate, len);
+      int64_t toks = std::min(c->tokens + diff, c->buffer) - ns(c->rate.l2t_ns(len));
       if (toks <= -mbuffer) toks = 1 - mbuffer;
       c->tokens = toks;
     } else {
       ++c->borrows;
       c->tokens += diff;  // t_c moves: keep the elapsed credit
     }
-    int64_t ctoks = std::min(c->ctokens + diff, c->cbuffer) - l2t(*c, c->cfg.ceil, len);
+    int64_t ctoks = std::min(c->ctokens + diff, c->cbuffer) - ns(c->ceil.l2t_ns(len));
     if (ctoks <= -mbuffer) ctoks = 1 - mbuffer;
     c->ctokens = ctoks;
     c->t_c = t;
@@ -631,30 +616,6 @@ void HtbQdisc::graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& t
 
 namespace {
 
-bool all_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-}
-
-std::optional<uint32_t> parse_u32(std::string_view s, int base = 10) {
-  if (base == 16 && s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
-  if (s.empty()) return std::nullopt;
-  uint32_t v = 0;
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-// SIZE[/CELL], CELL a power of two (only sized tc's legacy rate tables: checked, ignored).
-std::optional<uint64_t> parse_size_cell(std::string_view text) {
-  std::string_view size = text;
-  if (const auto slash = text.find('/'); slash != std::string_view::npos) {
-    size = text.substr(0, slash);
-    const auto cell = parse_u32(text.substr(slash + 1));
-    if (!cell || *cell == 0 || (*cell & (*cell - 1)) != 0) return std::nullopt;
-  }
-  return tc::parse_size(size);
-}
-
 [[noreturn]] void fail_illegal(const QdiscOptions& o, std::string_view name, std::string_view value) {
   std::string msg = "illegal ";
   msg.append(quoted(name)).append(" value ").append(quoted(value));
@@ -685,20 +646,20 @@ HtbClassConfig parse_class(const QdiscOptions& o, uint32_t& quantum) {
       auto& slot = c ? cburst : burst;
       once(slot.has_value(), c ? "cburst" : "burst");
       const std::string_view v = o.value(i);
-      slot = parse_size_cell(v);
+      slot = tc::parse_size_cell(v);
       if (!slot) fail_illegal(o, opt, v);
       if (*slot > kU32) o.fail(quoted(opt) + " " + quoted(v) + " is out of range (max 4294967295 bytes)");
     } else if (opt == "prio" || opt == "mtu" || opt == "quantum") {
       auto& slot = opt == "prio" ? prio : opt == "mtu" ? mtu : q;
       once(slot.has_value(), opt);
       const std::string_view v = o.value(i);
-      slot = parse_u32(v);
+      slot = tc::parse_u32(v);
       if (!slot) fail_illegal(o, opt, v);
     } else if (opt == "mpu" || opt == "overhead") {
       auto& slot = opt == "mpu" ? mpu : overhead;
       once(slot.has_value(), opt);
       const std::string_view v = o.value(i);
-      const auto n = all_digits(v) ? parse_u32(v) : std::nullopt;
+      const auto n = tc::parse_u32(v);
       if (!n || *n > 65535) fail_illegal(o, opt, v);
       slot = n;
     } else if (opt == "linklayer") {
@@ -741,8 +702,12 @@ void HtbQdisc::apply_config(Class& c, const HtbClassConfig& given) {
   const bool reprio = c.level == 0 && c.activity && cfg.prio != c.cfg.prio;
   if (reprio) deactivate(c);
   c.cfg = cfg;
-  c.buffer = bytes_to_ns(cfg.burst, cfg.rate);
-  c.cbuffer = bytes_to_ns(cfg.cburst, cfg.ceil);
+  c.rate = RateCfg{.rate = cfg.rate, .overhead = cfg.overhead, .mpu = cfg.mpu, .atm = cfg.atm};
+  c.ceil = c.rate;
+  c.ceil.rate = cfg.ceil;
+  // The bucket depths: the raw burst bytes (the kernel takes tc's buffer time as is).
+  c.buffer = ns(c.rate.bytes_to_ns(cfg.burst));
+  c.cbuffer = ns(c.ceil.bytes_to_ns(cfg.cburst));
   if (reprio) activate(c);
 }
 
@@ -881,7 +846,7 @@ std::unique_ptr<Qdisc> make_htb(const QdiscOptions& o, const QdiscEnv& env) {
       auto& slot = opt == "default" ? defcls : opt == "r2q" ? r2q : direct_qlen;
       if (slot) o.fail("duplicate " + quoted(opt) + " specification");
       const std::string_view v = o.value(i);
-      slot = parse_u32(v, opt == "default" ? 16 : 10);
+      slot = tc::parse_u32(v, opt == "default" ? 16 : 10);
       if (!slot) fail_illegal(o, opt, v);
     } else if (opt == "offload") {
       offload = true;

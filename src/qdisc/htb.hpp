@@ -25,9 +25,9 @@
 //   counted in direct_packets_stat. With H = 0 (no handle) classids 0:m still work, and P == 0
 //   goes direct.
 //
-// Token buckets, per class, hold TIME in ns (tbf's convention, tbf.hpp): l2t(len) =
-// ceil(wire(len) * 1e9 / rate) with wire = max(len + overhead, mpu), ATM cells for linklayer
-// atm/adsl; buffer = burst * 1e9 / rate, cbuffer = cburst * 1e9 / ceil (raw bytes: the kernel
+// Token buckets, per class, hold TIME in ns (tbf's convention, tbf.hpp): l2t(len) is RateCfg's
+// (rate.hpp: ceil(wire(len) * 1e9 / rate) with wire = max(len + overhead, mpu), ATM cells for
+// linklayer atm/adsl), one RateCfg for rate and one for ceil; buffer = burst * 1e9 / rate, cbuffer = cburst * 1e9 / ceil (raw bytes: the kernel
 // takes tc's buffer time as is). tokens <= buffer, ctokens <= cbuffer; both may go negative,
 // down to 1 - mbuffer (60 s), which also caps the elapsed time credited at once.
 // Mode: ctokens + elapsed < 0 -> CANT_SEND; else tokens + elapsed >= 0 -> CAN_SEND; else
@@ -77,6 +77,7 @@
 #include <string_view>
 #include <vector>
 
+#include "qdisc/rate.hpp"
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
@@ -196,6 +197,7 @@ class HtbQdisc final : public Qdisc {
     std::vector<Class*> children;
     int level = 0;
     HtbClassConfig cfg;
+    RateCfg rate, ceil;               // cfg's rate and ceil with cfg's framing
     int64_t buffer = 0, cbuffer = 0;  // ns
     int64_t tokens = 0, ctokens = 0;  // ns
     uint64_t t_c = 0;
@@ -220,7 +222,6 @@ class HtbQdisc final : public Qdisc {
   uint64_t now() const noexcept;
   Class* find(uint16_t minor) const noexcept { return by_minor_.get(minor); }
   Class* classify(uint32_t priority) const noexcept;
-  int64_t l2t(const Class& c, uint64_t rate, uint64_t len) const noexcept;
   void apply_config(Class& c, const HtbClassConfig& cfg);
   std::unique_ptr<Qdisc> default_child() const;
 

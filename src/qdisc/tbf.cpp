@@ -29,16 +29,16 @@ namespace txpath {
 
 namespace {
 
-// Bucket depths and per-packet costs are clamped here so that int64 token arithmetic
-// (tokens + elapsed, now + deficit) cannot overflow: 2^62 ns is about 146 years.
-constexpr uint64_t kMaxNs = uint64_t{1} << 62;
-
 uint64_t default_clock() noexcept { return now_ns(); }
 
 }  // namespace
 
 TbfQdisc::TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)(), uint32_t psched_mtu)
-    : cfg_(cfg), clock_(clock ? clock : &default_clock), psched_mtu_(psched_mtu) {
+    : cfg_(cfg),
+      rate_{.rate = cfg.rate, .overhead = cfg.overhead, .mpu = cfg.mpu, .atm = cfg.atm},
+      peak_{.rate = cfg.peakrate, .overhead = cfg.overhead, .mpu = cfg.mpu, .atm = cfg.atm},
+      clock_(clock ? clock : &default_clock),
+      psched_mtu_(psched_mtu) {
   child_ = default_child();
   max_size_ = cfg_.burst;
   buffer_ = l2t_rate(cfg_.burst);
@@ -66,20 +66,6 @@ void TbfQdisc::sync_child() noexcept {
   }
   account_adjust(static_cast<int64_t>(child_->qlen() - qlen()),
                  static_cast<int64_t>(child_->backlog() - backlog()));
-}
-
-uint64_t TbfQdisc::wire_len(uint64_t len) const noexcept {
-  len += cfg_.overhead;
-  if (len < cfg_.mpu) len = cfg_.mpu;
-  if (cfg_.atm) len = (len + 47) / 48 * 53;
-  return len;
-}
-
-uint64_t TbfQdisc::l2t(uint64_t rate, uint64_t len) const noexcept {
-  if (rate == 0) return kMaxNs;  // the parser never builds one; a direct TbfConfig might
-  const unsigned __int128 num = static_cast<unsigned __int128>(wire_len(len)) * 1'000'000'000u;
-  const unsigned __int128 ns = (num + rate - 1) / rate;
-  return ns > kMaxNs ? kMaxNs : static_cast<uint64_t>(ns);
 }
 
 bool TbfQdisc::eligible(const Packet& head, uint64_t t, int64_t& toks, int64_t& ptoks,
@@ -254,36 +240,8 @@ std::string TbfQdisc::options_json() const {
 
 namespace {
 
-struct SizeCell {
-  uint64_t bytes;
-};
-
-// BYTES[/CELL] with CELL a power of two (1 .. 2^31).
-std::optional<SizeCell> parse_size_cell(std::string_view text) {
-  std::string_view size = text;
-  const auto slash = text.find('/');
-  if (slash != std::string_view::npos) {
-    size = text.substr(0, slash);
-    const std::string_view cell = text.substr(slash + 1);
-    uint64_t c = 0;
-    const auto [ptr, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), c);
-    if (ec != std::errc() || ptr != cell.data() + cell.size()) return std::nullopt;
-    if (c == 0 || (c & (c - 1)) != 0 || c > (uint64_t{1} << 31)) return std::nullopt;
-  }
-  const auto v = tc::parse_size(size);
-  if (!v) return std::nullopt;
-  return SizeCell{*v};
-}
-
 [[noreturn]] void fail_illegal(const QdiscOptions& o, std::string_view name, std::string_view value) {
   o.fail("illegal " + quoted(name) + " value " + quoted(value));
-}
-
-std::optional<uint32_t> parse_u16(std::string_view text) {
-  uint32_t v = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr != text.data() + text.size() || v > 65535) return std::nullopt;
-  return v;
 }
 
 }  // namespace
@@ -310,18 +268,18 @@ std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& o, const QdiscEnv& env) {
     } else if (opt == "burst" || opt == "buffer" || opt == "maxburst") {
       once(burst, "burst");
       const std::string_view v = o.value(i);
-      const auto sc = parse_size_cell(v);
+      const auto sc = tc::parse_size_cell(v);
       if (!sc) fail_illegal(o, opt, v);
-      if (sc->bytes == 0) o.fail("\"burst\" must be greater than 0");
-      if (sc->bytes > kU32) o.fail("\"burst\" " + quoted(v) + " is out of range (max 4294967295 bytes)");
-      burst = sc->bytes;
+      if (*sc == 0) o.fail("\"burst\" must be greater than 0");
+      if (*sc > kU32) o.fail("\"burst\" " + quoted(v) + " is out of range (max 4294967295 bytes)");
+      burst = *sc;
     } else if (opt == "mtu" || opt == "minburst") {
       once(mtu, "mtu");
       const std::string_view v = o.value(i);
-      const auto sc = parse_size_cell(v);
+      const auto sc = tc::parse_size_cell(v);
       if (!sc) fail_illegal(o, opt, v);
-      if (sc->bytes > kU32) o.fail("\"mtu\" " + quoted(v) + " is out of range (max 4294967295 bytes)");
-      mtu = sc->bytes;
+      if (*sc > kU32) o.fail("\"mtu\" " + quoted(v) + " is out of range (max 4294967295 bytes)");
+      mtu = *sc;
     } else if (opt == "limit") {
       once(limit, "limit");
       if (latency_ns) o.fail("specifying both \"latency\" and \"limit\" is not allowed");
@@ -345,8 +303,8 @@ std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& o, const QdiscEnv& env) {
     } else if (opt == "overhead") {
       once(overhead, "overhead");
       const std::string_view v = o.value(i);
-      overhead = parse_u16(v);
-      if (!overhead) fail_illegal(o, opt, v);
+      overhead = tc::parse_u32(v);
+      if (!overhead || *overhead > 65535) fail_illegal(o, opt, v);
     } else if (opt == "linklayer") {
       once(atm, "linklayer");
       const std::string_view v = o.value(i);

@@ -4,12 +4,10 @@
 // Origin: written from Linux sch_tbf / iproute2 q_tbf.c semantics (docs/architecture.md)
 // and tc-tbf(8); no code copied.
 //
-// Buckets hold TIME, in ns of transmission time at the configured rate:
-//   l2t(len) = ceil(wire(len) * 1e9 / rate),  wire(len) = max(len + overhead, mpu), then for
-//              linklayer atm ceil(wire / 48) * 53 (one 53-byte cell per 48 payload bytes).
+// Buckets hold TIME, in ns of transmission time at the configured rate: l2t is RateCfg's
+// (rate.hpp: wire length with overhead, mpu and ATM cells, rounded up to whole ns), one RateCfg
+// for the rate and one for the peak rate, sharing overhead, mpu and linklayer.
 //   buffer   = l2t_rate(burst)  (bucket depth),  mtu_ns = l2t_peak(minburst) (peak bucket depth).
-//   (The kernel computes l2t with a mult/shift that rounds down; rounding up here makes
-//   "bytes sent in [0, T] <= burst + rate * T" hold exactly for rates of whole ns per byte.)
 // Dequeue at time now with head length len:
 //   elapsed = min(now - t_c, buffer)
 //   toks  = min(tokens + elapsed, buffer) - l2t_rate(len)
@@ -44,6 +42,7 @@
 #include <string_view>
 #include <vector>
 
+#include "qdisc/rate.hpp"
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
@@ -94,13 +93,12 @@ class TbfQdisc final : public Qdisc {
   uint64_t buffer_ns() const noexcept { return buffer_; }
   uint64_t peak_buffer_ns() const noexcept { return mtu_ns_; }
   // Transmission time of a `len`-byte packet at the rate / the peak rate (0 without a peak).
-  uint64_t l2t_rate(uint64_t len) const noexcept { return l2t(cfg_.rate, len); }
-  uint64_t l2t_peak(uint64_t len) const noexcept { return cfg_.peakrate ? l2t(cfg_.peakrate, len) : 0; }
+  uint64_t l2t_rate(uint64_t len) const noexcept { return rate_.l2t_ns(len); }
+  uint64_t l2t_peak(uint64_t len) const noexcept { return cfg_.peakrate ? peak_.l2t_ns(len) : 0; }
   // The packet length the buckets are charged for (overhead, mpu, ATM cells).
-  uint64_t wire_len(uint64_t len) const noexcept;
+  uint64_t wire_len(uint64_t len) const noexcept { return rate_.wire_len(len); }
 
  private:
-  uint64_t l2t(uint64_t rate, uint64_t len) const noexcept;
   uint64_t now() const noexcept;
   // Whether the head may leave at `now`; fills the bucket levels it would leave behind, or the
   // time it becomes eligible.
@@ -114,6 +112,8 @@ class TbfQdisc final : public Qdisc {
   std::unique_ptr<Qdisc> default_child() const;
 
   const TbfConfig cfg_;
+  const RateCfg rate_;  // cfg_.rate with cfg_'s framing
+  const RateCfg peak_;  // cfg_.peakrate with the same framing (unused without a peak rate)
   uint64_t (*const clock_)();
   uint64_t max_size_ = 0;
   uint64_t buffer_ = 0;  // ns
