@@ -585,12 +585,127 @@ std::string FqQdisc::options_json() const {
 
 namespace {
 
+constexpr uint32_t kU32 = std::numeric_limits<uint32_t>::max();
+
 std::optional<int32_t> parse_int(std::string_view v) {
   if (!v.empty() && v[0] == '+') return std::nullopt;
   int32_t out = 0;
   const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || ptr != v.data() + v.size() || v.empty()) return std::nullopt;
   return out;
+}
+
+uint32_t number(const QdiscOptions& o, std::string_view opt, std::string_view v) {
+  const auto n = tc::parse_u32(v, 0);
+  if (!n) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a number up to 4294967295)");
+  return *n;
+}
+
+uint32_t rate(const QdiscOptions& o, std::string_view opt, std::string_view v) {
+  const auto r = tc::parse_rate(v);
+  if (!r) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a rate: 100Kbit, 1gbit)");
+  if (*r > kU32) o.fail(std::string(opt) + " " + quoted(v) + " is out of range (max 34Gbit)");
+  return static_cast<uint32_t>(*r);
+}
+
+uint32_t usec(const QdiscOptions& o, std::string_view opt, std::string_view v) {
+  const auto ns = tc::parse_time_ns(v);
+  if (!ns) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a time: 40ms, 100us)");
+  const uint64_t us = *ns / 1000;  // tc carries usec
+  if (us > kU32) o.fail(std::string(opt) + " " + quoted(v) + " is out of range");
+  return static_cast<uint32_t>(us);
+}
+
+// What the loop keeps besides the configuration: options that may appear once, and buckets,
+// checked once every option is read.
+struct FqArgs {
+  uint32_t buckets = 0;  // 0: not given (tc sends nothing)
+  std::string_view buckets_text;
+  bool have_bands = false, have_weights = false;
+};
+
+// "bands 3 priomap P0 .. P15" at o[i] == "bands" (i advances past the last element).
+void parse_bands(const QdiscOptions& o, std::size_t& i, FqConfig& c) {
+  const std::string_view v = o.value(i);
+  const auto n = parse_int(v);
+  if (!n) o.fail("invalid bands " + quoted(v));
+  if (*n != FqQdisc::kBands) o.fail("\"bands\" must be 3");
+  if (i + 1 >= o.size() || o[i + 1] != "priomap") o.fail("\"priomap\" expected after \"bands 3\"");
+  ++i;
+  for (std::size_t k = 0; k < c.priomap.size(); ++k) {
+    if (i + 1 >= o.size()) o.fail("not enough elements in priomap (16 needed)");
+    const std::string_view e = o[++i];
+    const auto band = tc::parse_u32(e, 10);
+    if (!band) o.fail("invalid priomap element " + quoted(e) + " (a number in 0..2)");
+    if (*band >= FqQdisc::kBands) o.fail("priomap element " + quoted(e) + " is too big (max 2)");
+    c.priomap[k] = static_cast<uint8_t>(*band);
+  }
+}
+
+// "weights W0 W1 W2" at o[i] == "weights".
+void parse_weights(const QdiscOptions& o, std::size_t& i, FqConfig& c) {
+  for (int32_t& w : c.weights) {
+    if (i + 1 >= o.size()) o.fail("not enough elements in weights (3 needed)");
+    const std::string_view e = o[++i];
+    const auto n = parse_int(e);
+    if (!n) o.fail("invalid weights element " + quoted(e) + " (a positive number)");
+    if (*n < kMinWeight) o.fail("weights element " + quoted(e) + " is too small (min 16384)");
+    w = *n;
+  }
+}
+
+// The options whose value is one token of a kind shared with others (true if o[i] was one).
+bool parse_fq_value(const QdiscOptions& o, std::size_t& i, FqConfig& c, FqArgs& a) {
+  const std::string_view opt = o[i];
+  if (opt == "limit") c.limit = number(o, opt, o.value(i));
+  else if (opt == "flow_limit") c.flow_limit = number(o, opt, o.value(i));
+  else if (opt == "orphan_mask") c.orphan_mask = number(o, opt, o.value(i));
+  else if (opt == "maxrate") c.maxrate = rate(o, opt, o.value(i));
+  else if (opt == "low_rate_threshold") c.low_rate_threshold = rate(o, opt, o.value(i));
+  else if (opt == "refill_delay") c.refill_delay_us = usec(o, opt, o.value(i));
+  else if (opt == "ce_threshold") c.ce_threshold_us = usec(o, opt, o.value(i));
+  else if (opt == "horizon") c.horizon_us = usec(o, opt, o.value(i));
+  else if (opt == "buckets") a.buckets = number(o, opt, a.buckets_text = o.value(i));
+  else return false;
+  return true;
+}
+
+// Option o[i] and its value(s) (i advances past them).
+void parse_fq_option(const QdiscOptions& o, std::size_t& i, FqConfig& c, FqArgs& a) {
+  const std::string_view opt = o[i];
+  if (parse_fq_value(o, i, c, a)) return;
+  if (opt == "quantum") {
+    const std::string_view v = o.value(i);
+    c.quantum = number(o, opt, v);
+    if (c.quantum == 0 || c.quantum > kMaxQuantum)
+      o.reject("invalid quantum " + quoted(v) + " (the kernel takes 1..1048576)");
+  } else if (opt == "initial_quantum") {
+    const std::string_view v = o.value(i);
+    c.initial_quantum = number(o, opt, v);
+    if (c.initial_quantum > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()))
+      o.reject("invalid initial_quantum " + quoted(v) + " (the kernel takes at most 2147483647)");
+  } else if (opt == "pacing" || opt == "nopacing") {
+    c.pacing = opt == "pacing";
+  } else if (opt == "horizon_drop" || opt == "horizon_cap") {
+    c.horizon_drop = opt == "horizon_drop";
+  } else if (opt == "timer_slack") {
+    const std::string_view v = o.value(i);
+    const auto ns = tc::parse_time64_ns(v);
+    if (!ns) o.fail("invalid timer_slack " + quoted(v) + " (a time: 10us, 100 = 100ns)");
+    if (*ns > kU32) o.fail("timer_slack " + quoted(v) + " is out of range");
+    c.timer_slack_ns = static_cast<uint32_t>(*ns);
+  } else if (opt == "bands" || opt == "weights") {
+    bool& seen = opt == "bands" ? a.have_bands : a.have_weights;
+    if (seen) o.fail("duplicate " + quoted(opt));
+    seen = true;
+    if (opt == "bands") parse_bands(o, i, c);
+    else parse_weights(o, i, c);
+  } else {
+    o.fail("unknown option " + quoted(opt) +
+           " (known: limit, flow_limit, quantum, initial_quantum, maxrate, buckets, pacing, "
+           "nopacing, refill_delay, bands, weights, low_rate_threshold, orphan_mask, "
+           "timer_slack, ce_threshold, horizon, horizon_drop, horizon_cap)");
+  }
 }
 
 }  // namespace
@@ -600,116 +715,14 @@ std::unique_ptr<Qdisc> make_fq(const QdiscOptions& o, const QdiscEnv& env) {
   c.quantum = 2 * env.psched_mtu();
   c.initial_quantum = 10 * env.psched_mtu();
   c.clock = env.clock;
-  constexpr uint32_t kU32 = std::numeric_limits<uint32_t>::max();
-
-  auto number = [&o](std::string_view opt, std::string_view v) {
-    const auto n = tc::parse_u32(v, 0);
-    if (!n) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a number up to 4294967295)");
-    return *n;
-  };
-  auto rate = [&o](std::string_view opt, std::string_view v) {
-    const auto r = tc::parse_rate(v);
-    if (!r) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a rate: 100Kbit, 1gbit)");
-    if (*r > kU32) o.fail(std::string(opt) + " " + quoted(v) + " is out of range (max 34Gbit)");
-    return static_cast<uint32_t>(*r);
-  };
-  auto usec = [&o](std::string_view opt, std::string_view v) {
-    const auto ns = tc::parse_time_ns(v);
-    if (!ns) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a time: 40ms, 100us)");
-    const uint64_t us = *ns / 1000;  // tc carries usec
-    if (us > kU32) o.fail(std::string(opt) + " " + quoted(v) + " is out of range");
-    return static_cast<uint32_t>(us);
-  };
-
-  uint32_t buckets = 0;  // 0: not given (tc sends nothing)
-  std::string_view buckets_text;
-  bool have_bands = false, have_weights = false;
-  for (std::size_t i = 0; i < o.size(); ++i) {
-    const std::string_view opt = o[i];
-    if (opt == "limit") {
-      c.limit = number(opt, o.value(i));
-    } else if (opt == "flow_limit") {
-      c.flow_limit = number(opt, o.value(i));
-    } else if (opt == "quantum") {
-      const std::string_view v = o.value(i);
-      c.quantum = number(opt, v);
-      if (c.quantum == 0 || c.quantum > kMaxQuantum)
-        o.reject("invalid quantum " + quoted(v) + " (the kernel takes 1..1048576)");
-    } else if (opt == "initial_quantum") {
-      const std::string_view v = o.value(i);
-      c.initial_quantum = number(opt, v);
-      if (c.initial_quantum > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()))
-        o.reject("invalid initial_quantum " + quoted(v) + " (the kernel takes at most 2147483647)");
-    } else if (opt == "maxrate") {
-      c.maxrate = rate(opt, o.value(i));
-    } else if (opt == "low_rate_threshold") {
-      c.low_rate_threshold = rate(opt, o.value(i));
-    } else if (opt == "buckets") {
-      buckets_text = o.value(i);
-      buckets = number(opt, buckets_text);
-    } else if (opt == "pacing") {
-      c.pacing = true;
-    } else if (opt == "nopacing") {
-      c.pacing = false;
-    } else if (opt == "refill_delay") {
-      c.refill_delay_us = usec(opt, o.value(i));
-    } else if (opt == "orphan_mask") {
-      c.orphan_mask = number(opt, o.value(i));
-    } else if (opt == "timer_slack") {
-      const std::string_view v = o.value(i);
-      const auto ns = tc::parse_time64_ns(v);
-      if (!ns) o.fail("invalid timer_slack " + quoted(v) + " (a time: 10us, 100 = 100ns)");
-      if (*ns > kU32) o.fail("timer_slack " + quoted(v) + " is out of range");
-      c.timer_slack_ns = static_cast<uint32_t>(*ns);
-    } else if (opt == "ce_threshold") {
-      c.ce_threshold_us = usec(opt, o.value(i));
-    } else if (opt == "horizon") {
-      c.horizon_us = usec(opt, o.value(i));
-    } else if (opt == "horizon_drop") {
-      c.horizon_drop = true;
-    } else if (opt == "horizon_cap") {
-      c.horizon_drop = false;
-    } else if (opt == "bands") {
-      if (have_bands) o.fail("duplicate \"bands\"");
-      have_bands = true;
-      const std::string_view v = o.value(i);
-      const auto n = parse_int(v);
-      if (!n) o.fail("invalid bands " + quoted(v));
-      if (*n != FqQdisc::kBands) o.fail("\"bands\" must be 3");
-      if (i + 1 >= o.size() || o[i + 1] != "priomap") o.fail("\"priomap\" expected after \"bands 3\"");
-      ++i;
-      for (std::size_t k = 0; k < c.priomap.size(); ++k) {
-        if (i + 1 >= o.size()) o.fail("not enough elements in priomap (16 needed)");
-        const std::string_view e = o[++i];
-        const auto band = tc::parse_u32(e, 10);
-        if (!band) o.fail("invalid priomap element " + quoted(e) + " (a number in 0..2)");
-        if (*band >= FqQdisc::kBands) o.fail("priomap element " + quoted(e) + " is too big (max 2)");
-        c.priomap[k] = static_cast<uint8_t>(*band);
-      }
-    } else if (opt == "weights") {
-      if (have_weights) o.fail("duplicate \"weights\"");
-      have_weights = true;
-      for (int32_t& w : c.weights) {
-        if (i + 1 >= o.size()) o.fail("not enough elements in weights (3 needed)");
-        const std::string_view e = o[++i];
-        const auto n = parse_int(e);
-        if (!n) o.fail("invalid weights element " + quoted(e) + " (a positive number)");
-        if (*n < kMinWeight) o.fail("weights element " + quoted(e) + " is too small (min 16384)");
-        w = *n;
-      }
-    } else {
-      o.fail("unknown option " + quoted(opt) +
-             " (known: limit, flow_limit, quantum, initial_quantum, maxrate, buckets, pacing, "
-             "nopacing, refill_delay, bands, weights, low_rate_threshold, orphan_mask, "
-             "timer_slack, ce_threshold, horizon, horizon_drop, horizon_cap)");
-    }
-  }
-  if (buckets != 0) {
+  FqArgs args;
+  for (std::size_t i = 0; i < o.size(); ++i) parse_fq_option(o, i, c, args);
+  if (args.buckets != 0) {
     // tc sends ceil(log2(buckets)); the kernel takes 1..18.
     uint32_t log = 0;
-    for (uint32_t v = buckets - 1; v != 0; v >>= 1) ++log;
+    for (uint32_t v = args.buckets - 1; v != 0; v >>= 1) ++log;
     if (log < 1 || log > kMaxBucketsLog)
-      o.reject("invalid buckets " + quoted(buckets_text) + " (the kernel takes 2..262144)");
+      o.reject("invalid buckets " + quoted(args.buckets_text) + " (the kernel takes 2..262144)");
     c.buckets_log = log;
   }
   return std::make_unique<FqQdisc>(c);

@@ -616,12 +616,6 @@ void HtbQdisc::graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& t
 
 namespace {
 
-[[noreturn]] void fail_illegal(const QdiscOptions& o, std::string_view name, std::string_view value) {
-  std::string msg = "illegal ";
-  msg.append(quoted(name)).append(" value ").append(quoted(value));
-  o.fail(msg);
-}
-
 // The class options: every field of HtbClassConfig but the quantum, which needs r2q; the
 // explicit quantum (0 = none) is returned in `quantum`.
 HtbClassConfig parse_class(const QdiscOptions& o, uint32_t& quantum) {
@@ -629,9 +623,7 @@ HtbClassConfig parse_class(const QdiscOptions& o, uint32_t& quantum) {
   std::optional<uint64_t> rate, ceil, burst, cburst;
   std::optional<uint32_t> prio, mtu, mpu, overhead, q;
   std::optional<bool> atm;
-  auto once = [&](bool seen, std::string_view name) {
-    if (seen) o.fail("duplicate " + quoted(name) + " specification");
-  };
+  auto once = [&o](bool seen, std::string_view name) { fail_if_seen(o, seen, name); };
   for (std::size_t i = 0; i < o.size(); ++i) {
     const std::string_view opt = o[i];
     if (opt == "rate" || opt == "ceil") {
@@ -658,16 +650,10 @@ HtbClassConfig parse_class(const QdiscOptions& o, uint32_t& quantum) {
     } else if (opt == "mpu" || opt == "overhead") {
       auto& slot = opt == "mpu" ? mpu : overhead;
       once(slot.has_value(), opt);
-      const std::string_view v = o.value(i);
-      const auto n = tc::parse_u32(v);
-      if (!n || *n > 65535) fail_illegal(o, opt, v);
-      slot = n;
+      slot = parse_u16_option(o, opt, o.value(i));
     } else if (opt == "linklayer") {
       once(atm.has_value(), opt);
-      const std::string_view v = o.value(i);
-      if (v == "ethernet") atm = false;
-      else if (v == "atm" || v == "adsl") atm = true;
-      else o.fail("illegal \"linklayer\" value " + quoted(v) + " (known: ethernet, atm, adsl)");
+      atm = parse_linklayer_atm(o, o.value(i));
     } else {
       o.fail("unknown option " + quoted(opt) +
              " (known: rate, ceil, burst, cburst, prio, quantum, mtu, mpu, overhead, linklayer)");

@@ -162,6 +162,18 @@ class SpecParser {
 
 }  // namespace
 
+bool parse_linklayer_atm(const QdiscOptions& o, std::string_view value) {
+  if (value == "ethernet") return false;
+  if (value == "atm" || value == "adsl") return true;
+  o.fail("illegal \"linklayer\" value " + quoted(value) + " (known: ethernet, atm, adsl)");
+}
+
+uint32_t parse_u16_option(const QdiscOptions& o, std::string_view opt, std::string_view value) {
+  const auto n = tc::parse_u32(value);
+  if (!n || *n > 65535) fail_illegal(o, opt, value);
+  return *n;
+}
+
 std::unique_ptr<Qdisc> make_qdisc(std::string_view spec, const QdiscEnv& env) {
   return SpecParser(spec).build(env);
 }

@@ -50,6 +50,22 @@ class QdiscOptions {
   std::function<void(const std::string&, bool)> fail_;
 };
 
+// ---- messages and values shared by the qdiscs' option parsers (tc's wording) ----
+
+// `illegal "NAME" value "VALUE"`.
+[[noreturn]] inline void fail_illegal(const QdiscOptions& o, std::string_view name,
+                                      std::string_view value) {
+  o.fail("illegal " + quoted(name) + " value " + quoted(value));
+}
+// `duplicate "NAME" specification` when the option was `seen` before.
+inline void fail_if_seen(const QdiscOptions& o, bool seen, std::string_view name) {
+  if (seen) o.fail("duplicate " + quoted(name) + " specification");
+}
+// linklayer ethernet|atm|adsl: whether the link is ATM (48-byte payload per 53-byte cell).
+bool parse_linklayer_atm(const QdiscOptions& o, std::string_view value);
+// A decimal number in 0..65535 (overhead, htb's mpu), else `illegal "OPT" value`.
+uint32_t parse_u16_option(const QdiscOptions& o, std::string_view opt, std::string_view value);
+
 // One factory per qdisc kind, each defined in that qdisc's own file.
 std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& options, const QdiscEnv& env);
 std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& options, const QdiscEnv& env);

@@ -240,94 +240,94 @@ std::string TbfQdisc::options_json() const {
 
 namespace {
 
-[[noreturn]] void fail_illegal(const QdiscOptions& o, std::string_view name, std::string_view value) {
-  o.fail("illegal " + quoted(name) + " value " + quoted(value));
-}
+constexpr uint64_t kU32 = std::numeric_limits<uint32_t>::max();
 
-}  // namespace
-
-std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& o, const QdiscEnv& env) {
-  constexpr uint64_t kU32 = std::numeric_limits<uint32_t>::max();
+// The options as given (none has a default before all are read).
+struct TbfArgs {
   std::optional<uint64_t> rate, peakrate, burst, mtu, limit, latency_ns;
   std::optional<uint32_t> mpu, overhead;
   std::optional<bool> atm;
+};
 
-  auto once = [&](const auto& slot, std::string_view name) {
-    if (slot) o.fail("duplicate " + quoted(name) + " specification");
-  };
+// SIZE[/CELL] of "burst" or "mtu" (`name`; `opt` is the spelling given), at most 4 GiB.
+uint64_t parse_bucket(const QdiscOptions& o, std::string_view opt, std::string_view name,
+                      std::string_view v) {
+  const auto sc = tc::parse_size_cell(v);
+  if (!sc) fail_illegal(o, opt, v);
+  if (name == "burst" && *sc == 0) o.fail("\"burst\" must be greater than 0");
+  if (*sc > kU32) o.fail(quoted(name) + " " + quoted(v) + " is out of range (max 4294967295 bytes)");
+  return *sc;
+}
 
-  for (std::size_t i = 0; i < o.size(); ++i) {
-    const std::string_view opt = o[i];
-    if (opt == "rate" || opt == "peakrate") {
-      auto& slot = opt == "rate" ? rate : peakrate;
-      once(slot, opt);
-      const std::string_view v = o.value(i);
-      slot = tc::parse_rate(v);
-      if (!slot) fail_illegal(o, opt, v);
-      if (*slot == 0) o.fail(quoted(opt) + " must be greater than 0");
-    } else if (opt == "burst" || opt == "buffer" || opt == "maxburst") {
-      once(burst, "burst");
-      const std::string_view v = o.value(i);
-      const auto sc = tc::parse_size_cell(v);
-      if (!sc) fail_illegal(o, opt, v);
-      if (*sc == 0) o.fail("\"burst\" must be greater than 0");
-      if (*sc > kU32) o.fail("\"burst\" " + quoted(v) + " is out of range (max 4294967295 bytes)");
-      burst = *sc;
-    } else if (opt == "mtu" || opt == "minburst") {
-      once(mtu, "mtu");
-      const std::string_view v = o.value(i);
-      const auto sc = tc::parse_size_cell(v);
-      if (!sc) fail_illegal(o, opt, v);
-      if (*sc > kU32) o.fail("\"mtu\" " + quoted(v) + " is out of range (max 4294967295 bytes)");
-      mtu = *sc;
-    } else if (opt == "limit") {
-      once(limit, "limit");
-      if (latency_ns) o.fail("specifying both \"latency\" and \"limit\" is not allowed");
-      const std::string_view v = o.value(i);
-      limit = tc::parse_size(v);
-      if (!limit) fail_illegal(o, opt, v);
-      if (*limit > kU32) o.fail("\"limit\" " + quoted(v) + " is out of range (max 4294967295 bytes)");
-    } else if (opt == "latency" || opt == "lat") {
-      once(latency_ns, "latency");
-      if (limit) o.fail("specifying both \"latency\" and \"limit\" is not allowed");
-      const std::string_view v = o.value(i);
-      latency_ns = tc::parse_time_ns(v);
-      if (!latency_ns) fail_illegal(o, "latency", v);
-    } else if (opt == "mpu") {
-      once(mpu, "mpu");
-      const std::string_view v = o.value(i);
-      const auto b = tc::parse_size(v);
-      if (!b) fail_illegal(o, opt, v);
-      if (*b > 65535) o.fail("\"mpu\" " + quoted(v) + " is out of range (max 65535 bytes)");
-      mpu = static_cast<uint32_t>(*b);
-    } else if (opt == "overhead") {
-      once(overhead, "overhead");
-      const std::string_view v = o.value(i);
-      overhead = tc::parse_u32(v);
-      if (!overhead || *overhead > 65535) fail_illegal(o, opt, v);
-    } else if (opt == "linklayer") {
-      once(atm, "linklayer");
-      const std::string_view v = o.value(i);
-      if (v == "ethernet") atm = false;
-      else if (v == "atm" || v == "adsl") atm = true;
-      else o.fail("illegal \"linklayer\" value " + quoted(v) + " (known: ethernet, atm, adsl)");
-    } else {
-      o.fail("unknown option " + quoted(opt) +
-             " (known: rate, burst, buffer, maxburst, latency, limit, mpu, peakrate, mtu, minburst, "
-             "overhead, linklayer)");
-    }
+// The limit or the latency (they exclude each other).
+void parse_queue_bound(const QdiscOptions& o, std::string_view opt, std::string_view v, TbfArgs& a) {
+  if (opt == "limit") {
+    a.limit = tc::parse_size(v);
+    if (!a.limit) fail_illegal(o, opt, v);
+    if (*a.limit > kU32) o.fail("\"limit\" " + quoted(v) + " is out of range (max 4294967295 bytes)");
+  } else {
+    a.latency_ns = tc::parse_time_ns(v);
+    if (!a.latency_ns) fail_illegal(o, "latency", v);
   }
+}
 
-  if (!rate) o.fail("\"rate\" is required");
-  if (!burst) o.fail("\"burst\" is required");
-  if (!limit && !latency_ns) o.fail("either \"limit\" or \"latency\" is required");
-  if (peakrate) {
-    if (!mtu || *mtu == 0) o.fail("\"mtu\" is required, if \"peakrate\" is requested");
-    if (*peakrate <= *rate)
-      o.fail("peakrate " + tc::format_rate(*peakrate) + " must be greater than rate " +
-             tc::format_rate(*rate));
+// Option o[i] and its value (i advances past it).
+void parse_tbf_option(const QdiscOptions& o, std::size_t& i, TbfArgs& a) {
+  const std::string_view opt = o[i];
+  if (opt == "rate" || opt == "peakrate") {
+    auto& slot = opt == "rate" ? a.rate : a.peakrate;
+    fail_if_seen(o, slot.has_value(), opt);
+    const std::string_view v = o.value(i);
+    slot = tc::parse_rate(v);
+    if (!slot) fail_illegal(o, opt, v);
+    if (*slot == 0) o.fail(quoted(opt) + " must be greater than 0");
+  } else if (opt == "burst" || opt == "buffer" || opt == "maxburst" || opt == "mtu" || opt == "minburst") {
+    const bool is_burst = opt[0] == 'b' || opt == "maxburst";
+    auto& slot = is_burst ? a.burst : a.mtu;
+    fail_if_seen(o, slot.has_value(), is_burst ? "burst" : "mtu");
+    slot = parse_bucket(o, opt, is_burst ? "burst" : "mtu", o.value(i));
+  } else if (opt == "limit" || opt == "latency" || opt == "lat") {
+    fail_if_seen(o, opt == "limit" ? a.limit.has_value() : a.latency_ns.has_value(),
+                 opt == "limit" ? "limit" : "latency");
+    if (opt == "limit" ? a.latency_ns.has_value() : a.limit.has_value())
+      o.fail("specifying both \"latency\" and \"limit\" is not allowed");
+    parse_queue_bound(o, opt, o.value(i), a);
+  } else if (opt == "mpu") {
+    fail_if_seen(o, a.mpu.has_value(), "mpu");
+    const std::string_view v = o.value(i);
+    const auto b = tc::parse_size(v);
+    if (!b) fail_illegal(o, opt, v);
+    if (*b > 65535) o.fail("\"mpu\" " + quoted(v) + " is out of range (max 65535 bytes)");
+    a.mpu = static_cast<uint32_t>(*b);
+  } else if (opt == "overhead") {
+    fail_if_seen(o, a.overhead.has_value(), "overhead");
+    a.overhead = parse_u16_option(o, opt, o.value(i));
+  } else if (opt == "linklayer") {
+    fail_if_seen(o, a.atm.has_value(), "linklayer");
+    a.atm = parse_linklayer_atm(o, o.value(i));
+  } else {
+    o.fail("unknown option " + quoted(opt) +
+           " (known: rate, burst, buffer, maxburst, latency, limit, mpu, peakrate, mtu, minburst, "
+           "overhead, linklayer)");
   }
+}
 
+// The mandatory options and how they fit together.
+void check_tbf_args(const QdiscOptions& o, const TbfArgs& a) {
+  if (!a.rate) o.fail("\"rate\" is required");
+  if (!a.burst) o.fail("\"burst\" is required");
+  if (!a.limit && !a.latency_ns) o.fail("either \"limit\" or \"latency\" is required");
+  if (a.peakrate) {
+    if (!a.mtu || *a.mtu == 0) o.fail("\"mtu\" is required, if \"peakrate\" is requested");
+    if (*a.peakrate <= *a.rate)
+      o.fail("peakrate " + tc::format_rate(*a.peakrate) + " must be greater than rate " +
+             tc::format_rate(*a.rate));
+  }
+}
+
+// The configuration of checked arguments; a latency becomes the limit tc computes for it.
+TbfConfig tbf_config(const QdiscOptions& o, const TbfArgs& a) {
+  const auto& [rate, peakrate, burst, mtu, limit, latency_ns, mpu, overhead, atm] = a;
   TbfConfig cfg;
   cfg.rate = *rate;
   cfg.burst = *burst;
@@ -349,7 +349,16 @@ std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& o, const QdiscEnv& env) {
       o.fail("latency " + tc::format_time(*latency_ns) + " gives a limit above 4294967295 bytes");
     cfg.limit = static_cast<uint32_t>(lim);
   }
-  return std::make_unique<TbfQdisc>(cfg, env.clock, env.psched_mtu());
+  return cfg;
+}
+
+}  // namespace
+
+std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& o, const QdiscEnv& env) {
+  TbfArgs args;
+  for (std::size_t i = 0; i < o.size(); ++i) parse_tbf_option(o, i, args);
+  check_tbf_args(o, args);
+  return std::make_unique<TbfQdisc>(tbf_config(o, args), env.clock, env.psched_mtu());
 }
 
 }  // namespace txpath
