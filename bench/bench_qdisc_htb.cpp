@@ -45,7 +45,7 @@ void add_class(txpath::Qdisc& q, uint16_t minor, uint16_t parent, const std::str
   txpath::QdiscOptions o(toks, [](const std::string& what, bool) {
     throw txpath::ConfigError("bench htb class: " + what);
   });
-  q.add_class(minor, parent, o, env);
+  txpath::add_class(q, minor, parent, o, env);
 }
 
 void BM_Htb(benchmark::State& state) {

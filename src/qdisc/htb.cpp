@@ -96,6 +96,7 @@ HtbQdisc::HtbQdisc(uint32_t defcls, uint32_t r2q, uint32_t direct_qlen, const Qd
       child_limit_(env.txqueuelen),
       handle_major_(env.handle_major) {
   next_event_.fill(kNone);
+  set_class_ops(this);
 }
 
 HtbQdisc::~HtbQdisc() = default;

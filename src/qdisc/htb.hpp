@@ -126,7 +126,7 @@ class MinorTable {
   std::array<std::unique_ptr<std::array<T*, 256>>, 256> pages_;
 };
 
-class HtbQdisc final : public Qdisc {
+class HtbQdisc final : public Qdisc, public ClassOps {
  public:
   static constexpr int kLevels = 8;   // TC_HTB_MAXDEPTH
   static constexpr int kPrios = 8;    // TC_HTB_NUMPRIO

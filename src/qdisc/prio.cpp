@@ -49,6 +49,7 @@ PrioQdisc::PrioQdisc(std::size_t bands, const Priomap& priomap, uint32_t child_l
   for (uint8_t& b : priomap_)
     if (b >= bands_) b = 0;  // make_prio() rejects this; never index past the bands
   for (std::size_t b = 0; b < bands_; ++b) children_[b] = default_child(child_limit_);
+  set_class_ops(this);
 }
 
 PrioQdisc::~PrioQdisc() = default;

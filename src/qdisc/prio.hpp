@@ -44,7 +44,7 @@
 
 namespace txpath {
 
-class PrioQdisc final : public Qdisc {
+class PrioQdisc final : public Qdisc, public ClassOps {
  public:
   static constexpr std::size_t kMinBands = 2;   // TCQ_MIN_PRIO_BANDS
   static constexpr std::size_t kMaxBands = 16;  // TCQ_PRIO_BANDS

@@ -49,6 +49,7 @@ TbfQdisc::TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)(), uint32_t psched_mt
   tokens_ = static_cast<int64_t>(buffer_);
   ptokens_ = static_cast<int64_t>(mtu_ns_);
   t_c_ = now();
+  set_class_ops(this);
 }
 
 TbfQdisc::~TbfQdisc() = default;

@@ -58,7 +58,7 @@ struct TbfConfig {
   bool atm = false;        // linklayer atm/adsl: 48-byte payload per 53-byte cell
 };
 
-class TbfQdisc final : public Qdisc {
+class TbfQdisc final : public Qdisc, public ClassOps {
  public:
   // `clock` is the env clock; nullptr means txpath's now_ns(). psched_mtu only configures the
   // default child bfifo (its bypass rule, which a child never uses).

@@ -181,15 +181,17 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
   std::size_t not_live = 0;
   for (const TreeNode& n : tree.nodes) {
     const Qdisc& q = *n.qdisc;
+    const ClassOps* ops = q.class_ops();
+    if (!ops) continue;  // classless
     const uint32_t major = n.handle & 0xFFFF0000u;
-    for (const QdiscClassInfo& info : q.classes()) {
+    for (const QdiscClassInfo& info : ops->classes()) {
       const uint32_t classid = major | info.minor;
       const std::string id = format_handle(classid);
       const uint32_t parent = major | info.parent_minor;
       std::optional<uint32_t> leaf;
       for (const TreeNode& child : tree.nodes)
         if (child.parent == classid) leaf = child.handle;
-      Counters c{q.class_stats(info.minor), q.class_xstats(info.minor)};
+      Counters c{ops->class_stats(info.minor), ops->class_xstats(info.minor)};
       if (auto live = live_counters(doc ? &*doc : nullptr, "classes", id)) c = *live;
       else if (doc) ++not_live;
       if (show.json) {
@@ -199,7 +201,7 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
         if (info.print_root) j["root"] = true;
         else j["parent"] = format_handle(parent);
         if (leaf) j["leaf"] = format_handle(*leaf);
-        j["options"] = parse_object(q.class_options_json(info.minor));
+        j["options"] = parse_object(ops->class_options_json(info.minor));
         if (show.stats) add_stats_json(j, c.stats, c.xstats);
         arr.push_back(std::move(j));
         continue;
@@ -207,8 +209,8 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
       std::string head = "class " + std::string(q.kind()) + " " + id + " ";
       head += info.print_root ? std::string("root ") : "parent " + format_handle(parent) + " ";
       if (leaf) head += "leaf " + format_handle(*leaf) + " ";
-      print_entry(out, head, q.class_options(info.minor), show.stats, c,
-                  show.stats ? q.format_class_xstats(c.xstats) : "");
+      print_entry(out, head, ops->class_options(info.minor), show.stats, c,
+                  show.stats ? ops->format_class_xstats(c.xstats) : "");
     }
   }
   note_not_live(show, d.config.name, not_live);
@@ -225,9 +227,10 @@ TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
     const QdiscStats s = n.parent == kRoot && root ? *root : q.stats();
     out.entries.push_back({n.handle, false, s, q.xstats()});
     const uint32_t major = n.handle & 0xFFFF0000u;
-    for (const QdiscClassInfo& info : q.classes())
-      out.entries.push_back(
-          {major | info.minor, true, q.class_stats(info.minor), q.class_xstats(info.minor)});
+    if (const ClassOps* ops = q.class_ops())
+      for (const QdiscClassInfo& info : ops->classes())
+        out.entries.push_back(
+            {major | info.minor, true, ops->class_stats(info.minor), ops->class_xstats(info.minor)});
   }
   return out;
 }
