@@ -68,7 +68,7 @@ struct QdiscClassInfo {
 };
 
 class Qdisc;
-class QdiscOptions;  // txpath/qdisc_options.hpp: the option tokens of a class, for add/change
+class QdiscOptions;  // txpath/qdisc_options.hpp: a class's option tokens, for add/change_class
 
 // The class operations of a classful qdisc (the kernel's Qdisc_class_ops): tc class show, add,
 // change, del and graft. A classful qdisc derives from Qdisc and ClassOps and hands itself to
