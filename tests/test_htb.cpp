@@ -20,7 +20,7 @@
 
 #include "qdisc/fifo.hpp"
 #include "qdisc/htb.hpp"
-#include "qdisc/spec.hpp"
+#include "tc/qdisc_spec.hpp"
 #include "txpath/error.hpp"
 #include "txpath/packet.hpp"
 #include "support/test_child_qdisc.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Unit tests for tc's units (src/qdisc/tc_units.hpp): parsing as tc's get_rate64 / get_time /
+// Unit tests for tc's units (src/tc/tc_units.hpp): parsing as tc's get_rate64 / get_time /
 // get_size do, and printing in tc's text formats.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "qdisc/tc_units.hpp"
+#include "tc/tc_units.hpp"
 
 namespace txpath::tc {
 namespace {

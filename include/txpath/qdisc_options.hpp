@@ -55,7 +55,10 @@ class QdiscOptions {
   }
   // The value after option tokens_[i] (advancing i), or fail("\"OPT\" needs a value").
   std::string_view value(std::size_t& i) const {
-    if (i + 1 >= tokens_.size()) fail("\"" + std::string(tokens_[i]) + "\" needs a value");
+    if (i + 1 >= tokens_.size()) {
+      std::string what = "\"";
+      fail(what.append(tokens_[i]).append("\" needs a value"));
+    }
     return tokens_[++i];
   }
 

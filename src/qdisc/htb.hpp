@@ -156,9 +156,17 @@ class HtbQdisc final : public Qdisc, public ClassOps {
   QdiscStats class_stats(uint16_t minor) const override;
   Xstats class_xstats(uint16_t minor) const override;
   std::string format_class_xstats(const Xstats& x) const override;
+  // tc class add / change: parse `options` (src/tc/qdisc_htb.cpp), then the two below.
   void add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
                  const QdiscEnv& env) override;
   void change_class(uint16_t minor, const QdiscOptions& options, const QdiscEnv& env) override;
+  // A class of a parsed configuration (quantum 0: rate / r2q) under parent_minor (0: the top),
+  // its default child a pfifo of child_limit packets. Throws ConfigRejected (minor 0, the class
+  // exists, no such parent, tree too deep) before changing anything.
+  void add_configured_class(uint16_t minor, uint16_t parent_minor, const HtbClassConfig& cfg,
+                            uint32_t child_limit);
+  // Throws ConfigRejected if there is no class `minor`.
+  void change_configured_class(uint16_t minor, const HtbClassConfig& cfg);
   void delete_class(uint16_t minor) override;
   Qdisc* child(uint16_t minor) noexcept override;
   void graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) override;

@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "qdisc/spec.hpp"
+#include "tc/qdisc_spec.hpp"
 #include "txpath/error.hpp"
 #include "tc/internal.hpp"
 #include "txpath/tc.hpp"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "qdisc/tc_units.hpp"
+#include "tc/tc_units.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
 

@@ -26,8 +26,8 @@
 
 #include "qdisc/fifo.hpp"
 #include "qdisc/pfifo_fast.hpp"
-#include "qdisc/spec.hpp"
-#include "qdisc/tc_units.hpp"
+#include "tc/qdisc_spec.hpp"
+#include "tc/tc_units.hpp"
 #include "txpath/error.hpp"
 #include "txpath/qdisc.hpp"
 
@@ -71,7 +71,7 @@ class SpecParser {
   }
 
 
-  // The option tokens after the kind, for a qdisc's own parser (spec.hpp).
+  // The option tokens after the kind, for a qdisc's own parser (qdisc_spec.hpp).
   QdiscOptions options() const {
     return QdiscOptions(std::span<const std::string_view>(tokens_).subspan(1),
                         [this](const std::string& what, bool rejected) { fail(what, rejected); });

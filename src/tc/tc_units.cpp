@@ -20,7 +20,7 @@
 //         a whole number of KiB (and >= 1 KiB) "<n>Kb"; else "<n>b". The tolerance is tc's: its
 //         sizes come back from the kernel rounded through psched ticks.
 // No state, no threads, no atomics.
-#include "qdisc/tc_units.hpp"
+#include "tc/tc_units.hpp"
 
 #include <charconv>
 #include <cmath>
