@@ -129,15 +129,18 @@ class FqQdisc final : public Qdisc {
 
   explicit FqQdisc(const FqConfig& cfg);
 
-  std::string_view kind() const noexcept override { return "fq"; }
-  std::string options() const override;
-  std::string options_json() const override;
+  // ---- data path ----
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
   Packet* dequeue() noexcept override;
   Packet* peek() noexcept override;
   void reset(PacketList& to_free) noexcept override;
   uint64_t watchdog_ns() const noexcept override;
   Xstats xstats() const override;
+
+  // ---- tc text (src/tc/qdisc_fq.cpp) ----
+  std::string_view kind() const noexcept override { return "fq"; }
+  std::string options() const override;
+  std::string options_json() const override;
   std::string format_xstats(const Xstats& x) const override;
 
   const FqConfig& config() const noexcept { return cfg_; }

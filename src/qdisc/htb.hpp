@@ -137,25 +137,27 @@ class HtbQdisc final : public Qdisc, public ClassOps {
   HtbQdisc(uint32_t defcls, uint32_t r2q, uint32_t direct_qlen, const QdiscEnv& env);
   ~HtbQdisc() override;
 
-  std::string_view kind() const noexcept override { return "htb"; }
-  // "r2q 10 default 0x10 direct_packets_stat 0 direct_qlen 1000"
-  std::string options() const override;
-  std::string options_json() const override;
-
+  // ---- data path (can_bypass(): false, the default) ----
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
   Packet* dequeue() noexcept override;
   Packet* peek() noexcept override;
   void reset(PacketList& to_free) noexcept override;
-  bool can_bypass() const noexcept override { return false; }
-  uint64_t watchdog_ns() const noexcept override { return watchdog_; }
   void take_dequeue_drops(PacketList& out) noexcept override;
+  uint64_t watchdog_ns() const noexcept override { return watchdog_; }
 
-  std::vector<QdiscClassInfo> classes() const override;
+  // ---- tc text (src/tc/qdisc_htb.cpp) ----
+  std::string_view kind() const noexcept override { return "htb"; }
+  // "r2q 10 default 0x10 direct_packets_stat 0 direct_qlen 1000"
+  std::string options() const override;
+  std::string options_json() const override;
   std::string class_options(uint16_t minor) const override;
   std::string class_options_json(uint16_t minor) const override;
+  std::string format_class_xstats(const Xstats& x) const override;
+
+  // ---- class operations (ClassOps) ----
+  std::vector<QdiscClassInfo> classes() const override;
   QdiscStats class_stats(uint16_t minor) const override;
   Xstats class_xstats(uint16_t minor) const override;
-  std::string format_class_xstats(const Xstats& x) const override;
   // tc class add / change: parse `options` (src/tc/qdisc_htb.cpp), then the two below.
   void add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
                  const QdiscEnv& env) override;

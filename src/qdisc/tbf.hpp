@@ -65,20 +65,21 @@ class TbfQdisc final : public Qdisc, public ClassOps {
   TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)(), uint32_t psched_mtu = 1514);
   ~TbfQdisc() override;
 
+  // ---- data path (can_bypass(): false, the default: a shaper is never skipped) ----
+  uint64_t watchdog_ns() const noexcept override;
+  Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
+  Packet* dequeue() noexcept override;
+  Packet* peek() noexcept override;
+  void reset(PacketList& to_free) noexcept override;
+  void take_dequeue_drops(PacketList& out) noexcept override;
+
+  // ---- tc text (src/tc/qdisc_tbf.cpp) ----
   std::string_view kind() const noexcept override { return "tbf"; }
   std::string options() const override;
   // tc -j: {"rate":B/s,"burst":BYTES,["minburst":BYTES,]"lat":USEC|"limit":BYTES,
   // ["overhead":N,]["linklayer":"atm"]}, the same choices as the text; tc prints peakrate in
   // text only, so it is not in the JSON.
   std::string options_json() const override;
-
-  Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
-  Packet* dequeue() noexcept override;
-  Packet* peek() noexcept override;
-  void reset(PacketList& to_free) noexcept override;
-  bool can_bypass() const noexcept override { return false; }  // a shaper is never skipped
-  uint64_t watchdog_ns() const noexcept override;
-  void take_dequeue_drops(PacketList& out) noexcept override;
 
   // ---- classful API: one class, minor 1 ----
   std::vector<QdiscClassInfo> classes() const override;
