@@ -375,22 +375,8 @@ Packet* FqQdisc::do_dequeue() noexcept {
   return nullptr;
 }
 
-Packet* FqQdisc::dequeue() noexcept {
-  Packet* p = peeked_ ? std::exchange(peeked_, nullptr) : do_dequeue();
-  if (p) account_dequeue(*p);
-  return p;
-}
-
-Packet* FqQdisc::peek() noexcept {
-  if (peeked_ == nullptr) peeked_ = do_dequeue();
-  return peeked_;
-}
-
 void FqQdisc::reset(PacketList& to_free) noexcept {
-  if (peeked_ != nullptr) {
-    account_remove(*peeked_);
-    to_free.push_back(std::exchange(peeked_, nullptr));
-  }
+  purge_peeked(to_free);
   for (Flow& f : flows_) {
     while (Packet* p = f.head) {
       f.head = p->next;

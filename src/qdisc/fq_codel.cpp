@@ -157,17 +157,6 @@ Packet* FqCodelQdisc::do_dequeue() noexcept {
   }
 }
 
-Packet* FqCodelQdisc::dequeue() noexcept {
-  Packet* p = peeked_ ? std::exchange(peeked_, nullptr) : do_dequeue();
-  if (p) account_dequeue(*p);
-  return p;
-}
-
-Packet* FqCodelQdisc::peek() noexcept {
-  if (peeked_ == nullptr) peeked_ = do_dequeue();
-  return peeked_;
-}
-
 uint32_t FqCodelQdisc::drop_fat_flow(uint32_t max_packets, PacketList& to_free,
                                      bool& arriving_dropped, const Packet* arriving) noexcept {
   uint32_t idx = 0;
@@ -226,10 +215,7 @@ Verdict FqCodelQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
 
 void FqCodelQdisc::reset(PacketList& to_free) noexcept {
   to_free.splice_back(dropped_);
-  if (peeked_ != nullptr) {
-    account_remove(*peeked_);
-    to_free.push_back(std::exchange(peeked_, nullptr));
-  }
+  purge_peeked(to_free);
   for (Flow& f : flows_) {
     while (Packet* p = f.q.pop_front()) {
       account_remove(*p);

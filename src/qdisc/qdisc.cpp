@@ -12,15 +12,13 @@ namespace txpath {
 
 // requeues stays 0: a qdisc never sees a requeue; the driver loop keeps that count and adds it.
 QdiscStats Qdisc::stats() const noexcept {
-  QdiscStats s;
-  s.bytes = bytes_.get();
-  s.packets = packets_.get();
-  s.drops = drops_.get();
-  s.overlimits = overlimits_.get();
-  s.requeues = 0;
-  s.backlog = backlog_.get();
-  s.qlen = qlen_.get();
-  return s;
+  return {.bytes = bytes_.get(),
+          .packets = packets_.get(),
+          .drops = drops_.get(),
+          .overlimits = overlimits_.get(),
+          .requeues = 0,
+          .backlog = backlog_.get(),
+          .qlen = qlen_.get()};
 }
 
 namespace {

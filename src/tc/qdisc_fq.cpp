@@ -27,11 +27,7 @@ constexpr int32_t kMinWeight = 16384;       // and the smallest band weight
 
 std::string FqQdisc::format_xstats(const Xstats& x) const {
   if (x.empty()) return {};
-  auto find = [&x](std::string_view name) -> const int64_t* {
-    for (const auto& [k, v] : x)
-      if (k == name) return &v;
-    return nullptr;
-  };
+  auto find = [&x](std::string_view name) { return find_xstat(x, name); };
   auto value = [&find](std::string_view name) {
     const int64_t* v = find(name);
     return std::to_string(v ? *v : 0);

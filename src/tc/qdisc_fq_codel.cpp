@@ -51,11 +51,7 @@ std::string FqCodelQdisc::options_json() const {
 
 std::string FqCodelQdisc::format_xstats(const Xstats& x) const {
   if (x.empty()) return {};
-  auto find = [&x](std::string_view name) -> const int64_t* {
-    for (const auto& [k, v] : x)
-      if (k == name) return &v;
-    return nullptr;
-  };
+  auto find = [&x](std::string_view name) { return find_xstat(x, name); };
   // " NAME VALUE"; the mandatory fields print 0 when absent from x.
   std::string s;
   auto field = [&s, &find](std::string_view name, bool optional) {

@@ -57,10 +57,9 @@ std::string HtbQdisc::class_options_json(uint16_t minor) const {
 }
 
 std::string HtbQdisc::format_class_xstats(const Xstats& x) const {
-  auto get = [&](std::string_view name) -> std::string {
-    for (const auto& [k, v] : x)
-      if (k == name) return std::to_string(v);
-    return "0";
+  auto get = [&x](std::string_view name) {
+    const int64_t* v = find_xstat(x, name);
+    return std::to_string(v ? *v : 0);
   };
   return " lended: " + get("lended") + " borrowed: " + get("borrowed") + " giants: " + get("giants") +
          "\n tokens: " + get("tokens") + " ctokens: " + get("ctokens") + "\n";

@@ -33,6 +33,13 @@ bool parse_linklayer_atm(const QdiscOptions& o, std::string_view value);
 // A decimal number in 0..65535 (overhead, htb's mpu), else `illegal "OPT" value`.
 uint32_t parse_u16_option(const QdiscOptions& o, std::string_view opt, std::string_view value);
 
+// The value named `name` in xstats `x`, or nullptr (the qdiscs' xstats printers).
+inline const int64_t* find_xstat(const Xstats& x, std::string_view name) noexcept {
+  for (const auto& [k, v] : x)
+    if (k == name) return &v;
+  return nullptr;
+}
+
 // One factory per qdisc kind, each defined in src/tc/qdisc_KIND.cpp with the text tc prints for it.
 std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& options, const QdiscEnv& env);
 std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& options, const QdiscEnv& env);

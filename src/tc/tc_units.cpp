@@ -68,50 +68,35 @@ std::optional<uint64_t> to_u64_trunc(double v) {
   return static_cast<uint64_t>(v);
 }
 
-struct Unit {
-  std::string_view name;
-  double scale;
-};
-
 }  // namespace
 
+// Bits per second one unit of a rate stands for: "" and "bit" 1, "bps" 8 (bytes), each with a
+// prefix k, m, g, t (powers of 1000) or ki, mi, gi, ti (powers of 1024); case-insensitive.
+std::optional<double> rate_unit_bits(std::string_view unit) {
+  if (unit.empty()) return 1.0;
+  if (unit.size() < 3) return std::nullopt;
+  const std::string_view base = unit.substr(unit.size() - 3);
+  const double per = iequals(base, "bit") ? 1.0 : iequals(base, "bps") ? 8.0 : 0.0;
+  if (per == 0) return std::nullopt;
+  const std::string_view prefix = unit.substr(0, unit.size() - 3);
+  if (prefix.empty()) return per;
+  const bool binary = prefix.size() == 2 && (prefix[1] == 'i' || prefix[1] == 'I');
+  if (prefix.size() != (binary ? 2u : 1u)) return std::nullopt;
+  constexpr std::string_view kPrefixes = "kmgt";
+  const char p = static_cast<char>(prefix[0] >= 'A' && prefix[0] <= 'Z' ? prefix[0] - 'A' + 'a' : prefix[0]);
+  const std::size_t power = kPrefixes.find(p);
+  if (power == std::string_view::npos) return std::nullopt;
+  double scale = per;
+  for (std::size_t i = 0; i <= power; ++i) scale *= binary ? 1024.0 : 1000.0;
+  return scale;
+}
+
 std::optional<uint64_t> parse_rate(std::string_view text) {
-  // Scale to bits per second.
-  static constexpr Unit kUnits[] = {
-      {"bit", 1.0},
-      {"kibit", 1024.0},
-      {"kbit", 1e3},
-      {"mibit", 1024.0 * 1024},
-      {"mbit", 1e6},
-      {"gibit", 1024.0 * 1024 * 1024},
-      {"gbit", 1e9},
-      {"tibit", 1024.0 * 1024 * 1024 * 1024},
-      {"tbit", 1e12},
-      {"bps", 8.0},
-      {"kibps", 8.0 * 1024},
-      {"kbps", 8e3},
-      {"mibps", 8.0 * 1024 * 1024},
-      {"mbps", 8e6},
-      {"gibps", 8.0 * 1024 * 1024 * 1024},
-      {"gbps", 8e9},
-      {"tibps", 8.0 * 1024 * 1024 * 1024 * 1024},
-      {"tbps", 8e12},
-  };
   const auto n = split_number(text);
   if (!n) return std::nullopt;
-  double bits = n->value;
-  if (!n->unit.empty()) {
-    bool found = false;
-    for (const Unit& u : kUnits) {
-      if (iequals(n->unit, u.name)) {
-        bits *= u.scale;
-        found = true;
-        break;
-      }
-    }
-    if (!found) return std::nullopt;
-  }
-  return to_u64_trunc(bits / 8);
+  const auto bits_per_unit = rate_unit_bits(n->unit);
+  if (!bits_per_unit) return std::nullopt;
+  return to_u64_trunc(n->value * *bits_per_unit / 8);
 }
 
 std::optional<uint64_t> parse_time_ns(std::string_view text) {
