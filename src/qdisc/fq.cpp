@@ -126,40 +126,45 @@ uint32_t FqQdisc::lookup(uint32_t key, uint64_t now) noexcept {
 
 // ---- lists -----------------------------------------------------------------------------------
 
+template <uint32_t FqQdisc::Flow::*Prev, uint32_t FqQdisc::Flow::*Next>
+void FqQdisc::link_tail(List& l, uint32_t idx) noexcept {
+  Flow& f = flows_[idx];
+  f.*Next = kNone;
+  f.*Prev = l.tail;
+  if (l.tail != kNone) flows_[l.tail].*Next = idx; else l.head = idx;
+  l.tail = idx;
+}
+
+template <uint32_t FqQdisc::Flow::*Prev, uint32_t FqQdisc::Flow::*Next>
+void FqQdisc::unlink_from(List& l, uint32_t idx) noexcept {
+  Flow& f = flows_[idx];
+  if (f.*Prev != kNone) flows_[f.*Prev].*Next = f.*Next; else l.head = f.*Next;
+  if (f.*Next != kNone) flows_[f.*Next].*Prev = f.*Prev; else l.tail = f.*Prev;
+  f.*Prev = f.*Next = kNone;
+}
+
 void FqQdisc::list_push(uint32_t idx, uint8_t band, Where which) noexcept {
   Flow& f = flows_[idx];
-  List& l = bands_[band].lists[which == Where::new_list ? 0 : 1];
   f.where = which;
   f.list_band = band;
-  f.lnext = kNone;
-  f.lprev = l.tail;
-  if (l.tail != kNone) flows_[l.tail].lnext = idx; else l.head = idx;
-  l.tail = idx;
+  link_tail<&Flow::lprev, &Flow::lnext>(bands_[band].lists[which == Where::new_list ? 0 : 1], idx);
 }
 
 void FqQdisc::list_unlink(uint32_t idx) noexcept {
   Flow& f = flows_[idx];
-  List& l = bands_[f.list_band].lists[f.where == Where::new_list ? 0 : 1];
-  if (f.lprev != kNone) flows_[f.lprev].lnext = f.lnext; else l.head = f.lnext;
-  if (f.lnext != kNone) flows_[f.lnext].lprev = f.lprev; else l.tail = f.lprev;
-  f.lprev = f.lnext = kNone;
+  unlink_from<&Flow::lprev, &Flow::lnext>(
+      bands_[f.list_band].lists[f.where == Where::new_list ? 0 : 1], idx);
   f.where = Where::detached;
 }
 
 void FqQdisc::idle_push(uint32_t idx) noexcept {
-  Flow& f = flows_[idx];
-  f.idle = true;
-  f.inext = kNone;
-  f.iprev = idle_.tail;
-  if (idle_.tail != kNone) flows_[idle_.tail].inext = idx; else idle_.head = idx;
-  idle_.tail = idx;
+  flows_[idx].idle = true;
+  link_tail<&Flow::iprev, &Flow::inext>(idle_, idx);
 }
 
 void FqQdisc::idle_unlink(uint32_t idx) noexcept {
   Flow& f = flows_[idx];
-  if (f.iprev != kNone) flows_[f.iprev].inext = f.inext; else idle_.head = f.inext;
-  if (f.inext != kNone) flows_[f.inext].iprev = f.iprev; else idle_.tail = f.iprev;
-  f.iprev = f.inext = kNone;
+  unlink_from<&Flow::iprev, &Flow::inext>(idle_, idx);
   f.idle = false;
 }
 

@@ -197,6 +197,12 @@ class FqQdisc final : public PeekDequeued<FqQdisc> {
   uint32_t alloc_flow() noexcept;
   void free_flow(uint32_t idx) noexcept;
   void gc(uint64_t now) noexcept;
+  // The two intrusive lists through the flows: a band list (lprev/lnext), the idle list
+  // (iprev/inext).
+  template <uint32_t Flow::*Prev, uint32_t Flow::*Next>
+  void link_tail(List& l, uint32_t idx) noexcept;
+  template <uint32_t Flow::*Prev, uint32_t Flow::*Next>
+  void unlink_from(List& l, uint32_t idx) noexcept;
   void list_push(uint32_t idx, uint8_t band, Where which) noexcept;
   void list_unlink(uint32_t idx) noexcept;
   void idle_push(uint32_t idx) noexcept;
