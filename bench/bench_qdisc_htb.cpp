@@ -22,7 +22,7 @@
 #include "txpath/packet.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/qdisc.hpp"
-#include "qdisc/spec.hpp"
+#include "tc/qdisc_spec.hpp"
 #include "txpath/error.hpp"
 
 namespace {
