@@ -22,7 +22,7 @@
 #include "txpath/packet.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/qdisc.hpp"
-#include "qdisc/spec.hpp"
+#include "tc/qdisc_spec.hpp"
 #include "txpath/error.hpp"
 
 namespace {
@@ -45,7 +45,7 @@ void add_class(txpath::Qdisc& q, uint16_t minor, uint16_t parent, const std::str
   txpath::QdiscOptions o(toks, [](const std::string& what, bool) {
     throw txpath::ConfigError("bench htb class: " + what);
   });
-  q.add_class(minor, parent, o, env);
+  txpath::add_class(q, minor, parent, o, env);
 }
 
 void BM_Htb(benchmark::State& state) {

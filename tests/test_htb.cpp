@@ -20,7 +20,7 @@
 
 #include "qdisc/fifo.hpp"
 #include "qdisc/htb.hpp"
-#include "qdisc/spec.hpp"
+#include "tc/qdisc_spec.hpp"
 #include "txpath/error.hpp"
 #include "txpath/packet.hpp"
 #include "support/test_child_qdisc.hpp"
@@ -76,11 +76,11 @@ void with_options(const std::string& opts, F&& f) {
 
 void add(Qdisc& q, uint16_t minor, uint16_t parent, const std::string& opts,
          const QdiscEnv& env = env_for()) {
-  with_options(opts, [&](const QdiscOptions& o) { q.add_class(minor, parent, o, env); });
+  with_options(opts, [&](const QdiscOptions& o) { txpath::add_class(q, minor, parent, o, env); });
 }
 
 void change(Qdisc& q, uint16_t minor, const std::string& opts) {
-  with_options(opts, [&](const QdiscOptions& o) { q.change_class(minor, o, env_for()); });
+  with_options(opts, [&](const QdiscOptions& o) { q.class_ops()->change_class(minor, o, env_for()); });
 }
 
 // "" if accepted, else "parse: msg" or "reject: msg".

@@ -156,10 +156,10 @@ TEST_P(Inspect, UnderLoadTheQdiscStandsStillWhileFnRuns) {
             ++seen.calls;
             const uint64_t qlen = qd.qlen(), backlog = qd.backlog(), out = dequeued(qd);
             if (qlen > seen.max_qlen) seen.max_qlen = qlen;
-            if (!qd.classes().empty()) {
+            if (const ClassOps* ops = qd.class_ops(); ops && !ops->classes().empty()) {
               uint64_t sum_qlen = 0, sum_backlog = 0;
-              for (const QdiscClassInfo& c : qd.classes()) {
-                const QdiscStats cs = qd.class_stats(c.minor);
+              for (const QdiscClassInfo& c : ops->classes()) {
+                const QdiscStats cs = ops->class_stats(c.minor);
                 sum_qlen += cs.qlen;
                 sum_backlog += cs.backlog;
               }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -337,6 +338,13 @@ TEST(QdiscTcXstats, OtherKindsHaveNone) {
 
 // ---- tbf's class ---------------------------------------------------------------------------------
 
+// The class operations of a classful qdisc (a failed test if it has none).
+ClassOps& ops(Qdisc& q) {
+  ClassOps* o = q.class_ops();
+  if (!o) throw std::logic_error(std::string(q.kind()) + " has no class operations");
+  return *o;
+}
+
 std::unique_ptr<Qdisc> make_tbf_at(const std::string& opts, uint64_t start) {
   g_now = start;
   return make_qdisc("tbf " + opts, fake_env());
@@ -344,25 +352,25 @@ std::unique_ptr<Qdisc> make_tbf_at(const std::string& opts, uint64_t start) {
 
 TEST(TbfTcClass, OneLeafClassUnderTheQdisc) {
   const auto q = make_tbf_at("limit 1000 burst 1500 rate 10000", 0);
-  const std::vector<QdiscClassInfo> cls = q->classes();
+  const std::vector<QdiscClassInfo> cls = ops(*q).classes();
   ASSERT_EQ(cls.size(), 1u);
   EXPECT_EQ(cls[0].minor, 1);
   EXPECT_EQ(cls[0].parent_minor, 0);
   EXPECT_FALSE(cls[0].print_root);
   EXPECT_TRUE(cls[0].leaf);
-  EXPECT_EQ(q->class_options(1), "");
+  EXPECT_EQ(ops(*q).class_options(1), "");
   // What tc class show prints from it for handle 1:.
   const std::string line = "class " + std::string(q->kind()) + " 1:" + std::to_string(cls[0].minor) +
-                           " parent 1: " + q->class_options(1);
+                           " parent 1: " + ops(*q).class_options(1);
   EXPECT_TRUE(std::regex_search(line, std::regex(R"(^class tbf 1:1 parent 1: $)"))) << line;
 
   // The default child is bfifo(limit).
-  Qdisc* child = q->child(1);
+  Qdisc* child = ops(*q).child(1);
   ASSERT_NE(child, nullptr);
   EXPECT_EQ(child->kind(), "bfifo");
   EXPECT_EQ(child->options(), "limit 1000b");
-  EXPECT_EQ(q->child(0), nullptr);
-  EXPECT_EQ(q->child(2), nullptr);
+  EXPECT_EQ(ops(*q).child(0), nullptr);
+  EXPECT_EQ(ops(*q).child(2), nullptr);
 }
 
 TEST(TbfTcClass, ClassStatsAreTheChilds) {
@@ -375,7 +383,7 @@ TEST(TbfTcClass, ClassStatsAreTheChilds) {
   int sent = 0;
   while (q->dequeue() != nullptr) ++sent;
   EXPECT_EQ(sent, 6);
-  const QdiscStats c = q->class_stats(1);
+  const QdiscStats c = ops(*q).class_stats(1);
   EXPECT_EQ(c.packets, 6u);
   EXPECT_EQ(c.bytes, 6u * 1500);
   EXPECT_EQ(c.qlen, 2u);
@@ -387,7 +395,7 @@ TEST(TbfTcClass, ClassStatsAreTheChilds) {
   EXPECT_EQ(s.drops, 1u);
   EXPECT_EQ(s.packets, 6u);
   EXPECT_GE(s.overlimits, 1u);
-  EXPECT_EQ(q->class_stats(2).packets, 0u);
+  EXPECT_EQ(ops(*q).class_stats(2).packets, 0u);
   q->reset(to_free);
 }
 
@@ -399,24 +407,24 @@ TEST(TbfTcClass, GraftReplacesTheChildAndKeepsTheAccounting) {
   ASSERT_EQ(q->qlen(), 3u);
 
   // No such class.
-  EXPECT_THROW(q->graft(2, make_qdisc("pfifo limit 1"), to_free), ConfigRejected);
+  EXPECT_THROW(ops(*q).graft(2, make_qdisc("pfifo limit 1"), to_free), ConfigRejected);
   EXPECT_EQ(q->qlen(), 3u);
 
   // A pfifo limit 1: the old child's packets are purged (not drops), the new one takes over.
-  q->graft(1, make_qdisc("pfifo limit 1"), to_free);
+  ops(*q).graft(1, make_qdisc("pfifo limit 1"), to_free);
   EXPECT_EQ(to_free.size(), 3u);
   EXPECT_EQ(q->qlen(), 0u);
   EXPECT_EQ(q->backlog(), 0u);
   EXPECT_EQ(q->stats().drops, 0u);
-  ASSERT_NE(q->child(1), nullptr);
-  EXPECT_EQ(q->child(1)->kind(), "pfifo");
+  ASSERT_NE(ops(*q).child(1), nullptr);
+  EXPECT_EQ(ops(*q).child(1)->kind(), "pfifo");
   EXPECT_EQ(q->options(), "rate 1Mbit burst 10Kb lat 737ms");  // tbf's own options are unchanged
   to_free = PacketList{};
 
   ASSERT_EQ(q->enqueue(pk.with(3, 500), to_free), Verdict::success);
   EXPECT_EQ(q->enqueue(pk.with(4, 500), to_free), Verdict::drop);  // the child is full
   EXPECT_EQ(q->stats().drops, 1u);
-  EXPECT_EQ(q->class_stats(1).drops, 1u);
+  EXPECT_EQ(ops(*q).class_stats(1).drops, 1u);
   EXPECT_EQ(q->qlen(), 1u);
   EXPECT_EQ(q->backlog(), 500u);
   EXPECT_EQ(q->dequeue(), pk.at(3));
@@ -424,7 +432,7 @@ TEST(TbfTcClass, GraftReplacesTheChildAndKeepsTheAccounting) {
   to_free = PacketList{};
 
   // A head-drop child answers "congestion": tbf counts a drop and its qlen stays the child's.
-  q->graft(1, make_qdisc("pfifo_head_drop limit 2"), to_free);
+  ops(*q).graft(1, make_qdisc("pfifo_head_drop limit 2"), to_free);
   for (std::size_t i = 5; i < 7; ++i) ASSERT_EQ(q->enqueue(pk.with(i, 100), to_free), Verdict::success);
   EXPECT_EQ(q->enqueue(pk.with(7, 200), to_free), Verdict::congestion);
   EXPECT_EQ(q->qlen(), 2u);
@@ -435,12 +443,12 @@ TEST(TbfTcClass, GraftReplacesTheChildAndKeepsTheAccounting) {
   to_free = PacketList{};
 
   // nullptr: a fresh default bfifo(limit); the queued packets go to to_free.
-  q->graft(1, nullptr, to_free);
+  ops(*q).graft(1, nullptr, to_free);
   EXPECT_EQ(to_free.size(), 2u);
   EXPECT_EQ(q->qlen(), 0u);
   EXPECT_EQ(q->backlog(), 0u);
-  EXPECT_EQ(q->child(1)->kind(), "bfifo");
-  EXPECT_EQ(q->child(1)->options(), "limit 100Kb");
+  EXPECT_EQ(ops(*q).child(1)->kind(), "bfifo");
+  EXPECT_EQ(ops(*q).child(1)->options(), "limit 100Kb");
 }
 
 TEST(TbfTcClass, FqCodelChildIsShapedAndAccounted) {
@@ -448,7 +456,7 @@ TEST(TbfTcClass, FqCodelChildIsShapedAndAccounted) {
   // rate 8 Mbit/s = 1 MB/s: 1000 bytes take 1 ms; burst 2000 bytes.
   const auto q = make_tbf_at("rate 8mbit burst 2000 limit 100k", 0);
   PacketList to_free;
-  q->graft(1, make_qdisc("fq_codel", fake_env()), to_free);
+  ops(*q).graft(1, make_qdisc("fq_codel", fake_env()), to_free);
   Packets pk(6);
   for (std::size_t i = 0; i < 5; ++i)
     ASSERT_EQ(q->enqueue(pk.with(i, 1000, static_cast<uint32_t>(i) << 28), to_free), Verdict::success);
@@ -461,19 +469,53 @@ TEST(TbfTcClass, FqCodelChildIsShapedAndAccounted) {
   EXPECT_EQ(q->watchdog_ns(), 1'000'000u);
   // The child's peek holds one packet; tbf still counts it as queued.
   EXPECT_EQ(q->qlen(), 3u);
-  EXPECT_EQ(q->child(1)->qlen(), 3u);
+  EXPECT_EQ(ops(*q).child(1)->qlen(), 3u);
   g_now = 1'000'000;
   EXPECT_NE(q->dequeue(), nullptr);
   EXPECT_EQ(q->qlen(), 2u);
   EXPECT_EQ(q->backlog(), 2000u);
   EXPECT_EQ(q->stats().packets, 3u);
-  EXPECT_EQ(q->class_stats(1).packets, 3u);
+  EXPECT_EQ(ops(*q).class_stats(1).packets, 3u);
   // The fq_codel child's xstats are reachable through the class's qdisc.
-  EXPECT_EQ(q->child(1)->xstats().front(), (std::pair<std::string, int64_t>{"maxpacket", 1000}));
+  EXPECT_EQ(ops(*q).child(1)->xstats().front(), (std::pair<std::string, int64_t>{"maxpacket", 1000}));
   q->reset(to_free);
   EXPECT_EQ(q->qlen(), 0u);
   EXPECT_EQ(q->backlog(), 0u);
   EXPECT_EQ(to_free.size(), 2u);
+}
+
+// Classless qdiscs have no ClassOps (the kernel's NULL cl_ops); the tc-level entry points refuse
+// them with tc's exit-2 error, and the classful ones reach their own.
+TEST(QdiscClassOps, ClasslessQdiscsHaveNoneAndRefuseClassRequests) {
+  for (const char* spec : {"pfifo", "bfifo", "pfifo_head_drop", "pfifo_fast", "fq_codel", "fq"}) {
+    const auto q = make_qdisc(spec, fake_env());
+    EXPECT_EQ(q->class_ops(), nullptr) << spec;
+    PacketList to_free;
+    try {
+      graft(*q, 1, nullptr, to_free);
+      ADD_FAILURE() << spec << ": graft accepted";
+    } catch (const ConfigRejected& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "qdisc " + std::string(q->kind()) + " has no class 1 to attach a qdisc to");
+    }
+  }
+  for (const char* spec : {"prio", "tbf rate 1mbit burst 10k limit 10k", "htb"}) {
+    const auto q = make_qdisc(spec, fake_env());
+    ASSERT_NE(q->class_ops(), nullptr) << spec;
+    EXPECT_EQ(static_cast<const Qdisc&>(*q).class_ops(), q->class_ops());
+  }
+  // Fixed classes: the ClassOps defaults refuse add/change/delete, naming the qdisc's kind.
+  const auto prio = make_qdisc("prio", fake_env());
+  EXPECT_THROW(
+      {
+        try {
+          ops(*prio).delete_class(1);
+        } catch (const ConfigRejected& e) {
+          EXPECT_EQ(std::string(e.what()), "qdisc prio does not support deleting classes");
+          throw;
+        }
+      },
+      ConfigRejected);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Unit tests for tc's units (src/qdisc/tc_units.hpp): parsing as tc's get_rate64 / get_time /
+// Unit tests for tc's units (src/tc/tc_units.hpp): parsing as tc's get_rate64 / get_time /
 // get_size do, and printing in tc's text formats.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "qdisc/tc_units.hpp"
+#include "tc/tc_units.hpp"
 
 namespace txpath::tc {
 namespace {
@@ -152,6 +152,56 @@ TEST(TcUnits, RoundTrips) {
     EXPECT_EQ(text, std::to_string(k) + "Kb");
     EXPECT_EQ(parse_size(text), k * 1024);
   }
+}
+
+// The shared number, cell and 64-bit time parsers every qdisc's options use (fq, htb, tbf, the
+// fifos): tc's get_unsigned, SIZE[/CELL] and get_time64.
+TEST(TcUnits, ParseU32AsTcGetUnsigned) {
+  EXPECT_EQ(parse_u32("4294967295"), 4294967295u);
+  EXPECT_EQ(parse_u32("4294967296"), std::nullopt);
+  EXPECT_EQ(parse_u32("010"), 10u);         // base 10: a leading 0 is decimal
+  EXPECT_EQ(parse_u32("010", 0), 8u);       // base 0: octal
+  EXPECT_EQ(parse_u32("0x1f", 0), 31u);     // base 0: hex
+  EXPECT_EQ(parse_u32("0X1F", 16), 31u);    // base 16: optional prefix
+  EXPECT_EQ(parse_u32("1f", 16), 31u);
+  EXPECT_EQ(parse_u32("0", 0), 0u);
+  for (const char* bad : {"", "+1", "-1", " 1", "1 ", "1k", "0x", "0x-5", "1.0"})
+    EXPECT_EQ(parse_u32(bad, 0), std::nullopt) << bad;
+  EXPECT_EQ(parse_u32("08", 0), std::nullopt);  // not octal
+}
+
+TEST(TcUnits, ParseSizeCellAndUnits) {
+  EXPECT_EQ(parse_size_cell("1500"), 1500u);
+  EXPECT_EQ(parse_size_cell("10kb/8"), 10240u);
+  EXPECT_EQ(parse_size_cell("1k/2147483648"), 1024u);  // CELL up to 2^31
+  for (const char* bad : {"1k/0", "1k/3", "1k/4294967296", "1k/", "/8", "1x/8", "1k/8/8"})
+    EXPECT_EQ(parse_size_cell(bad), std::nullopt) << bad;
+  EXPECT_EQ(size_unit_bytes(""), 1u);
+  EXPECT_EQ(size_unit_bytes("KB"), 1024u);
+  EXPECT_EQ(size_unit_bytes("kbit"), 128u);
+  EXPECT_EQ(size_unit_bytes("Gb"), 1073741824u);
+  EXPECT_EQ(size_unit_bytes("kib"), std::nullopt);
+}
+
+TEST(TcUnits, ParseTime64BareIsNanoseconds) {
+  EXPECT_EQ(parse_time64_ns("100"), 100u);
+  EXPECT_EQ(parse_time64_ns("100ns"), 100u);
+  EXPECT_EQ(parse_time64_ns("10us"), 10000u);
+  EXPECT_EQ(parse_time64_ns("1.5ms"), 1500000u);
+  EXPECT_EQ(parse_time64_ns("-1"), std::nullopt);
+  EXPECT_EQ(parse_time64_ns("1h"), std::nullopt);
+  EXPECT_EQ(format_time64(999), "999ns");
+  EXPECT_EQ(format_time64(10000), "10us");
+  EXPECT_EQ(format_time64(2500000), "2.5ms");
+  EXPECT_EQ(format_time64(3000000000), "3s");
+}
+
+TEST(TcUnits, RateUnitSpellings) {
+  for (const char* bad : {"1ibit", "1kkbit", "1kibitt", "1kib", "1bi", "1kbi", "1xibit", "1Kiibit"})
+    EXPECT_EQ(parse_rate(bad), std::nullopt) << bad;
+  EXPECT_EQ(parse_rate("1BIT"), 0u);
+  EXPECT_EQ(parse_rate("8Bps"), 8u);
+  EXPECT_EQ(parse_rate("1TiBit"), 137438953472u);
 }
 
 }  // namespace

@@ -67,7 +67,59 @@ struct QdiscClassInfo {
   bool leaf = true;           // a leaf class: it has a child qdisc (graft() replaces it)
 };
 
-class QdiscOptions;  // src/qdisc/spec.hpp
+class Qdisc;
+class QdiscOptions;  // txpath/qdisc_options.hpp: a class's option tokens, for add/change_class
+
+// The class operations of a classful qdisc (the kernel's Qdisc_class_ops): tc class show, add,
+// change, del and graft. A classful qdisc derives from Qdisc and ClassOps and hands itself to
+// Qdisc::set_class_ops(); a classless one has none (Qdisc::class_ops() is nullptr).
+// Threading: like the Qdisc's own members, called in the qdisc's serialised context; the
+// changing ones (add, change, delete, graft) only on the control path, never while the data
+// path runs (they may allocate).
+class ClassOps {
+ public:
+  // Every class, parents before children (tc's dump order).
+  virtual std::vector<QdiscClassInfo> classes() const = 0;
+  // The child qdisc of leaf class `minor`, or nullptr if there is no such leaf class.
+  virtual Qdisc* child(uint16_t minor) noexcept = 0;
+  // Replaces leaf class `minor`'s child (nullptr: a fresh default child). The old child's packets
+  // go to to_free (not counted as drops). Throws ConfigRejected if there is no such leaf class.
+  virtual void graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) = 0;
+  // The class's tc statistics and xstats (tc -s class show); same threading rule as
+  // Qdisc::xstats(). htb's class xstats lines, for example, start with one space:
+  // " lended: 0 borrowed: 0 giants: 0".
+  virtual QdiscStats class_stats(uint16_t minor) const = 0;
+  virtual Xstats class_xstats(uint16_t minor) const {
+    (void)minor;
+    return {};
+  }
+  virtual std::string format_class_xstats(const Xstats& x) const {
+    (void)x;
+    return {};
+  }
+  // What tc class show prints after "class KIND H:m parent P: [leaf L:] ", e.g. htb's
+  // "prio 0 rate 20Kbit ceil 20Kbit burst 1000b cburst 1600b"; prio's and tbf's: "".
+  virtual std::string class_options(uint16_t minor) const {
+    (void)minor;
+    return {};
+  }
+  // The class options as tc -j prints them (a JSON object; "{}" when none).
+  virtual std::string class_options_json(uint16_t minor) const {
+    (void)minor;
+    return "{}";
+  }
+  // tc class add / change / del. Errors: ConfigError for a bad option (tc's parse error, exit 1),
+  // ConfigRejected for a request the qdisc refuses (exit 2: no such parent, class exists, class
+  // has children). `options` are the tokens after the class's kind. parent_minor 0 = at the top
+  // of the qdisc. Default: the classes are fixed (prio, tbf): ConfigRejected.
+  virtual void add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
+                         const QdiscEnv& env);
+  virtual void change_class(uint16_t minor, const QdiscOptions& options, const QdiscEnv& env);
+  virtual void delete_class(uint16_t minor);
+
+ protected:
+  ~ClassOps() = default;  // owned as the Qdisc it is part of
+};
 
 class Qdisc {
  public:
@@ -126,50 +178,11 @@ class Qdisc {
     return {};
   }
 
-  // ---- tc class: classful qdiscs override these; a classless qdisc has no classes ----
-  // Every class, parents before children (tc's dump order).
-  virtual std::vector<QdiscClassInfo> classes() const { return {}; }
-  // What tc class show prints after "class KIND H:m parent P: [leaf L:] ", e.g. htb's
-  // "prio 0 rate 20Kbit ceil 20Kbit burst 1000b cburst 1600b"; prio's and tbf's: "".
-  virtual std::string class_options(uint16_t minor) const {
-    (void)minor;
-    return {};
-  }
-  // The class options as tc -j prints them (a JSON object; "{}" when none).
-  virtual std::string class_options_json(uint16_t minor) const {
-    (void)minor;
-    return "{}";
-  }
-  // The class's tc statistics and xstats (tc -s class show); same threading rule as xstats().
-  // htb's class xstats lines, for example, start with one space: " lended: 0 borrowed: 0 giants: 0".
-  virtual QdiscStats class_stats(uint16_t minor) const {
-    (void)minor;
-    return {};
-  }
-  virtual Xstats class_xstats(uint16_t minor) const {
-    (void)minor;
-    return {};
-  }
-  virtual std::string format_class_xstats(const Xstats& x) const {
-    (void)x;
-    return {};
-  }
-  // tc class add / change / del (control path; may allocate; never while the data path runs).
-  // Errors: ConfigError for a bad option (tc's parse error, exit 1), ConfigRejected for a request
-  // the qdisc refuses (exit 2: no such parent, class exists, class has children, fixed classes).
-  // `options` are the tokens after the class's kind. parent_minor 0 = at the top of the qdisc.
-  virtual void add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
-                         const QdiscEnv& env);
-  virtual void change_class(uint16_t minor, const QdiscOptions& options, const QdiscEnv& env);
-  virtual void delete_class(uint16_t minor);
-  // The child qdisc of leaf class `minor`, or nullptr if there is no such leaf class.
-  virtual Qdisc* child(uint16_t minor) noexcept {
-    (void)minor;
-    return nullptr;
-  }
-  // Replaces leaf class `minor`'s child (nullptr: a fresh default child). The old child's packets
-  // go to to_free (not counted as drops). Throws ConfigRejected if there is no such leaf class.
-  virtual void graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free);
+  // ---- tc class ----
+  // The class operations (ClassOps), or nullptr for a classless qdisc. Not a virtual call: the
+  // qdisc registers them once, at construction (set_class_ops).
+  ClassOps* class_ops() noexcept { return class_ops_; }
+  const ClassOps* class_ops() const noexcept { return class_ops_; }
 
   uint64_t qlen() const noexcept { return qlen_.get(); }
   uint64_t backlog() const noexcept { return backlog_.get(); }
@@ -215,10 +228,19 @@ class Qdisc {
   }
   void count_drops(uint64_t n) noexcept { drops_.add(n); }
   void count_overlimit() noexcept { overlimits_.add(1); }
+  // A classful qdisc's constructor registers its class operations (usually `this`).
+  void set_class_ops(ClassOps* ops) noexcept { class_ops_ = ops; }
 
  private:
   SingleWriterCounter qlen_, backlog_, bytes_, packets_, drops_, overlimits_;
+  ClassOps* class_ops_ = nullptr;
 };
+
+// tc class add and graft on any qdisc, through its class_ops(); a classless qdisc refuses
+// (ConfigRejected, tc's exit 2, the kernel's EOPNOTSUPP / EINVAL).
+void add_class(Qdisc& q, uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
+               const QdiscEnv& env);
+void graft(Qdisc& q, uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free);
 
 // Builds a qdisc from a tc-style spec: "KIND [OPTIONS...]", e.g. "pfifo_fast", "pfifo limit 100",
 // "bfifo limit 30000", "pfifo_head_drop limit 5". Throws ConfigError (one line) on a bad spec.

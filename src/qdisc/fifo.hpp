@@ -64,16 +64,24 @@ class FifoQdisc : public Qdisc {
   const uint32_t limit_;
 };
 
-// pfifo: tail drop once `limit` packets are queued. Bypass is allowed when limit >= 1 (an empty
-// queue would have accepted the packet).
-class PfifoQdisc final : public FifoQdisc {
+// The FIFOs limited in packets (pfifo, pfifo_head_drop): tc prints "limit <n>p"; bypass is
+// allowed when limit >= 1 (an empty queue would have accepted the packet).
+class PacketFifoQdisc : public FifoQdisc {
  public:
-  explicit PfifoQdisc(uint32_t limit) noexcept : FifoQdisc(limit) {}
+  std::string options() const override;
+  bool can_bypass() const noexcept override { return limit_ >= 1; }
+
+ protected:
+  using FifoQdisc::FifoQdisc;
+};
+
+// pfifo: tail drop once `limit` packets are queued.
+class PfifoQdisc final : public PacketFifoQdisc {
+ public:
+  explicit PfifoQdisc(uint32_t limit) noexcept : PacketFifoQdisc(limit) {}
 
   std::string_view kind() const noexcept override { return "pfifo"; }
-  std::string options() const override;
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
-  bool can_bypass() const noexcept override { return limit_ >= 1; }
 };
 
 // bfifo: tail drop once the packet would take the backlog past `limit` bytes. Bypass is allowed
@@ -93,14 +101,12 @@ class BfifoQdisc final : public FifoQdisc {
 };
 
 // pfifo_head_drop: keeps the newest `limit` packets.
-class PfifoHeadDropQdisc final : public FifoQdisc {
+class PfifoHeadDropQdisc final : public PacketFifoQdisc {
  public:
-  explicit PfifoHeadDropQdisc(uint32_t limit) noexcept : FifoQdisc(limit) {}
+  explicit PfifoHeadDropQdisc(uint32_t limit) noexcept : PacketFifoQdisc(limit) {}
 
   std::string_view kind() const noexcept override { return "pfifo_head_drop"; }
-  std::string options() const override;
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
-  bool can_bypass() const noexcept override { return limit_ >= 1; }
 };
 
 }  // namespace txpath

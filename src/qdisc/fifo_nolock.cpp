@@ -72,22 +72,28 @@ std::string_view NolockFifoQdisc::kind() const noexcept {
   return "bfifo";
 }
 
-std::string NolockFifoQdisc::options() const {
-  switch (mode_) {
-    case Mode::pfifo_fast: return PfifoFastQdisc(limit_).options();
-    case Mode::pfifo: return PfifoQdisc(limit_).options();
-    case Mode::bfifo: break;
+namespace {
+
+// What `text` says about the locked qdisc of the same kind and configuration (tc prints the
+// same for both).
+std::string of_locked_twin(NolockFifoQdisc::Mode mode, uint32_t limit, uint32_t psched_mtu,
+                           std::string (Qdisc::*text)() const) {
+  switch (mode) {
+    case NolockFifoQdisc::Mode::pfifo_fast: return (PfifoFastQdisc(limit).*text)();
+    case NolockFifoQdisc::Mode::pfifo: return (PfifoQdisc(limit).*text)();
+    case NolockFifoQdisc::Mode::bfifo: break;
   }
-  return BfifoQdisc(limit_, psched_mtu_).options();
+  return (BfifoQdisc(limit, psched_mtu).*text)();
+}
+
+}  // namespace
+
+std::string NolockFifoQdisc::options() const {
+  return of_locked_twin(mode_, limit_, psched_mtu_, &Qdisc::options);
 }
 
 std::string NolockFifoQdisc::options_json() const {
-  switch (mode_) {
-    case Mode::pfifo_fast: return PfifoFastQdisc(limit_).options_json();
-    case Mode::pfifo: return PfifoQdisc(limit_).options_json();
-    case Mode::bfifo: break;
-  }
-  return BfifoQdisc(limit_, psched_mtu_).options_json();
+  return of_locked_twin(mode_, limit_, psched_mtu_, &Qdisc::options_json);
 }
 
 bool NolockFifoQdisc::can_bypass() const noexcept {

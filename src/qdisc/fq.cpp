@@ -1,24 +1,20 @@
 // SPDX-License-Identifier: MIT
-// fq: see fq.hpp for the semantics, the flow table and the invariants. Origin: written from
+// fq: see fq.hpp for the semantics, the flow table and the invariants. Its tc options (parser,
+// printed text) are in src/tc/qdisc_fq.cpp. Origin: written from
 // Linux sch_fq / iproute2 q_fq.c semantics (docs/architecture.md, "Qdiscs");
 // ECN CE marking per RFC 3168 with the checksum update of RFC 1624. No code copied.
 // No atomics beyond Qdisc's counters: the qdisc is called by one thread at a time.
 #include "qdisc/fq.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 
 #include "base/clock.hpp"
 #include "qdisc/ecn.hpp"
-#include "qdisc/spec.hpp"
-#include "qdisc/tc_units.hpp"
 
 namespace txpath {
 
@@ -28,11 +24,6 @@ constexpr uint64_t kNsPerSec = 1'000'000'000;
 constexpr uint64_t kGcAgeNs = 3 * kNsPerSec;  // the kernel's FQ_GC_AGE (3 s)
 constexpr uint32_t kGcMax = 8;                // flows collected per lookup at most
 constexpr uint32_t kGcVisit = 16;             // idle-list entries looked at per gc
-constexpr uint32_t kMaxQuantum = 1u << 20;
-constexpr uint32_t kMaxBucketsLog = 18;
-constexpr int32_t kMinWeight = 16384;
-
-
 
 uint64_t pool_flows(const FqConfig& c) {
   const uint64_t packets = std::min<uint64_t>(uint64_t{c.limit} * FqQdisc::kBands,
@@ -135,40 +126,45 @@ uint32_t FqQdisc::lookup(uint32_t key, uint64_t now) noexcept {
 
 // ---- lists -----------------------------------------------------------------------------------
 
+template <uint32_t FqQdisc::Flow::*Prev, uint32_t FqQdisc::Flow::*Next>
+void FqQdisc::link_tail(List& l, uint32_t idx) noexcept {
+  Flow& f = flows_[idx];
+  f.*Next = kNone;
+  f.*Prev = l.tail;
+  if (l.tail != kNone) flows_[l.tail].*Next = idx; else l.head = idx;
+  l.tail = idx;
+}
+
+template <uint32_t FqQdisc::Flow::*Prev, uint32_t FqQdisc::Flow::*Next>
+void FqQdisc::unlink_from(List& l, uint32_t idx) noexcept {
+  Flow& f = flows_[idx];
+  if (f.*Prev != kNone) flows_[f.*Prev].*Next = f.*Next; else l.head = f.*Next;
+  if (f.*Next != kNone) flows_[f.*Next].*Prev = f.*Prev; else l.tail = f.*Prev;
+  f.*Prev = f.*Next = kNone;
+}
+
 void FqQdisc::list_push(uint32_t idx, uint8_t band, Where which) noexcept {
   Flow& f = flows_[idx];
-  List& l = bands_[band].lists[which == Where::new_list ? 0 : 1];
   f.where = which;
   f.list_band = band;
-  f.lnext = kNone;
-  f.lprev = l.tail;
-  if (l.tail != kNone) flows_[l.tail].lnext = idx; else l.head = idx;
-  l.tail = idx;
+  link_tail<&Flow::lprev, &Flow::lnext>(bands_[band].lists[which == Where::new_list ? 0 : 1], idx);
 }
 
 void FqQdisc::list_unlink(uint32_t idx) noexcept {
   Flow& f = flows_[idx];
-  List& l = bands_[f.list_band].lists[f.where == Where::new_list ? 0 : 1];
-  if (f.lprev != kNone) flows_[f.lprev].lnext = f.lnext; else l.head = f.lnext;
-  if (f.lnext != kNone) flows_[f.lnext].lprev = f.lprev; else l.tail = f.lprev;
-  f.lprev = f.lnext = kNone;
+  unlink_from<&Flow::lprev, &Flow::lnext>(
+      bands_[f.list_band].lists[f.where == Where::new_list ? 0 : 1], idx);
   f.where = Where::detached;
 }
 
 void FqQdisc::idle_push(uint32_t idx) noexcept {
-  Flow& f = flows_[idx];
-  f.idle = true;
-  f.inext = kNone;
-  f.iprev = idle_.tail;
-  if (idle_.tail != kNone) flows_[idle_.tail].inext = idx; else idle_.head = idx;
-  idle_.tail = idx;
+  flows_[idx].idle = true;
+  link_tail<&Flow::iprev, &Flow::inext>(idle_, idx);
 }
 
 void FqQdisc::idle_unlink(uint32_t idx) noexcept {
   Flow& f = flows_[idx];
-  if (f.iprev != kNone) flows_[f.iprev].inext = f.inext; else idle_.head = f.inext;
-  if (f.inext != kNone) flows_[f.inext].iprev = f.iprev; else idle_.tail = f.iprev;
-  f.iprev = f.inext = kNone;
+  unlink_from<&Flow::iprev, &Flow::inext>(idle_, idx);
   f.idle = false;
 }
 
@@ -384,22 +380,8 @@ Packet* FqQdisc::do_dequeue() noexcept {
   return nullptr;
 }
 
-Packet* FqQdisc::dequeue() noexcept {
-  Packet* p = peeked_ ? std::exchange(peeked_, nullptr) : do_dequeue();
-  if (p) account_dequeue(*p);
-  return p;
-}
-
-Packet* FqQdisc::peek() noexcept {
-  if (peeked_ == nullptr) peeked_ = do_dequeue();
-  return peeked_;
-}
-
 void FqQdisc::reset(PacketList& to_free) noexcept {
-  if (peeked_ != nullptr) {
-    account_remove(*peeked_);
-    to_free.push_back(std::exchange(peeked_, nullptr));
-  }
+  purge_peeked(to_free);
   for (Flow& f : flows_) {
     while (Packet* p = f.head) {
       f.head = p->next;
@@ -479,302 +461,6 @@ Xstats FqQdisc::xstats() const {
   optional("band1_drops", d.band_drops[1]);
   optional("band2_drops", d.band_drops[2]);
   return x;
-}
-
-namespace {
-
-// tc's 64-bit time printer (nanoseconds in): "%.3gs", "%.3gms", "%.3gus", else "<n>ns".
-std::string format_time64(uint64_t ns) {
-  char buf[64];
-  const double v = static_cast<double>(ns);
-  if (ns >= kNsPerSec) {
-    std::snprintf(buf, sizeof buf, "%.3gs", v / 1e9);
-  } else if (ns >= 1000000) {
-    std::snprintf(buf, sizeof buf, "%.3gms", v / 1e6);
-  } else if (ns >= 1000) {
-    std::snprintf(buf, sizeof buf, "%.3gus", v / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%lluns", static_cast<unsigned long long>(ns));
-  }
-  return buf;
-}
-
-}  // namespace
-
-std::string FqQdisc::format_xstats(const Xstats& x) const {
-  if (x.empty()) return {};
-  auto find = [&x](std::string_view name) -> const int64_t* {
-    for (const auto& [k, v] : x)
-      if (k == name) return &v;
-    return nullptr;
-  };
-  auto value = [&find](std::string_view name) {
-    const int64_t* v = find(name);
-    return std::to_string(v ? *v : 0);
-  };
-  auto nonzero = [&find](std::string_view name) {
-    const int64_t* v = find(name);
-    return v != nullptr && *v != 0;
-  };
-  std::string s = "  flows " + value("flows") + " (inactive " + value("inactive") +
-                  " throttled " + value("throttled") + ")";
-  for (const char* b : {"band0_pkts", "band1_pkts", "band2_pkts"})
-    s += " " + std::string(b) + " " + value(b);
-  if (nonzero("next_packet_delay"))
-    s += " next_packet_delay " + format_time64(static_cast<uint64_t>(*find("next_packet_delay")));
-  s += "\n  gc " + value("gc") + " highprio " + value("highprio") + " throttled " +
-       value("throttled_events");
-  for (const char* opt : {"ce_mark", "flows_plimit"})
-    if (nonzero(opt)) s += " " + std::string(opt) + " " + value(opt);
-  s += "\n";
-  // tc's third line: one leading space, and two before horizon_caps (its format strings).
-  static constexpr std::pair<const char*, const char*> kThird[] = {
-      {"pkts_too_long", " pkts_too_long "}, {"alloc_errors", " alloc_errors "},
-      {"horizon_drops", " horizon_drops "}, {"horizon_caps", "  horizon_caps "},
-      {"band0_drops", " band0_drops "},     {"band1_drops", " band1_drops "},
-      {"band2_drops", " band2_drops "}};
-  std::string third;
-  for (const auto& [name, text] : kThird)
-    if (nonzero(name)) third += text + value(name);
-  if (!third.empty()) s += third + "\n";
-  return s;
-}
-
-// ---- tc options ------------------------------------------------------------------------------
-
-std::string FqQdisc::options() const {
-  const FqConfig& c = cfg_;
-  std::string s = "limit " + std::to_string(c.limit) + "p flow_limit " +
-                  std::to_string(c.flow_limit) + "p buckets " +
-                  std::to_string(1u << c.buckets_log) + " orphan_mask " +
-                  std::to_string(c.orphan_mask);
-  if (!c.pacing) s += " nopacing";
-  s += " bands " + std::to_string(kBands) + " priomap";
-  for (uint8_t b : c.priomap) {
-    s += ' ';
-    s += std::to_string(b);
-  }
-  s += " weights";
-  for (int32_t w : c.weights) {
-    s += ' ';
-    s += std::to_string(w);
-  }
-  s += " quantum " + tc::format_size(c.quantum) + " initial_quantum " +
-       tc::format_size(c.initial_quantum);
-  if (c.maxrate != FqConfig::kUnlimited) s += " maxrate " + tc::format_rate(c.maxrate);
-  if (c.low_rate_threshold != 0)
-    s += " low_rate_threshold " + tc::format_rate(c.low_rate_threshold);
-  s += " refill_delay " + tc::format_time(uint64_t{c.refill_delay_us} * 1000);
-  if (c.ce_threshold_us != FqConfig::kUnlimited)
-    s += " ce_threshold " + tc::format_time(uint64_t{c.ce_threshold_us} * 1000);
-  s += " timer_slack " + format_time64(c.timer_slack_ns);
-  s += " horizon " + tc::format_time(uint64_t{c.horizon_us} * 1000);
-  s += c.horizon_drop ? " horizon_drop" : " horizon_cap";
-  return s;
-}
-
-std::string FqQdisc::options_json() const {
-  const FqConfig& c = cfg_;
-  auto num = [](uint64_t v) { return std::to_string(v); };
-  std::string s = "{\"limit\":" + num(c.limit) + ",\"flow_limit\":" + num(c.flow_limit) +
-                  ",\"buckets\":" + num(uint64_t{1} << c.buckets_log) +
-                  ",\"orphan_mask\":" + num(c.orphan_mask);
-  if (!c.pacing) s += ",\"pacing\":false";
-  // tc names these two arrays with a trailing space (docs/background.md, "tc's JSON").
-  s += ",\"bands\":" + num(kBands) + ",\"priomap \":[";
-  for (std::size_t i = 0; i < c.priomap.size(); ++i) {
-    if (i) s += ',';
-    s += num(c.priomap[i]);
-  }
-  s += "],\"weights \":[";
-  for (std::size_t i = 0; i < c.weights.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(c.weights[i]);
-  }
-  s += "],\"quantum\":" + num(c.quantum) + ",\"initial_quantum\":" + num(c.initial_quantum);
-  if (c.maxrate != FqConfig::kUnlimited) s += ",\"maxrate\":" + num(c.maxrate);
-  if (c.low_rate_threshold != 0) s += ",\"low_rate_threshold\":" + num(c.low_rate_threshold);
-  s += ",\"refill_delay\":" + num(c.refill_delay_us);
-  if (c.ce_threshold_us != FqConfig::kUnlimited) s += ",\"ce_threshold\":" + num(c.ce_threshold_us);
-  s += ",\"timer_slack\":" + num(c.timer_slack_ns) + ",\"horizon\":" + num(c.horizon_us);
-  s += c.horizon_drop ? ",\"horizon_drop\":null}" : ",\"horizon_cap\":null}";
-  return s;
-}
-
-// ---- option parsing --------------------------------------------------------------------------
-
-namespace {
-
-// tc's get_unsigned(base): digits only ("0x"/"0X" hex and a leading 0 octal with base 0).
-std::optional<uint32_t> parse_unsigned(std::string_view v, int base) {
-  std::string_view digits = v;
-  if (base == 0) {
-    base = 10;
-    if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
-      base = 16;
-      digits.remove_prefix(2);
-    } else if (digits.size() > 1 && digits[0] == '0') {
-      base = 8;
-      digits.remove_prefix(1);
-    }
-  }
-  if (digits.empty() || digits[0] == '+' || digits[0] == '-') return std::nullopt;
-  uint32_t out = 0;
-  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out, base);
-  if (ec != std::errc() || ptr != digits.data() + digits.size()) return std::nullopt;
-  return out;
-}
-
-std::optional<int32_t> parse_int(std::string_view v) {
-  if (!v.empty() && v[0] == '+') return std::nullopt;
-  int32_t out = 0;
-  const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || ptr != v.data() + v.size() || v.empty()) return std::nullopt;
-  return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
-// tc's get_time64: bare numbers and ns/nsec/nsecs are nanoseconds; us, ms, s as usual.
-std::optional<uint64_t> parse_time64_ns(std::string_view v) {
-  double d = 0;
-  const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-  if (ec != std::errc() || ptr == v.data() || !std::isfinite(d) || d < 0) return std::nullopt;
-  const std::string_view unit = v.substr(static_cast<std::size_t>(ptr - v.data()));
-  if (unit.empty() || iequals(unit, "ns") || iequals(unit, "nsec") || iequals(unit, "nsecs")) {
-    if (!(d < 18446744073709551616.0)) return std::nullopt;
-    return static_cast<uint64_t>(d);
-  }
-  return tc::parse_time_ns(v);
-}
-
-}  // namespace
-
-std::unique_ptr<Qdisc> make_fq(const QdiscOptions& o, const QdiscEnv& env) {
-  FqConfig c;
-  c.quantum = 2 * env.psched_mtu();
-  c.initial_quantum = 10 * env.psched_mtu();
-  c.clock = env.clock;
-  constexpr uint32_t kU32 = std::numeric_limits<uint32_t>::max();
-
-  auto number = [&o](std::string_view opt, std::string_view v) {
-    const auto n = parse_unsigned(v, 0);
-    if (!n) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a number up to 4294967295)");
-    return *n;
-  };
-  auto rate = [&o](std::string_view opt, std::string_view v) {
-    const auto r = tc::parse_rate(v);
-    if (!r) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a rate: 100Kbit, 1gbit)");
-    if (*r > kU32) o.fail(std::string(opt) + " " + quoted(v) + " is out of range (max 34Gbit)");
-    return static_cast<uint32_t>(*r);
-  };
-  auto usec = [&o](std::string_view opt, std::string_view v) {
-    const auto ns = tc::parse_time_ns(v);
-    if (!ns) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a time: 40ms, 100us)");
-    const uint64_t us = *ns / 1000;  // tc carries usec
-    if (us > kU32) o.fail(std::string(opt) + " " + quoted(v) + " is out of range");
-    return static_cast<uint32_t>(us);
-  };
-
-  uint32_t buckets = 0;  // 0: not given (tc sends nothing)
-  std::string_view buckets_text;
-  bool have_bands = false, have_weights = false;
-  for (std::size_t i = 0; i < o.size(); ++i) {
-    const std::string_view opt = o[i];
-    if (opt == "limit") {
-      c.limit = number(opt, o.value(i));
-    } else if (opt == "flow_limit") {
-      c.flow_limit = number(opt, o.value(i));
-    } else if (opt == "quantum") {
-      const std::string_view v = o.value(i);
-      c.quantum = number(opt, v);
-      if (c.quantum == 0 || c.quantum > kMaxQuantum)
-        o.reject("invalid quantum " + quoted(v) + " (the kernel takes 1..1048576)");
-    } else if (opt == "initial_quantum") {
-      const std::string_view v = o.value(i);
-      c.initial_quantum = number(opt, v);
-      if (c.initial_quantum > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()))
-        o.reject("invalid initial_quantum " + quoted(v) + " (the kernel takes at most 2147483647)");
-    } else if (opt == "maxrate") {
-      c.maxrate = rate(opt, o.value(i));
-    } else if (opt == "low_rate_threshold") {
-      c.low_rate_threshold = rate(opt, o.value(i));
-    } else if (opt == "buckets") {
-      buckets_text = o.value(i);
-      buckets = number(opt, buckets_text);
-    } else if (opt == "pacing") {
-      c.pacing = true;
-    } else if (opt == "nopacing") {
-      c.pacing = false;
-    } else if (opt == "refill_delay") {
-      c.refill_delay_us = usec(opt, o.value(i));
-    } else if (opt == "orphan_mask") {
-      c.orphan_mask = number(opt, o.value(i));
-    } else if (opt == "timer_slack") {
-      const std::string_view v = o.value(i);
-      const auto ns = parse_time64_ns(v);
-      if (!ns) o.fail("invalid timer_slack " + quoted(v) + " (a time: 10us, 100 = 100ns)");
-      if (*ns > kU32) o.fail("timer_slack " + quoted(v) + " is out of range");
-      c.timer_slack_ns = static_cast<uint32_t>(*ns);
-    } else if (opt == "ce_threshold") {
-      c.ce_threshold_us = usec(opt, o.value(i));
-    } else if (opt == "horizon") {
-      c.horizon_us = usec(opt, o.value(i));
-    } else if (opt == "horizon_drop") {
-      c.horizon_drop = true;
-    } else if (opt == "horizon_cap") {
-      c.horizon_drop = false;
-    } else if (opt == "bands") {
-      if (have_bands) o.fail("duplicate \"bands\"");
-      have_bands = true;
-      const std::string_view v = o.value(i);
-      const auto n = parse_int(v);
-      if (!n) o.fail("invalid bands " + quoted(v));
-      if (*n != FqQdisc::kBands) o.fail("\"bands\" must be 3");
-      if (i + 1 >= o.size() || o[i + 1] != "priomap") o.fail("\"priomap\" expected after \"bands 3\"");
-      ++i;
-      for (std::size_t k = 0; k < c.priomap.size(); ++k) {
-        if (i + 1 >= o.size()) o.fail("not enough elements in priomap (16 needed)");
-        const std::string_view e = o[++i];
-        const auto band = parse_unsigned(e, 10);
-        if (!band) o.fail("invalid priomap element " + quoted(e) + " (a number in 0..2)");
-        if (*band >= FqQdisc::kBands) o.fail("priomap element " + quoted(e) + " is too big (max 2)");
-        c.priomap[k] = static_cast<uint8_t>(*band);
-      }
-    } else if (opt == "weights") {
-      if (have_weights) o.fail("duplicate \"weights\"");
-      have_weights = true;
-      for (int32_t& w : c.weights) {
-        if (i + 1 >= o.size()) o.fail("not enough elements in weights (3 needed)");
-        const std::string_view e = o[++i];
-        const auto n = parse_int(e);
-        if (!n) o.fail("invalid weights element " + quoted(e) + " (a positive number)");
-        if (*n < kMinWeight) o.fail("weights element " + quoted(e) + " is too small (min 16384)");
-        w = *n;
-      }
-    } else {
-      o.fail("unknown option " + quoted(opt) +
-             " (known: limit, flow_limit, quantum, initial_quantum, maxrate, buckets, pacing, "
-             "nopacing, refill_delay, bands, weights, low_rate_threshold, orphan_mask, "
-             "timer_slack, ce_threshold, horizon, horizon_drop, horizon_cap)");
-    }
-  }
-  if (buckets != 0) {
-    // tc sends ceil(log2(buckets)); the kernel takes 1..18.
-    uint32_t log = 0;
-    for (uint32_t v = buckets - 1; v != 0; v >>= 1) ++log;
-    if (log < 1 || log > kMaxBucketsLog)
-      o.reject("invalid buckets " + quoted(buckets_text) + " (the kernel takes 2..262144)");
-    c.buckets_log = log;
-  }
-  return std::make_unique<FqQdisc>(c);
 }
 
 }  // namespace txpath

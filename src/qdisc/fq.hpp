@@ -78,6 +78,7 @@
 #include <string_view>
 #include <vector>
 
+#include "qdisc/peek_dequeued.hpp"
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
@@ -122,22 +123,23 @@ struct FqXstats {
   std::array<uint64_t, 3> band_drops{};
 };
 
-class FqQdisc final : public Qdisc {
+class FqQdisc final : public PeekDequeued<FqQdisc> {
  public:
   static constexpr int kBands = 3;
   static constexpr uint32_t kMaxPoolFlows = 1u << 18;
 
   explicit FqQdisc(const FqConfig& cfg);
 
-  std::string_view kind() const noexcept override { return "fq"; }
-  std::string options() const override;
-  std::string options_json() const override;
+  // ---- data path (dequeue() and peek(): PeekDequeued, over do_dequeue()) ----
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
-  Packet* dequeue() noexcept override;
-  Packet* peek() noexcept override;
   void reset(PacketList& to_free) noexcept override;
   uint64_t watchdog_ns() const noexcept override;
   Xstats xstats() const override;
+
+  // ---- tc text (src/tc/qdisc_fq.cpp) ----
+  std::string_view kind() const noexcept override { return "fq"; }
+  std::string options() const override;
+  std::string options_json() const override;
   std::string format_xstats(const Xstats& x) const override;
 
   const FqConfig& config() const noexcept { return cfg_; }
@@ -195,6 +197,12 @@ class FqQdisc final : public Qdisc {
   uint32_t alloc_flow() noexcept;
   void free_flow(uint32_t idx) noexcept;
   void gc(uint64_t now) noexcept;
+  // The two intrusive lists through the flows: a band list (lprev/lnext), the idle list
+  // (iprev/inext).
+  template <uint32_t Flow::*Prev, uint32_t Flow::*Next>
+  void link_tail(List& l, uint32_t idx) noexcept;
+  template <uint32_t Flow::*Prev, uint32_t Flow::*Next>
+  void unlink_from(List& l, uint32_t idx) noexcept;
   void list_push(uint32_t idx, uint8_t band, Where which) noexcept;
   void list_unlink(uint32_t idx) noexcept;
   void idle_push(uint32_t idx) noexcept;
@@ -206,7 +214,8 @@ class FqQdisc final : public Qdisc {
   void next_band() noexcept;
   void pace(Flow& f, const Packet& p, uint64_t now) noexcept;
   uint8_t band_of(const Packet& p) const noexcept { return cfg_.priomap[p.priority & 15]; }
-  Packet* do_dequeue() noexcept;
+  friend class PeekDequeued;      // dequeue() and peek() call do_dequeue()
+  Packet* do_dequeue() noexcept;  // the scheduler: the next packet, not accounted
 
   FqConfig cfg_;
   uint64_t horizon_ns_ = 0;
@@ -223,7 +232,6 @@ class FqQdisc final : public Qdisc {
   uint32_t in_use_ = 0;
   uint32_t active_ = 0;           // flows with qlen > 0
   uint64_t seq_ = 0;
-  Packet* peeked_ = nullptr;
   FqXstats xs_;
 };
 

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "qdisc/codel.hpp"
+#include "qdisc/peek_dequeued.hpp"
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
@@ -90,7 +91,7 @@ struct FqCodelFlowStats {
   uint64_t backlog = 0;
 };
 
-class FqCodelQdisc final : public Qdisc {
+class FqCodelQdisc final : public PeekDequeued<FqCodelQdisc> {
  public:
   explicit FqCodelQdisc(const FqCodelConfig& cfg);
 
@@ -107,9 +108,8 @@ class FqCodelQdisc final : public Qdisc {
   // "  maxpacket M drop_overlimit D new_flow_count N ecn_mark E[ ce_mark C][ memory_used U]
   // [ drop_overmemory O]\n  new_flows_len A old_flows_len B\n"; "" for empty xstats.
   std::string format_xstats(const Xstats& x) const override;
+  // dequeue() and peek(): PeekDequeued, over do_dequeue().
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
-  Packet* dequeue() noexcept override;
-  Packet* peek() noexcept override;
   void reset(PacketList& to_free) noexcept override;
   bool can_bypass() const noexcept override { return cfg_.limit >= 1; }
 
@@ -164,7 +164,8 @@ class FqCodelQdisc final : public Qdisc {
   void codel_drop(Packet* p) noexcept;             // the kernel's drop_func
   bool should_drop(const Packet* p, Flow& f, codel::Time now) noexcept;
   Packet* codel_dequeue(Flow& f) noexcept;
-  Packet* do_dequeue() noexcept;
+  friend class PeekDequeued;      // dequeue() and peek() call do_dequeue()
+  Packet* do_dequeue() noexcept;  // the scheduler: the next packet, not accounted
   uint32_t drop_fat_flow(uint32_t max_packets, PacketList& to_free, bool& arriving_dropped,
                          const Packet* arriving) noexcept;
 
@@ -175,7 +176,6 @@ class FqCodelQdisc final : public Qdisc {
   uint64_t backlog_ = 0;    // bytes queued in flows (excludes peeked_)
   uint32_t qlen_ = 0;       // packets queued in flows (excludes peeked_)
   uint64_t memory_ = 0;     // truesize of packets queued in flows (excludes peeked_)
-  Packet* peeked_ = nullptr;
   PacketList dropped_;      // CoDel victims awaiting a to_free
   FqCodelXstats xs_;
 };

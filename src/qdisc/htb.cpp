@@ -1,53 +1,30 @@
 // SPDX-License-Identifier: MIT
-// htb: hierarchical token bucket (see htb.hpp for the semantics and invariants) and its tc
-// option parsers. Origin: written from Linux sch_htb semantics (docs/architecture.md) and
-// tc-htb(8); no kernel or iproute2 code copied.
-//
-// Qdisc grammar (tokens after "htb", any order, each at most once):
-//   default MINOR   hexadecimal u32 (optional 0x prefix)
-//   r2q N           decimal u32 (0 is taken as 1)
-//   direct_qlen P   decimal u32
-//   offload         parsed, then refused (ConfigRejected): no hardware offload here
-// Class grammar (tokens after "htb"):
-//   rate RATE (required, > 0)  ceil RATE  burst|buffer|maxburst SIZE[/CELL]
-//   cburst|cbuffer|cmaxburst SIZE[/CELL]  prio N (0..7, else rejected)  quantum BYTES (decimal)
-//   mtu BYTES (decimal)  mpu BYTES (<= 65535)  overhead N (<= 65535)
-//   linklayer ethernet|atm|adsl
-// Every error is one line, via QdiscOptions::fail() (parse error) or reject() (refused).
+// htb: hierarchical token bucket (see htb.hpp for the semantics and invariants): the data path
+// and the class tree. Its tc options (parsers, printed text) are in src/tc/qdisc_htb.cpp.
+// Origin: written from Linux sch_htb semantics (docs/architecture.md) and tc-htb(8); no kernel
+// or iproute2 code copied.
 #include "qdisc/htb.hpp"
 
 #include <algorithm>
 #include <bit>
-#include <charconv>
 #include <cstdio>
 #include <limits>
-#include <optional>
 #include <string>
 
 #include "base/clock.hpp"
 #include "qdisc/fifo.hpp"
-#include "qdisc/spec.hpp"
-#include "qdisc/tc_units.hpp"
 #include "txpath/error.hpp"
 
 namespace txpath {
 
 namespace {
 
-// Bucket depths and per-packet costs are clamped so that int64 token arithmetic cannot
-// overflow (2^62 ns is about 146 years).
-constexpr int64_t kMaxNs = int64_t{1} << 62;
 constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
 
 uint64_t default_clock() noexcept { return now_ns(); }
 
-// ceil(bytes * 1e9 / rate) in ns, clamped to kMaxNs.
-int64_t bytes_to_ns(uint64_t bytes, uint64_t rate) noexcept {
-  if (rate == 0) return kMaxNs;
-  const unsigned __int128 num = static_cast<unsigned __int128>(bytes) * 1'000'000'000u;
-  const unsigned __int128 ns = (num + rate - 1) / rate;
-  return ns > static_cast<unsigned __int128>(kMaxNs) ? kMaxNs : static_cast<int64_t>(ns);
-}
+// A cost from RateCfg (at most RateCfg::kMaxNs = 2^62) as a signed token amount.
+int64_t ns(uint64_t cost) noexcept { return static_cast<int64_t>(cost); }
 
 // Capacity for n elements, grown geometrically (add_class() calls this once per class).
 template <class V>
@@ -104,6 +81,7 @@ HtbQdisc::HtbQdisc(uint32_t defcls, uint32_t r2q, uint32_t direct_qlen, const Qd
       child_limit_(env.txqueuelen),
       handle_major_(env.handle_major) {
   next_event_.fill(kNone);
+  set_class_ops(this);
 }
 
 HtbQdisc::~HtbQdisc() = default;
@@ -116,13 +94,6 @@ std::size_t HtbQdisc::preallocated_bytes() const noexcept {
 
 std::unique_ptr<Qdisc> HtbQdisc::default_child() const {
   return std::make_unique<PfifoQdisc>(child_limit_);
-}
-
-int64_t HtbQdisc::l2t(const Class& c, uint64_t rate, uint64_t len) const noexcept {
-  len += c.cfg.overhead;
-  if (len < c.cfg.mpu) len = c.cfg.mpu;
-  if (c.cfg.atm) len = (len + 47) / 48 * 53;
-  return bytes_to_ns(len, rate);
 }
 
 HtbQdisc::Class* HtbQdisc::classify(uint32_t priority) const noexcept {
@@ -321,14 +292,14 @@ void HtbQdisc::charge(Class& leaf, int level, uint32_t len, uint64_t t) noexcept
     int64_t diff = static_cast<int64_t>(std::min<uint64_t>(t > c->t_c ? t - c->t_c : 0, kMbufferNs));
     if (c->level >= level) {
       if (c->level == level) ++c->lends;
-      int64_t toks = std::min(c->tokens + diff, c->buffer) - l2t(*c, c->cfg.rate, len);
+      int64_t toks = std::min(c->tokens + diff, c->buffer) - ns(c->rate.l2t_ns(len));
       if (toks <= -mbuffer) toks = 1 - mbuffer;
       c->tokens = toks;
     } else {
       ++c->borrows;
       c->tokens += diff;  // t_c moves: keep the elapsed credit
     }
-    int64_t ctoks = std::min(c->ctokens + diff, c->cbuffer) - l2t(*c, c->cfg.ceil, len);
+    int64_t ctoks = std::min(c->ctokens + diff, c->cbuffer) - ns(c->ceil.l2t_ns(len));
     if (ctoks <= -mbuffer) ctoks = 1 - mbuffer;
     c->ctokens = ctoks;
     c->t_c = t;
@@ -548,22 +519,6 @@ std::vector<QdiscClassInfo> HtbQdisc::classes() const {
   return out;
 }
 
-std::string HtbQdisc::class_options(uint16_t minor) const {
-  const Class* c = find(minor);
-  if (!c) return {};
-  return "prio " + std::to_string(c->cfg.prio) + " rate " + tc::format_rate(c->cfg.rate) +
-         " ceil " + tc::format_rate(c->cfg.ceil) + " burst " + tc::format_size(c->cfg.burst) +
-         " cburst " + tc::format_size(c->cfg.cburst);
-}
-
-std::string HtbQdisc::class_options_json(uint16_t minor) const {
-  const Class* c = find(minor);
-  if (!c) return "{}";
-  return "{\"prio\":" + std::to_string(c->cfg.prio) + ",\"rate\":" + std::to_string(c->cfg.rate) +
-         ",\"ceil\":" + std::to_string(c->cfg.ceil) + ",\"burst\":" + std::to_string(c->cfg.burst) +
-         ",\"cburst\":" + std::to_string(c->cfg.cburst) + "}";
-}
-
 QdiscStats HtbQdisc::class_stats(uint16_t minor) const {
   const Class* c = find(minor);
   if (!c) return {};
@@ -593,16 +548,6 @@ Xstats HtbQdisc::class_xstats(uint16_t minor) const {
           {"ctokens", ticks(c->ctokens)}};
 }
 
-std::string HtbQdisc::format_class_xstats(const Xstats& x) const {
-  auto get = [&](std::string_view name) -> std::string {
-    for (const auto& [k, v] : x)
-      if (k == name) return std::to_string(v);
-    return "0";
-  };
-  return " lended: " + get("lended") + " borrowed: " + get("borrowed") + " giants: " + get("giants") +
-         "\n tokens: " + get("tokens") + " ctokens: " + get("ctokens") + "\n";
-}
-
 Qdisc* HtbQdisc::child(uint16_t minor) noexcept {
   Class* c = find(minor);
   return c && c->level == 0 ? c->q.get() : nullptr;
@@ -629,108 +574,6 @@ void HtbQdisc::graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& t
   update_activity(*c);
 }
 
-namespace {
-
-bool all_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-}
-
-std::optional<uint32_t> parse_u32(std::string_view s, int base = 10) {
-  if (base == 16 && s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
-  if (s.empty()) return std::nullopt;
-  uint32_t v = 0;
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-// SIZE[/CELL], CELL a power of two (only sized tc's legacy rate tables: checked, ignored).
-std::optional<uint64_t> parse_size_cell(std::string_view text) {
-  std::string_view size = text;
-  if (const auto slash = text.find('/'); slash != std::string_view::npos) {
-    size = text.substr(0, slash);
-    const auto cell = parse_u32(text.substr(slash + 1));
-    if (!cell || *cell == 0 || (*cell & (*cell - 1)) != 0) return std::nullopt;
-  }
-  return tc::parse_size(size);
-}
-
-[[noreturn]] void fail_illegal(const QdiscOptions& o, std::string_view name, std::string_view value) {
-  std::string msg = "illegal ";
-  msg.append(quoted(name)).append(" value ").append(quoted(value));
-  o.fail(msg);
-}
-
-// The class options: every field of HtbClassConfig but the quantum, which needs r2q; the
-// explicit quantum (0 = none) is returned in `quantum`.
-HtbClassConfig parse_class(const QdiscOptions& o, uint32_t& quantum) {
-  constexpr uint64_t kU32 = std::numeric_limits<uint32_t>::max();
-  std::optional<uint64_t> rate, ceil, burst, cburst;
-  std::optional<uint32_t> prio, mtu, mpu, overhead, q;
-  std::optional<bool> atm;
-  auto once = [&](bool seen, std::string_view name) {
-    if (seen) o.fail("duplicate " + quoted(name) + " specification");
-  };
-  for (std::size_t i = 0; i < o.size(); ++i) {
-    const std::string_view opt = o[i];
-    if (opt == "rate" || opt == "ceil") {
-      auto& slot = opt == "rate" ? rate : ceil;
-      once(slot.has_value(), opt);
-      const std::string_view v = o.value(i);
-      slot = tc::parse_rate(v);
-      if (!slot) fail_illegal(o, opt, v);
-    } else if (opt == "burst" || opt == "buffer" || opt == "maxburst" || opt == "cburst" ||
-               opt == "cbuffer" || opt == "cmaxburst") {
-      const bool c = opt[0] == 'c';
-      auto& slot = c ? cburst : burst;
-      once(slot.has_value(), c ? "cburst" : "burst");
-      const std::string_view v = o.value(i);
-      slot = parse_size_cell(v);
-      if (!slot) fail_illegal(o, opt, v);
-      if (*slot > kU32) o.fail(quoted(opt) + " " + quoted(v) + " is out of range (max 4294967295 bytes)");
-    } else if (opt == "prio" || opt == "mtu" || opt == "quantum") {
-      auto& slot = opt == "prio" ? prio : opt == "mtu" ? mtu : q;
-      once(slot.has_value(), opt);
-      const std::string_view v = o.value(i);
-      slot = parse_u32(v);
-      if (!slot) fail_illegal(o, opt, v);
-    } else if (opt == "mpu" || opt == "overhead") {
-      auto& slot = opt == "mpu" ? mpu : overhead;
-      once(slot.has_value(), opt);
-      const std::string_view v = o.value(i);
-      const auto n = all_digits(v) ? parse_u32(v) : std::nullopt;
-      if (!n || *n > 65535) fail_illegal(o, opt, v);
-      slot = n;
-    } else if (opt == "linklayer") {
-      once(atm.has_value(), opt);
-      const std::string_view v = o.value(i);
-      if (v == "ethernet") atm = false;
-      else if (v == "atm" || v == "adsl") atm = true;
-      else o.fail("illegal \"linklayer\" value " + quoted(v) + " (known: ethernet, atm, adsl)");
-    } else {
-      o.fail("unknown option " + quoted(opt) +
-             " (known: rate, ceil, burst, cburst, prio, quantum, mtu, mpu, overhead, linklayer)");
-    }
-  }
-  if (!rate || *rate == 0) o.fail("\"rate\" is required");
-  HtbClassConfig cfg;
-  cfg.rate = *rate;
-  cfg.ceil = ceil && *ceil ? *ceil : *rate;
-  cfg.mtu = mtu.value_or(1600);
-  // tc: a burst of 0 (or none) is rate / hz + mtu, with hz = 1e9 on high-resolution kernels.
-  cfg.burst = burst && *burst ? *burst : cfg.rate / 1'000'000'000u + cfg.mtu;
-  cfg.cburst = cburst && *cburst ? *cburst : cfg.ceil / 1'000'000'000u + cfg.mtu;
-  cfg.mpu = mpu.value_or(0);
-  cfg.overhead = overhead.value_or(0);
-  cfg.atm = atm.value_or(false);
-  if (prio && *prio >= static_cast<uint32_t>(HtbQdisc::kPrios))
-    o.reject("prio " + std::to_string(*prio) + " is out of range (0..7)");
-  cfg.prio = prio.value_or(0);
-  quantum = q.value_or(0);
-  return cfg;
-}
-
-}  // namespace
 
 void HtbQdisc::apply_config(Class& c, const HtbClassConfig& given) {
   HtbClassConfig cfg = given;
@@ -741,8 +584,12 @@ void HtbQdisc::apply_config(Class& c, const HtbClassConfig& given) {
   const bool reprio = c.level == 0 && c.activity && cfg.prio != c.cfg.prio;
   if (reprio) deactivate(c);
   c.cfg = cfg;
-  c.buffer = bytes_to_ns(cfg.burst, cfg.rate);
-  c.cbuffer = bytes_to_ns(cfg.cburst, cfg.ceil);
+  c.rate = RateCfg{.rate = cfg.rate, .overhead = cfg.overhead, .mpu = cfg.mpu, .atm = cfg.atm};
+  c.ceil = c.rate;
+  c.ceil.rate = cfg.ceil;
+  // The bucket depths: the raw burst bytes (the kernel takes tc's buffer time as is).
+  c.buffer = ns(c.rate.bytes_to_ns(cfg.burst));
+  c.cbuffer = ns(c.ceil.bytes_to_ns(cfg.cburst));
   if (reprio) activate(c);
 }
 
@@ -758,20 +605,19 @@ void HtbQdisc::reserve_all(Class* parent) {
   grow(custom_children_, n);
 }
 
-void HtbQdisc::add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
-                         const QdiscEnv& env) {
-  uint32_t quantum = 0;
-  HtbClassConfig cfg = parse_class(options, quantum);
-  cfg.quantum = quantum;
+void HtbQdisc::add_configured_class(uint16_t minor, uint16_t parent_minor,
+                                    const HtbClassConfig& cfg, uint32_t child_limit) {
   const std::string id = hex(handle_major_) + ":" + hex(minor);
-  if (minor == 0) options.reject("class " + id + " is the qdisc itself");
-  if (find(minor)) options.reject("class " + id + " already exists");
+  if (minor == 0) throw ConfigRejected("class " + id + " is the qdisc itself");
+  if (find(minor)) throw ConfigRejected("class " + id + " already exists");
   Class* parent = nullptr;
   if (parent_minor != 0) {
     parent = find(parent_minor);
     if (!parent)
-      options.reject("parent class " + hex(handle_major_) + ":" + hex(parent_minor) + " does not exist");
-    if (parent->parent && parent->parent->level < 2) options.reject("htb: tree is too deep (max 8 levels)");
+      throw ConfigRejected("parent class " + hex(handle_major_) + ":" + hex(parent_minor) +
+                           " does not exist");
+    if (parent->parent && parent->parent->level < 2)
+      throw ConfigRejected("htb: tree is too deep (max 8 levels)");
   }
 
   auto owned = std::make_unique<Class>();
@@ -784,7 +630,7 @@ void HtbQdisc::add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptio
   c.ctokens = c.cbuffer;
   c.t_c = now();
   c.mode = Mode::can_send;
-  c.q = std::make_unique<PfifoQdisc>(env.txqueuelen);
+  c.q = std::make_unique<PfifoQdisc>(child_limit);
   by_minor_.reserve(minor);  // the last allocation that may fail before the tree changes
 
   if (parent && parent->level == 0) {
@@ -809,13 +655,9 @@ void HtbQdisc::add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptio
   reserve_all(parent);
 }
 
-void HtbQdisc::change_class(uint16_t minor, const QdiscOptions& options, const QdiscEnv& env) {
-  (void)env;
-  uint32_t quantum = 0;
-  HtbClassConfig cfg = parse_class(options, quantum);
-  cfg.quantum = quantum;
+void HtbQdisc::change_configured_class(uint16_t minor, const HtbClassConfig& cfg) {
   Class* c = find(minor);
-  if (!c) options.reject("class " + hex(handle_major_) + ":" + hex(minor) + " does not exist");
+  if (!c) throw ConfigRejected("class " + hex(handle_major_) + ":" + hex(minor) + " does not exist");
   apply_config(*c, cfg);
 }
 
@@ -854,45 +696,6 @@ void HtbQdisc::delete_class(uint16_t minor) {
     }
   }
   std::erase_if(classes_, [c](const std::unique_ptr<Class>& x) { return x.get() == c; });
-}
-
-// ---------------------------------------------------------------------------------------------
-// Qdisc options
-
-std::string HtbQdisc::options() const {
-  return "r2q " + std::to_string(r2q_) + " default " + (defcls_ ? "0x" + hex(defcls_) : std::string("0")) +
-         " direct_packets_stat " + std::to_string(direct_pkts_) + " direct_qlen " +
-         std::to_string(direct_qlen_);
-}
-
-std::string HtbQdisc::options_json() const {
-  return "{\"r2q\":" + std::to_string(r2q_) + ",\"default\":\"" +
-         (defcls_ ? "0x" + hex(defcls_) : std::string("0")) +
-         "\",\"direct_packets_stat\":" + std::to_string(direct_pkts_) +
-         ",\"direct_qlen\":" + std::to_string(direct_qlen_) + "}";
-}
-
-std::unique_ptr<Qdisc> make_htb(const QdiscOptions& o, const QdiscEnv& env) {
-  std::optional<uint32_t> defcls, r2q, direct_qlen;
-  bool offload = false;
-  for (std::size_t i = 0; i < o.size(); ++i) {
-    const std::string_view opt = o[i];
-    if (opt == "default" || opt == "r2q" || opt == "direct_qlen") {
-      auto& slot = opt == "default" ? defcls : opt == "r2q" ? r2q : direct_qlen;
-      if (slot) o.fail("duplicate " + quoted(opt) + " specification");
-      const std::string_view v = o.value(i);
-      slot = parse_u32(v, opt == "default" ? 16 : 10);
-      if (!slot) fail_illegal(o, opt, v);
-    } else if (opt == "offload") {
-      offload = true;
-    } else {
-      o.fail("unknown option " + quoted(opt) + " (known: default, r2q, direct_qlen, offload)");
-    }
-  }
-  if (offload) o.reject("htb offload needs a device with hardware tc offload (none here)");
-  // The kernel's default direct queue is the device's txqueuelen, at least 2.
-  const uint32_t dq = direct_qlen ? *direct_qlen : std::max<uint32_t>(env.txqueuelen, 2);
-  return std::make_unique<HtbQdisc>(defcls.value_or(0), r2q.value_or(10), dq, env);
 }
 
 }  // namespace txpath

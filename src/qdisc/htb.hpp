@@ -25,9 +25,9 @@
 //   counted in direct_packets_stat. With H = 0 (no handle) classids 0:m still work, and P == 0
 //   goes direct.
 //
-// Token buckets, per class, hold TIME in ns (tbf's convention, tbf.hpp): l2t(len) =
-// ceil(wire(len) * 1e9 / rate) with wire = max(len + overhead, mpu), ATM cells for linklayer
-// atm/adsl; buffer = burst * 1e9 / rate, cbuffer = cburst * 1e9 / ceil (raw bytes: the kernel
+// Token buckets, per class, hold TIME in ns (tbf's convention, tbf.hpp): l2t(len) is RateCfg's
+// (rate.hpp: ceil(wire(len) * 1e9 / rate) with wire = max(len + overhead, mpu), ATM cells for
+// linklayer atm/adsl), one RateCfg for rate and one for ceil; buffer = burst * 1e9 / rate, cbuffer = cburst * 1e9 / ceil (raw bytes: the kernel
 // takes tc's buffer time as is). tokens <= buffer, ctokens <= cbuffer; both may go negative,
 // down to 1 - mbuffer (60 s), which also caps the elapsed time credited at once.
 // Mode: ctokens + elapsed < 0 -> CANT_SEND; else tokens + elapsed >= 0 -> CAN_SEND; else
@@ -77,6 +77,7 @@
 #include <string_view>
 #include <vector>
 
+#include "qdisc/rate.hpp"
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
@@ -125,7 +126,7 @@ class MinorTable {
   std::array<std::unique_ptr<std::array<T*, 256>>, 256> pages_;
 };
 
-class HtbQdisc final : public Qdisc {
+class HtbQdisc final : public Qdisc, public ClassOps {
  public:
   static constexpr int kLevels = 8;   // TC_HTB_MAXDEPTH
   static constexpr int kPrios = 8;    // TC_HTB_NUMPRIO
@@ -136,28 +137,38 @@ class HtbQdisc final : public Qdisc {
   HtbQdisc(uint32_t defcls, uint32_t r2q, uint32_t direct_qlen, const QdiscEnv& env);
   ~HtbQdisc() override;
 
-  std::string_view kind() const noexcept override { return "htb"; }
-  // "r2q 10 default 0x10 direct_packets_stat 0 direct_qlen 1000"
-  std::string options() const override;
-  std::string options_json() const override;
-
+  // ---- data path (can_bypass(): false, the default) ----
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
   Packet* dequeue() noexcept override;
   Packet* peek() noexcept override;
   void reset(PacketList& to_free) noexcept override;
-  bool can_bypass() const noexcept override { return false; }
-  uint64_t watchdog_ns() const noexcept override { return watchdog_; }
   void take_dequeue_drops(PacketList& out) noexcept override;
+  uint64_t watchdog_ns() const noexcept override { return watchdog_; }
 
-  std::vector<QdiscClassInfo> classes() const override;
+  // ---- tc text (src/tc/qdisc_htb.cpp) ----
+  std::string_view kind() const noexcept override { return "htb"; }
+  // "r2q 10 default 0x10 direct_packets_stat 0 direct_qlen 1000"
+  std::string options() const override;
+  std::string options_json() const override;
   std::string class_options(uint16_t minor) const override;
   std::string class_options_json(uint16_t minor) const override;
+  std::string format_class_xstats(const Xstats& x) const override;
+
+  // ---- class operations (ClassOps) ----
+  std::vector<QdiscClassInfo> classes() const override;
   QdiscStats class_stats(uint16_t minor) const override;
   Xstats class_xstats(uint16_t minor) const override;
-  std::string format_class_xstats(const Xstats& x) const override;
+  // tc class add / change: parse `options` (src/tc/qdisc_htb.cpp), then the two below.
   void add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
                  const QdiscEnv& env) override;
   void change_class(uint16_t minor, const QdiscOptions& options, const QdiscEnv& env) override;
+  // A class of a parsed configuration (quantum 0: rate / r2q) under parent_minor (0: the top),
+  // its default child a pfifo of child_limit packets. Throws ConfigRejected (minor 0, the class
+  // exists, no such parent, tree too deep) before changing anything.
+  void add_configured_class(uint16_t minor, uint16_t parent_minor, const HtbClassConfig& cfg,
+                            uint32_t child_limit);
+  // Throws ConfigRejected if there is no class `minor`.
+  void change_configured_class(uint16_t minor, const HtbClassConfig& cfg);
   void delete_class(uint16_t minor) override;
   Qdisc* child(uint16_t minor) noexcept override;
   void graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) override;
@@ -196,6 +207,7 @@ class HtbQdisc final : public Qdisc {
     std::vector<Class*> children;
     int level = 0;
     HtbClassConfig cfg;
+    RateCfg rate, ceil;               // cfg's rate and ceil with cfg's framing
     int64_t buffer = 0, cbuffer = 0;  // ns
     int64_t tokens = 0, ctokens = 0;  // ns
     uint64_t t_c = 0;
@@ -220,7 +232,6 @@ class HtbQdisc final : public Qdisc {
   uint64_t now() const noexcept;
   Class* find(uint16_t minor) const noexcept { return by_minor_.get(minor); }
   Class* classify(uint32_t priority) const noexcept;
-  int64_t l2t(const Class& c, uint64_t rate, uint64_t len) const noexcept;
   void apply_config(Class& c, const HtbClassConfig& cfg);
   std::unique_ptr<Qdisc> default_child() const;
 

@@ -9,6 +9,6 @@ Verdict PfifoQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   return drop(p, to_free);
 }
 
-std::string PfifoQdisc::options() const { return "limit " + std::to_string(limit_) + "p"; }
+std::string PacketFifoQdisc::options() const { return "limit " + std::to_string(limit_) + "p"; }
 
 }  // namespace txpath

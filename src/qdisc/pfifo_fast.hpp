@@ -36,18 +36,17 @@ class PfifoFastQdisc final : public Qdisc {
   // registry refuses it, like the kernel refuses a zero-sized ring.
   explicit PfifoFastQdisc(uint32_t band_limit) noexcept : band_limit_(band_limit) {}
 
-  std::string_view kind() const noexcept override { return "pfifo_fast"; }
-  std::string options() const override;
-  // tc -j (pfifo_fast is printed by prio's printer): {"bands":3,"priomap":[1,2,...],"multiqueue":false}
-  std::string options_json() const override;
-
+  // Always: an empty pfifo_fast accepts any packet (band_limit >= 1 is enforced at creation).
+  bool can_bypass() const noexcept override { return true; }
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
   Packet* dequeue() noexcept override;
   Packet* peek() noexcept override;
   void reset(PacketList& to_free) noexcept override;
 
-  // Always: an empty pfifo_fast accepts any packet (band_limit >= 1 is enforced at creation).
-  bool can_bypass() const noexcept override { return true; }
+  std::string_view kind() const noexcept override { return "pfifo_fast"; }
+  std::string options() const override;
+  // tc -j (pfifo_fast is printed by prio's printer): {"bands":3,"priomap":[1,2,...],"multiqueue":false}
+  std::string options_json() const override;
 
   uint32_t band_limit() const noexcept { return band_limit_; }
   // Packets currently queued in band b (b < kBands).

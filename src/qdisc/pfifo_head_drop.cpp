@@ -17,8 +17,4 @@ Verdict PfifoHeadDropQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   return Verdict::congestion;
 }
 
-std::string PfifoHeadDropQdisc::options() const {
-  return "limit " + std::to_string(limit_) + "p";
-}
-
 }  // namespace txpath

@@ -44,7 +44,7 @@
 
 namespace txpath {
 
-class PrioQdisc final : public Qdisc {
+class PrioQdisc final : public Qdisc, public ClassOps {
  public:
   static constexpr std::size_t kMinBands = 2;   // TCQ_MIN_PRIO_BANDS
   static constexpr std::size_t kMaxBands = 16;  // TCQ_PRIO_BANDS
@@ -58,24 +58,23 @@ class PrioQdisc final : public Qdisc {
             uint16_t handle_major = 0);
   ~PrioQdisc() override;
 
+  // ---- data path (can_bypass(): false, the default: Linux prio has no TCQ_F_CAN_BYPASS) ----
+  Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
+  Packet* dequeue() noexcept override;
+  // The children's dequeue-side (AQM) victims.
+  void take_dequeue_drops(PacketList& out) noexcept override;
+  Packet* peek() noexcept override;
+  // The earliest non-zero watchdog of the children (a shaping child, e.g. tbf), or 0.
+  uint64_t watchdog_ns() const noexcept override;
+  // Resets every child; their packets go to to_free (not counted as drops).
+  void reset(PacketList& to_free) noexcept override;
+
+  // ---- tc text (src/tc/qdisc_prio.cpp) ----
   std::string_view kind() const noexcept override { return "prio"; }
   // "bands N priomap P0 P1 ... P15", as tc prints it.
   std::string options() const override;
   // tc -j: {"bands":N,"priomap":[P0,...,P15],"multiqueue":false} (multiqueue is not modelled).
   std::string options_json() const override;
-
-  Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
-  Packet* dequeue() noexcept override;
-  Packet* peek() noexcept override;
-  // Resets every child; their packets go to to_free (not counted as drops).
-  void reset(PacketList& to_free) noexcept override;
-
-  // Linux prio has no TCQ_F_CAN_BYPASS.
-  bool can_bypass() const noexcept override { return false; }
-  // The earliest non-zero watchdog of the children (a shaping child, e.g. tbf), or 0.
-  uint64_t watchdog_ns() const noexcept override;
-  // The children's dequeue-side (AQM) victims.
-  void take_dequeue_drops(PacketList& out) noexcept override;
 
   // ---- classful API (tc class / graft) ----
   std::size_t bands() const noexcept { return bands_; }

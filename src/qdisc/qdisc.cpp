@@ -2,7 +2,9 @@
 // Generic qdisc statistics (gnet_stats_basic + gnet_stats_queue).
 #include "txpath/qdisc.hpp"
 
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "txpath/error.hpp"
 
@@ -10,39 +12,63 @@ namespace txpath {
 
 // requeues stays 0: a qdisc never sees a requeue; the driver loop keeps that count and adds it.
 QdiscStats Qdisc::stats() const noexcept {
-  QdiscStats s;
-  s.bytes = bytes_.get();
-  s.packets = packets_.get();
-  s.drops = drops_.get();
-  s.overlimits = overlimits_.get();
-  s.requeues = 0;
-  s.backlog = backlog_.get();
-  s.qlen = qlen_.get();
-  return s;
+  return {.bytes = bytes_.get(),
+          .packets = packets_.get(),
+          .drops = drops_.get(),
+          .overlimits = overlimits_.get(),
+          .requeues = 0,
+          .backlog = backlog_.get(),
+          .qlen = qlen_.get()};
 }
 
-// The class operations of a classless qdisc: the kernel answers EOPNOTSUPP / EINVAL (tc exits 2).
-void Qdisc::add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
-                      const QdiscEnv& env) {
+namespace {
+
+// The kind of the qdisc `ops` belong to, for the refusals below.
+std::string kind_of(const ClassOps& ops) {
+  const auto* q = dynamic_cast<const Qdisc*>(&ops);
+  return q ? std::string(q->kind()) : std::string("?");
+}
+
+[[noreturn]] void refuse_add(const std::string& kind) {
+  throw ConfigRejected("qdisc " + kind + " does not support adding classes");
+}
+
+[[noreturn]] void refuse_graft(const std::string& kind, uint16_t minor) {
+  throw ConfigRejected("qdisc " + kind + " has no class " + std::to_string(minor) +
+                       " to attach a qdisc to");
+}
+
+}  // namespace
+
+// Fixed classes (prio, tbf): the kernel answers EOPNOTSUPP / EINVAL (tc exits 2).
+void ClassOps::add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
+                         const QdiscEnv& env) {
   (void)minor, (void)parent_minor, (void)options, (void)env;
-  throw ConfigRejected("qdisc " + std::string(kind()) + " does not support adding classes");
+  refuse_add(kind_of(*this));
 }
 
-void Qdisc::change_class(uint16_t minor, const QdiscOptions& options, const QdiscEnv& env) {
+void ClassOps::change_class(uint16_t minor, const QdiscOptions& options, const QdiscEnv& env) {
   (void)options, (void)env;
-  throw ConfigRejected("qdisc " + std::string(kind()) + " has no changeable class " +
+  throw ConfigRejected("qdisc " + kind_of(*this) + " has no changeable class " +
                        std::to_string(minor));
 }
 
-void Qdisc::delete_class(uint16_t minor) {
+void ClassOps::delete_class(uint16_t minor) {
   (void)minor;
-  throw ConfigRejected("qdisc " + std::string(kind()) + " does not support deleting classes");
+  throw ConfigRejected("qdisc " + kind_of(*this) + " does not support deleting classes");
 }
 
-void Qdisc::graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) {
-  (void)child, (void)to_free;
-  throw ConfigRejected("qdisc " + std::string(kind()) + " has no class " + std::to_string(minor) +
-                       " to attach a qdisc to");
+void add_class(Qdisc& q, uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
+               const QdiscEnv& env) {
+  ClassOps* ops = q.class_ops();
+  if (!ops) refuse_add(std::string(q.kind()));
+  ops->add_class(minor, parent_minor, options, env);
+}
+
+void graft(Qdisc& q, uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) {
+  ClassOps* ops = q.class_ops();
+  if (!ops) refuse_graft(std::string(q.kind()), minor);
+  ops->graft(minor, std::move(child), to_free);
 }
 
 }  // namespace txpath

@@ -1,44 +1,31 @@
 // SPDX-License-Identifier: MIT
-// tbf: token bucket shaper (see tbf.hpp for the algorithm and invariants) and its tc option
-// parser. Origin: written from Linux sch_tbf semantics and tc-tbf(8); no code copied.
-//
-// Grammar (tokens after "tbf"; option names exact, "lat" also accepted for latency as tc's
-// prefix matching does):
-//   rate RATE  burst|buffer|maxburst BYTES[/CELL]  ( latency|lat TIME | limit BYTES )
-//   [mpu BYTES] [peakrate RATE  mtu|minburst BYTES[/CELL]] [overhead N] [linklayer ethernet|atm|adsl]
-// rate, burst and one of latency/limit are mandatory; peakrate needs mtu and must exceed rate.
-// latency becomes limit = min(rate * latency + burst, peakrate * latency + mtu), as tc computes
-// it. CELL (a power of two) only sized tc's legacy rate tables: it is checked and ignored. mtu
-// without peakrate is accepted and ignored (tc uses it for the rate table only).
-// Every error is one line, via QdiscOptions::fail().
+// tbf: token bucket shaper (see tbf.hpp for the algorithm and invariants): the data path and the
+// class. Its tc options (parser, printed text) are in src/tc/qdisc_tbf.cpp. Origin: written from
+// Linux sch_tbf semantics and tc-tbf(8); no code copied.
 #include "qdisc/tbf.hpp"
 
 #include <algorithm>
-#include <charconv>
-#include <limits>
-#include <optional>
+#include <memory>
 #include <string>
 
 #include "base/clock.hpp"
 #include "qdisc/fifo.hpp"
-#include "qdisc/spec.hpp"
-#include "qdisc/tc_units.hpp"
 #include "txpath/error.hpp"
 
 namespace txpath {
 
 namespace {
 
-// Bucket depths and per-packet costs are clamped here so that int64 token arithmetic
-// (tokens + elapsed, now + deficit) cannot overflow: 2^62 ns is about 146 years.
-constexpr uint64_t kMaxNs = uint64_t{1} << 62;
-
 uint64_t default_clock() noexcept { return now_ns(); }
 
 }  // namespace
 
 TbfQdisc::TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)(), uint32_t psched_mtu)
-    : cfg_(cfg), clock_(clock ? clock : &default_clock), psched_mtu_(psched_mtu) {
+    : cfg_(cfg),
+      rate_{.rate = cfg.rate, .overhead = cfg.overhead, .mpu = cfg.mpu, .atm = cfg.atm},
+      peak_{.rate = cfg.peakrate, .overhead = cfg.overhead, .mpu = cfg.mpu, .atm = cfg.atm},
+      clock_(clock ? clock : &default_clock),
+      psched_mtu_(psched_mtu) {
   child_ = default_child();
   max_size_ = cfg_.burst;
   buffer_ = l2t_rate(cfg_.burst);
@@ -49,6 +36,7 @@ TbfQdisc::TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)(), uint32_t psched_mt
   tokens_ = static_cast<int64_t>(buffer_);
   ptokens_ = static_cast<int64_t>(mtu_ns_);
   t_c_ = now();
+  set_class_ops(this);
 }
 
 TbfQdisc::~TbfQdisc() = default;
@@ -66,20 +54,6 @@ void TbfQdisc::sync_child() noexcept {
   }
   account_adjust(static_cast<int64_t>(child_->qlen() - qlen()),
                  static_cast<int64_t>(child_->backlog() - backlog()));
-}
-
-uint64_t TbfQdisc::wire_len(uint64_t len) const noexcept {
-  len += cfg_.overhead;
-  if (len < cfg_.mpu) len = cfg_.mpu;
-  if (cfg_.atm) len = (len + 47) / 48 * 53;
-  return len;
-}
-
-uint64_t TbfQdisc::l2t(uint64_t rate, uint64_t len) const noexcept {
-  if (rate == 0) return kMaxNs;  // the parser never builds one; a direct TbfConfig might
-  const unsigned __int128 num = static_cast<unsigned __int128>(wire_len(len)) * 1'000'000'000u;
-  const unsigned __int128 ns = (num + rate - 1) / rate;
-  return ns > kMaxNs ? kMaxNs : static_cast<uint64_t>(ns);
 }
 
 bool TbfQdisc::eligible(const Packet& head, uint64_t t, int64_t& toks, int64_t& ptoks,
@@ -200,198 +174,6 @@ void TbfQdisc::graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& t
   child_drops_ = child_->drops();  // its earlier drops are not tbf's
   sync_child();  // the new child's packets (if any) join them
   watchdog_ = 0;
-}
-
-double TbfQdisc::latency_ns() const noexcept {
-  double latency = static_cast<double>(cfg_.limit) * 1e9 / static_cast<double>(cfg_.rate) -
-                   static_cast<double>(buffer_);
-  if (cfg_.peakrate) {
-    const double lat2 = static_cast<double>(cfg_.limit) * 1e9 / static_cast<double>(cfg_.peakrate) -
-                        static_cast<double>(mtu_ns_);
-    latency = std::max(latency, lat2);
-  }
-  return latency;
-}
-
-std::string TbfQdisc::options() const {
-  // As tc prints it: burst/minburst as the bucket depth times the rate, i.e. the wire size the
-  // bucket holds (overhead, mpu and ATM cells included); "lat" when the limit leaves a
-  // non-negative queueing latency, else the limit itself.
-  std::string s = "rate " + tc::format_rate(cfg_.rate) + " burst " + tc::format_size(wire_len(cfg_.burst));
-  if (cfg_.peakrate) {
-    s += " peakrate " + tc::format_rate(cfg_.peakrate) + " minburst " +
-         tc::format_size(wire_len(cfg_.minburst));
-  }
-  const double latency = latency_ns();
-  if (latency >= 0) {
-    s += " lat " + tc::format_time(static_cast<uint64_t>(latency));
-  } else {
-    s += " limit " + tc::format_size(cfg_.limit);
-  }
-  if (cfg_.overhead) s += " overhead " + std::to_string(cfg_.overhead);
-  if (cfg_.atm) s += " linklayer atm";
-  return s;
-}
-
-std::string TbfQdisc::options_json() const {
-  std::string s = "{\"rate\":" + std::to_string(cfg_.rate) +
-                  ",\"burst\":" + std::to_string(wire_len(cfg_.burst));
-  if (cfg_.peakrate) s += ",\"minburst\":" + std::to_string(wire_len(cfg_.minburst));
-  const double latency = latency_ns();
-  if (latency >= 0) {
-    s += ",\"lat\":" + std::to_string(static_cast<uint64_t>(latency) / 1000);  // usec
-  } else {
-    s += ",\"limit\":" + std::to_string(cfg_.limit);
-  }
-  if (cfg_.overhead) s += ",\"overhead\":" + std::to_string(cfg_.overhead);
-  if (cfg_.atm) s += ",\"linklayer\":\"atm\"";
-  s += "}";
-  return s;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Option parsing
-
-namespace {
-
-struct SizeCell {
-  uint64_t bytes;
-};
-
-// BYTES[/CELL] with CELL a power of two (1 .. 2^31).
-std::optional<SizeCell> parse_size_cell(std::string_view text) {
-  std::string_view size = text;
-  const auto slash = text.find('/');
-  if (slash != std::string_view::npos) {
-    size = text.substr(0, slash);
-    const std::string_view cell = text.substr(slash + 1);
-    uint64_t c = 0;
-    const auto [ptr, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), c);
-    if (ec != std::errc() || ptr != cell.data() + cell.size()) return std::nullopt;
-    if (c == 0 || (c & (c - 1)) != 0 || c > (uint64_t{1} << 31)) return std::nullopt;
-  }
-  const auto v = tc::parse_size(size);
-  if (!v) return std::nullopt;
-  return SizeCell{*v};
-}
-
-[[noreturn]] void fail_illegal(const QdiscOptions& o, std::string_view name, std::string_view value) {
-  o.fail("illegal " + quoted(name) + " value " + quoted(value));
-}
-
-std::optional<uint32_t> parse_u16(std::string_view text) {
-  uint32_t v = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr != text.data() + text.size() || v > 65535) return std::nullopt;
-  return v;
-}
-
-}  // namespace
-
-std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& o, const QdiscEnv& env) {
-  constexpr uint64_t kU32 = std::numeric_limits<uint32_t>::max();
-  std::optional<uint64_t> rate, peakrate, burst, mtu, limit, latency_ns;
-  std::optional<uint32_t> mpu, overhead;
-  std::optional<bool> atm;
-
-  auto once = [&](const auto& slot, std::string_view name) {
-    if (slot) o.fail("duplicate " + quoted(name) + " specification");
-  };
-
-  for (std::size_t i = 0; i < o.size(); ++i) {
-    const std::string_view opt = o[i];
-    if (opt == "rate" || opt == "peakrate") {
-      auto& slot = opt == "rate" ? rate : peakrate;
-      once(slot, opt);
-      const std::string_view v = o.value(i);
-      slot = tc::parse_rate(v);
-      if (!slot) fail_illegal(o, opt, v);
-      if (*slot == 0) o.fail(quoted(opt) + " must be greater than 0");
-    } else if (opt == "burst" || opt == "buffer" || opt == "maxburst") {
-      once(burst, "burst");
-      const std::string_view v = o.value(i);
-      const auto sc = parse_size_cell(v);
-      if (!sc) fail_illegal(o, opt, v);
-      if (sc->bytes == 0) o.fail("\"burst\" must be greater than 0");
-      if (sc->bytes > kU32) o.fail("\"burst\" " + quoted(v) + " is out of range (max 4294967295 bytes)");
-      burst = sc->bytes;
-    } else if (opt == "mtu" || opt == "minburst") {
-      once(mtu, "mtu");
-      const std::string_view v = o.value(i);
-      const auto sc = parse_size_cell(v);
-      if (!sc) fail_illegal(o, opt, v);
-      if (sc->bytes > kU32) o.fail("\"mtu\" " + quoted(v) + " is out of range (max 4294967295 bytes)");
-      mtu = sc->bytes;
-    } else if (opt == "limit") {
-      once(limit, "limit");
-      if (latency_ns) o.fail("specifying both \"latency\" and \"limit\" is not allowed");
-      const std::string_view v = o.value(i);
-      limit = tc::parse_size(v);
-      if (!limit) fail_illegal(o, opt, v);
-      if (*limit > kU32) o.fail("\"limit\" " + quoted(v) + " is out of range (max 4294967295 bytes)");
-    } else if (opt == "latency" || opt == "lat") {
-      once(latency_ns, "latency");
-      if (limit) o.fail("specifying both \"latency\" and \"limit\" is not allowed");
-      const std::string_view v = o.value(i);
-      latency_ns = tc::parse_time_ns(v);
-      if (!latency_ns) fail_illegal(o, "latency", v);
-    } else if (opt == "mpu") {
-      once(mpu, "mpu");
-      const std::string_view v = o.value(i);
-      const auto b = tc::parse_size(v);
-      if (!b) fail_illegal(o, opt, v);
-      if (*b > 65535) o.fail("\"mpu\" " + quoted(v) + " is out of range (max 65535 bytes)");
-      mpu = static_cast<uint32_t>(*b);
-    } else if (opt == "overhead") {
-      once(overhead, "overhead");
-      const std::string_view v = o.value(i);
-      overhead = parse_u16(v);
-      if (!overhead) fail_illegal(o, opt, v);
-    } else if (opt == "linklayer") {
-      once(atm, "linklayer");
-      const std::string_view v = o.value(i);
-      if (v == "ethernet") atm = false;
-      else if (v == "atm" || v == "adsl") atm = true;
-      else o.fail("illegal \"linklayer\" value " + quoted(v) + " (known: ethernet, atm, adsl)");
-    } else {
-      o.fail("unknown option " + quoted(opt) +
-             " (known: rate, burst, buffer, maxburst, latency, limit, mpu, peakrate, mtu, minburst, "
-             "overhead, linklayer)");
-    }
-  }
-
-  if (!rate) o.fail("\"rate\" is required");
-  if (!burst) o.fail("\"burst\" is required");
-  if (!limit && !latency_ns) o.fail("either \"limit\" or \"latency\" is required");
-  if (peakrate) {
-    if (!mtu || *mtu == 0) o.fail("\"mtu\" is required, if \"peakrate\" is requested");
-    if (*peakrate <= *rate)
-      o.fail("peakrate " + tc::format_rate(*peakrate) + " must be greater than rate " +
-             tc::format_rate(*rate));
-  }
-
-  TbfConfig cfg;
-  cfg.rate = *rate;
-  cfg.burst = *burst;
-  cfg.peakrate = peakrate.value_or(0);
-  cfg.minburst = peakrate ? *mtu : 0;
-  cfg.mpu = mpu.value_or(0);
-  cfg.overhead = overhead.value_or(0);
-  cfg.atm = atm.value_or(false);
-  if (limit) {
-    if (*limit == 0) o.fail("\"limit\" must be greater than 0");
-    cfg.limit = static_cast<uint32_t>(*limit);
-  } else {
-    // tc: limit = rate * latency + burst, or the peak bucket's equivalent if smaller.
-    const double secs = static_cast<double>(*latency_ns) / 1e9;
-    double lim = static_cast<double>(cfg.rate) * secs + static_cast<double>(cfg.burst);
-    if (cfg.peakrate)
-      lim = std::min(lim, static_cast<double>(cfg.peakrate) * secs + static_cast<double>(cfg.minburst));
-    if (!(lim < 4294967296.0))
-      o.fail("latency " + tc::format_time(*latency_ns) + " gives a limit above 4294967295 bytes");
-    cfg.limit = static_cast<uint32_t>(lim);
-  }
-  return std::make_unique<TbfQdisc>(cfg, env.clock, env.psched_mtu());
 }
 
 }  // namespace txpath

@@ -4,12 +4,10 @@
 // Origin: written from Linux sch_tbf / iproute2 q_tbf.c semantics (docs/architecture.md)
 // and tc-tbf(8); no code copied.
 //
-// Buckets hold TIME, in ns of transmission time at the configured rate:
-//   l2t(len) = ceil(wire(len) * 1e9 / rate),  wire(len) = max(len + overhead, mpu), then for
-//              linklayer atm ceil(wire / 48) * 53 (one 53-byte cell per 48 payload bytes).
+// Buckets hold TIME, in ns of transmission time at the configured rate: l2t is RateCfg's
+// (rate.hpp: wire length with overhead, mpu and ATM cells, rounded up to whole ns), one RateCfg
+// for the rate and one for the peak rate, sharing overhead, mpu and linklayer.
 //   buffer   = l2t_rate(burst)  (bucket depth),  mtu_ns = l2t_peak(minburst) (peak bucket depth).
-//   (The kernel computes l2t with a mult/shift that rounds down; rounding up here makes
-//   "bytes sent in [0, T] <= burst + rate * T" hold exactly for rates of whole ns per byte.)
 // Dequeue at time now with head length len:
 //   elapsed = min(now - t_c, buffer)
 //   toks  = min(tokens + elapsed, buffer) - l2t_rate(len)
@@ -44,6 +42,7 @@
 #include <string_view>
 #include <vector>
 
+#include "qdisc/rate.hpp"
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
@@ -59,27 +58,28 @@ struct TbfConfig {
   bool atm = false;        // linklayer atm/adsl: 48-byte payload per 53-byte cell
 };
 
-class TbfQdisc final : public Qdisc {
+class TbfQdisc final : public Qdisc, public ClassOps {
  public:
   // `clock` is the env clock; nullptr means txpath's now_ns(). psched_mtu only configures the
   // default child bfifo (its bypass rule, which a child never uses).
   TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)(), uint32_t psched_mtu = 1514);
   ~TbfQdisc() override;
 
+  // ---- data path (can_bypass(): false, the default: a shaper is never skipped) ----
+  uint64_t watchdog_ns() const noexcept override;
+  Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
+  Packet* dequeue() noexcept override;
+  Packet* peek() noexcept override;
+  void reset(PacketList& to_free) noexcept override;
+  void take_dequeue_drops(PacketList& out) noexcept override;
+
+  // ---- tc text (src/tc/qdisc_tbf.cpp) ----
   std::string_view kind() const noexcept override { return "tbf"; }
   std::string options() const override;
   // tc -j: {"rate":B/s,"burst":BYTES,["minburst":BYTES,]"lat":USEC|"limit":BYTES,
   // ["overhead":N,]["linklayer":"atm"]}, the same choices as the text; tc prints peakrate in
   // text only, so it is not in the JSON.
   std::string options_json() const override;
-
-  Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
-  Packet* dequeue() noexcept override;
-  Packet* peek() noexcept override;
-  void reset(PacketList& to_free) noexcept override;
-  bool can_bypass() const noexcept override { return false; }  // a shaper is never skipped
-  uint64_t watchdog_ns() const noexcept override;
-  void take_dequeue_drops(PacketList& out) noexcept override;
 
   // ---- classful API: one class, minor 1 ----
   std::vector<QdiscClassInfo> classes() const override;
@@ -94,13 +94,12 @@ class TbfQdisc final : public Qdisc {
   uint64_t buffer_ns() const noexcept { return buffer_; }
   uint64_t peak_buffer_ns() const noexcept { return mtu_ns_; }
   // Transmission time of a `len`-byte packet at the rate / the peak rate (0 without a peak).
-  uint64_t l2t_rate(uint64_t len) const noexcept { return l2t(cfg_.rate, len); }
-  uint64_t l2t_peak(uint64_t len) const noexcept { return cfg_.peakrate ? l2t(cfg_.peakrate, len) : 0; }
+  uint64_t l2t_rate(uint64_t len) const noexcept { return rate_.l2t_ns(len); }
+  uint64_t l2t_peak(uint64_t len) const noexcept { return cfg_.peakrate ? peak_.l2t_ns(len) : 0; }
   // The packet length the buckets are charged for (overhead, mpu, ATM cells).
-  uint64_t wire_len(uint64_t len) const noexcept;
+  uint64_t wire_len(uint64_t len) const noexcept { return rate_.wire_len(len); }
 
  private:
-  uint64_t l2t(uint64_t rate, uint64_t len) const noexcept;
   uint64_t now() const noexcept;
   // Whether the head may leave at `now`; fills the bucket levels it would leave behind, or the
   // time it becomes eligible.
@@ -114,6 +113,8 @@ class TbfQdisc final : public Qdisc {
   std::unique_ptr<Qdisc> default_child() const;
 
   const TbfConfig cfg_;
+  const RateCfg rate_;  // cfg_.rate with cfg_'s framing
+  const RateCfg peak_;  // cfg_.peakrate with the same framing (unused without a peak rate)
   uint64_t (*const clock_)();
   uint64_t max_size_ = 0;
   uint64_t buffer_ = 0;  // ns

@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "qdisc/spec.hpp"
+#include "tc/qdisc_spec.hpp"
 #include "txpath/error.hpp"
 #include "tc/internal.hpp"
 #include "txpath/tc.hpp"
@@ -263,7 +263,7 @@ void preparse_class(const std::string& kind, const ClassConfig& c) {
   }
   try {
     const ClassOptions co = class_options_of(c);
-    scratch->add_class(static_cast<uint16_t>(minor_of(c.classid)), 0, co.options(), QdiscEnv{});
+    add_class(*scratch, static_cast<uint16_t>(minor_of(c.classid)), 0, co.options(), QdiscEnv{});
   } catch (const ConfigRejected&) {
   }
 }
@@ -491,8 +491,8 @@ Tree Config::build(const Device& d, QdiscEnv env) const {
                  " but its qdisc " + format_handle(qc.handle) + " is " + escape_user_text(qc.kind));
       const ClassOptions co = class_options_of(*c);
       const uint32_t parent_minor = c->parent == kRoot ? 0 : minor_of(c->parent);
-      q->add_class(static_cast<uint16_t>(minor_of(c->classid)),
-                   static_cast<uint16_t>(parent_minor), co.options(), e);
+      add_class(*q, static_cast<uint16_t>(minor_of(c->classid)),
+                static_cast<uint16_t>(parent_minor), co.options(), e);
       ++classes;
     }
     tree_bytes += q->preallocated_bytes() + kNodeBytes * (1 + classes);
@@ -516,7 +516,7 @@ Tree Config::build(const Device& d, QdiscEnv env) const {
       tree.root = std::move(done);
     } else {
       PacketList none;
-      stack.back().qdisc->graft(static_cast<uint16_t>(minor_of(parent)), std::move(done), none);
+      graft(*stack.back().qdisc, static_cast<uint16_t>(minor_of(parent)), std::move(done), none);
     }
   }
   return tree;

@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "qdisc/spec.hpp"
+#include "tc/qdisc_spec.hpp"
 #include "tc/internal.hpp"
 #include "tc/stats_socket.hpp"
 #include "txpath/file.hpp"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "qdisc/tc_units.hpp"
+#include "tc/tc_units.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
 
@@ -194,8 +194,10 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
   std::size_t not_live = 0;
   for (const TreeNode& n : tree.nodes) {
     const Qdisc& q = *n.qdisc;
+    const ClassOps* ops = q.class_ops();
+    if (!ops) continue;  // classless
     const uint32_t major = n.handle & 0xFFFF0000u;
-    for (const QdiscClassInfo& info : q.classes()) {
+    for (const QdiscClassInfo& info : ops->classes()) {
       const uint32_t classid = major | info.minor;
       const std::string id = format_handle(classid);
       const uint32_t parent = major | info.parent_minor;
@@ -203,7 +205,7 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
       for (const TreeNode& child : tree.nodes)
         if (child.parent == classid) leaf = child.handle;
       const Counters c = shown_counters(
-          doc, "classes", id, {q.class_stats(info.minor), q.class_xstats(info.minor)}, not_live);
+          doc, "classes", id, {ops->class_stats(info.minor), ops->class_xstats(info.minor)}, not_live);
       if (show.json) {
         Json j;
         j["class"] = std::string(q.kind());
@@ -211,14 +213,14 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
         if (info.print_root) j["root"] = true;
         else j["parent"] = format_handle(parent);
         if (leaf) j["leaf"] = format_handle(*leaf);
-        push_json(arr, std::move(j), q.class_options_json(info.minor), c, show);
+        push_json(arr, std::move(j), ops->class_options_json(info.minor), c, show);
         continue;
       }
       std::string head = "class " + std::string(q.kind()) + " " + id + " ";
       head += info.print_root ? std::string("root ") : "parent " + format_handle(parent) + " ";
       if (leaf) head += "leaf " + format_handle(*leaf) + " ";
-      print_entry(out, head, q.class_options(info.minor), show.stats, c,
-                  show.stats ? q.format_class_xstats(c.xstats) : "");
+      print_entry(out, head, ops->class_options(info.minor), show.stats, c,
+                  show.stats ? ops->format_class_xstats(c.xstats) : "");
     }
   }
   note_not_live(show, d.config.name, not_live);
@@ -235,9 +237,10 @@ TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
     const QdiscStats s = n.parent == kRoot && root ? *root : q.stats();
     out.entries.push_back({n.handle, false, s, q.xstats()});
     const uint32_t major = n.handle & 0xFFFF0000u;
-    for (const QdiscClassInfo& info : q.classes())
-      out.entries.push_back(
-          {major | info.minor, true, q.class_stats(info.minor), q.class_xstats(info.minor)});
+    if (const ClassOps* ops = q.class_ops())
+      for (const QdiscClassInfo& info : ops->classes())
+        out.entries.push_back(
+            {major | info.minor, true, ops->class_stats(info.minor), ops->class_xstats(info.minor)});
   }
   return out;
 }

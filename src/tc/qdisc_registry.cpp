@@ -6,7 +6,7 @@
 //   pfifo | pfifo_head_drop  [limit PACKETS]     PACKETS: decimal integer in [0, UINT32_MAX]
 //   bfifo                    [limit SIZE]        SIZE: decimal integer + optional tc size unit
 //   prio, tbf, fq_codel      their own grammars, in prio.cpp, tbf.cpp, fq_codel.cpp (tc's)
-// Size units (tc get_size, case-insensitive, 1024-based): none or "b" = bytes, "k"/"kb" = KiB,
+// Size units: tc's (tc_units.hpp, size_unit_bytes): none or "b" = bytes, "k"/"kb" = KiB,
 // "m"/"mb" = MiB, "g"/"gb" = GiB, "kbit"/"mbit"/"gbit" = 1/8 of Kib/Mib/Gib (kbit = 128 bytes).
 // Unlike tc (strtod) the number must be a plain decimal integer: no sign, fraction or exponent.
 // Defaults when no limit is given: pfifo/pfifo_head_drop = txqueuelen, bfifo = txqueuelen *
@@ -15,7 +15,6 @@
 // Every error is a ConfigError whose message is one line:  qdisc "<spec>": <what is wrong>
 // where <spec> is the tokens re-joined by single spaces, with control characters escaped.
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -27,7 +26,8 @@
 
 #include "qdisc/fifo.hpp"
 #include "qdisc/pfifo_fast.hpp"
-#include "qdisc/spec.hpp"
+#include "tc/qdisc_spec.hpp"
+#include "tc/tc_units.hpp"
 #include "txpath/error.hpp"
 #include "txpath/qdisc.hpp"
 
@@ -71,7 +71,7 @@ class SpecParser {
   }
 
 
-  // The option tokens after the kind, for a qdisc's own parser (spec.hpp).
+  // The option tokens after the kind, for a qdisc's own parser (qdisc_spec.hpp).
   QdiscOptions options() const {
     return QdiscOptions(std::span<const std::string_view>(tokens_).subspan(1),
                         [this](const std::string& what, bool rejected) { fail(what, rejected); });
@@ -149,20 +149,11 @@ class SpecParser {
     std::size_t used = 0;
     const uint64_t v = leading_digits(value, used);
     if (used == 0) fail("invalid limit " + quoted(value));
-    std::string unit;
-    for (char c : value.substr(used)) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    uint64_t mult = 0;
-    if (unit.empty() || unit == "b") mult = 1;
-    else if (unit == "k" || unit == "kb") mult = 1024;
-    else if (unit == "m" || unit == "mb") mult = 1024 * 1024;
-    else if (unit == "g" || unit == "gb") mult = 1024 * 1024 * 1024;
-    else if (unit == "kbit") mult = 1024 / 8;
-    else if (unit == "mbit") mult = 1024 * 1024 / 8;
-    else if (unit == "gbit") mult = 1024 * 1024 * 1024 / 8;
-    else fail("invalid limit " + quoted(value) + " (units: b, k, kb, m, mb, g, gb, kbit, mbit, gbit)");
+    const auto mult = tc::size_unit_bytes(value.substr(used));
+    if (!mult) fail("invalid limit " + quoted(value) + " (units: b, k, kb, m, mb, g, gb, kbit, mbit, gbit)");
     // v <= 2^32 and mult <= 2^30: the product fits in 64 bits.
-    if (v * mult > kMaxLimit) fail("limit " + quoted(value) + " is out of range (max 4294967295 bytes)");
-    return static_cast<uint32_t>(v * mult);
+    if (v * *mult > kMaxLimit) fail("limit " + quoted(value) + " is out of range (max 4294967295 bytes)");
+    return static_cast<uint32_t>(v * *mult);
   }
 
   std::vector<std::string_view> tokens_;
@@ -170,6 +161,18 @@ class SpecParser {
 };
 
 }  // namespace
+
+bool parse_linklayer_atm(const QdiscOptions& o, std::string_view value) {
+  if (value == "ethernet") return false;
+  if (value == "atm" || value == "adsl") return true;
+  o.fail("illegal \"linklayer\" value " + quoted(value) + " (known: ethernet, atm, adsl)");
+}
+
+uint32_t parse_u16_option(const QdiscOptions& o, std::string_view opt, std::string_view value) {
+  const auto n = tc::parse_u32(value);
+  if (!n || *n > 65535) fail_illegal(o, opt, value);
+  return *n;
+}
 
 std::unique_ptr<Qdisc> make_qdisc(std::string_view spec, const QdiscEnv& env) {
   return SpecParser(spec).build(env);

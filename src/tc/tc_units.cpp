@@ -20,7 +20,7 @@
 //         a whole number of KiB (and >= 1 KiB) "<n>Kb"; else "<n>b". The tolerance is tc's: its
 //         sizes come back from the kernel rounded through psched ticks.
 // No state, no threads, no atomics.
-#include "qdisc/tc_units.hpp"
+#include "tc/tc_units.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -68,50 +68,35 @@ std::optional<uint64_t> to_u64_trunc(double v) {
   return static_cast<uint64_t>(v);
 }
 
-struct Unit {
-  std::string_view name;
-  double scale;
-};
-
 }  // namespace
 
+// Bits per second one unit of a rate stands for: "" and "bit" 1, "bps" 8 (bytes), each with a
+// prefix k, m, g, t (powers of 1000) or ki, mi, gi, ti (powers of 1024); case-insensitive.
+std::optional<double> rate_unit_bits(std::string_view unit) {
+  if (unit.empty()) return 1.0;
+  if (unit.size() < 3) return std::nullopt;
+  const std::string_view base = unit.substr(unit.size() - 3);
+  const double per = iequals(base, "bit") ? 1.0 : iequals(base, "bps") ? 8.0 : 0.0;
+  if (per == 0) return std::nullopt;
+  const std::string_view prefix = unit.substr(0, unit.size() - 3);
+  if (prefix.empty()) return per;
+  const bool binary = prefix.size() == 2 && (prefix[1] == 'i' || prefix[1] == 'I');
+  if (prefix.size() != (binary ? 2u : 1u)) return std::nullopt;
+  constexpr std::string_view kPrefixes = "kmgt";
+  const char p = static_cast<char>(prefix[0] >= 'A' && prefix[0] <= 'Z' ? prefix[0] - 'A' + 'a' : prefix[0]);
+  const std::size_t power = kPrefixes.find(p);
+  if (power == std::string_view::npos) return std::nullopt;
+  double scale = per;
+  for (std::size_t i = 0; i <= power; ++i) scale *= binary ? 1024.0 : 1000.0;
+  return scale;
+}
+
 std::optional<uint64_t> parse_rate(std::string_view text) {
-  // Scale to bits per second.
-  static constexpr Unit kUnits[] = {
-      {"bit", 1.0},
-      {"kibit", 1024.0},
-      {"kbit", 1e3},
-      {"mibit", 1024.0 * 1024},
-      {"mbit", 1e6},
-      {"gibit", 1024.0 * 1024 * 1024},
-      {"gbit", 1e9},
-      {"tibit", 1024.0 * 1024 * 1024 * 1024},
-      {"tbit", 1e12},
-      {"bps", 8.0},
-      {"kibps", 8.0 * 1024},
-      {"kbps", 8e3},
-      {"mibps", 8.0 * 1024 * 1024},
-      {"mbps", 8e6},
-      {"gibps", 8.0 * 1024 * 1024 * 1024},
-      {"gbps", 8e9},
-      {"tibps", 8.0 * 1024 * 1024 * 1024 * 1024},
-      {"tbps", 8e12},
-  };
   const auto n = split_number(text);
   if (!n) return std::nullopt;
-  double bits = n->value;
-  if (!n->unit.empty()) {
-    bool found = false;
-    for (const Unit& u : kUnits) {
-      if (iequals(n->unit, u.name)) {
-        bits *= u.scale;
-        found = true;
-        break;
-      }
-    }
-    if (!found) return std::nullopt;
-  }
-  return to_u64_trunc(bits / 8);
+  const auto bits_per_unit = rate_unit_bits(n->unit);
+  if (!bits_per_unit) return std::nullopt;
+  return to_u64_trunc(n->value * *bits_per_unit / 8);
 }
 
 std::optional<uint64_t> parse_time_ns(std::string_view text) {
@@ -131,34 +116,77 @@ std::optional<uint64_t> parse_time_ns(std::string_view text) {
   return to_u64_trunc(std::nearbyint(ns));
 }
 
-std::optional<uint64_t> parse_size(std::string_view text) {
-  static constexpr Unit kUnits[] = {
-      {"b", 1.0},
-      {"k", 1024.0},
-      {"kb", 1024.0},
-      {"m", 1024.0 * 1024},
-      {"mb", 1024.0 * 1024},
-      {"g", 1024.0 * 1024 * 1024},
-      {"gb", 1024.0 * 1024 * 1024},
-      {"kbit", 1024.0 / 8},
-      {"mbit", 1024.0 * 1024 / 8},
-      {"gbit", 1024.0 * 1024 * 1024 / 8},
+std::optional<uint64_t> size_unit_bytes(std::string_view unit) {
+  static constexpr struct {
+    std::string_view name;
+    uint64_t bytes;
+  } kUnits[] = {
+      {"", 1},
+      {"b", 1},
+      {"k", 1024},
+      {"kb", 1024},
+      {"m", 1024 * 1024},
+      {"mb", 1024 * 1024},
+      {"g", 1024 * 1024 * 1024},
+      {"gb", 1024 * 1024 * 1024},
+      {"kbit", 1024 / 8},
+      {"mbit", 1024 * 1024 / 8},
+      {"gbit", 1024 * 1024 * 1024 / 8},
   };
+  for (const auto& u : kUnits)
+    if (iequals(unit, u.name)) return u.bytes;
+  return std::nullopt;
+}
+
+std::optional<uint64_t> parse_size(std::string_view text) {
   const auto n = split_number(text);
   if (!n) return std::nullopt;
-  double bytes = n->value;
-  if (!n->unit.empty()) {
-    bool found = false;
-    for (const Unit& u : kUnits) {
-      if (iequals(n->unit, u.name)) {
-        bytes *= u.scale;
-        found = true;
-        break;
-      }
-    }
-    if (!found) return std::nullopt;
+  const auto scale = size_unit_bytes(n->unit);
+  if (!scale) return std::nullopt;
+  return to_u64_trunc(n->value * static_cast<double>(*scale));
+}
+
+std::optional<uint64_t> parse_time64_ns(std::string_view text) {
+  const auto n = split_number(text);
+  if (!n) return std::nullopt;
+  const std::string_view u = n->unit;
+  if (u.empty() || iequals(u, "ns") || iequals(u, "nsec") || iequals(u, "nsecs"))
+    return to_u64_trunc(n->value);
+  return parse_time_ns(text);
+}
+
+std::optional<uint64_t> parse_size_cell(std::string_view text) {
+  std::string_view size = text;
+  if (const auto slash = text.find('/'); slash != std::string_view::npos) {
+    size = text.substr(0, slash);
+    const auto cell = parse_u32(text.substr(slash + 1));
+    if (!cell || *cell == 0 || (*cell & (*cell - 1)) != 0) return std::nullopt;  // <= 2^31
   }
-  return to_u64_trunc(bytes);
+  return parse_size(size);
+}
+
+std::optional<uint32_t> parse_u32(std::string_view text, int base) {
+  auto hex_prefix = [&text] {
+    return text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  };
+  if (base == 16 && hex_prefix()) {
+    text.remove_prefix(2);
+  } else if (base == 0) {
+    base = 10;
+    if (hex_prefix()) {
+      base = 16;
+      text.remove_prefix(2);
+    } else if (text.size() > 1 && text[0] == '0') {
+      base = 8;
+      text.remove_prefix(1);
+    }
+  }
+  // from_chars reads no sign for an unsigned type; "0x-5" must not become a number either.
+  if (text.empty() || text[0] == '+' || text[0] == '-') return std::nullopt;
+  uint32_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return v;
 }
 
 std::string format_rate(uint64_t bytes_per_second) {
@@ -199,6 +227,21 @@ std::string format_size(uint64_t bytes) {
     std::snprintf(buf, sizeof buf, "%gKb", std::rint(v / 1024));
   } else {
     std::snprintf(buf, sizeof buf, "%llub", static_cast<unsigned long long>(bytes));
+  }
+  return buf;
+}
+
+std::string format_time64(uint64_t ns) {
+  char buf[64];
+  const double v = static_cast<double>(ns);
+  if (ns >= 1'000'000'000) {
+    std::snprintf(buf, sizeof buf, "%.3gs", v / 1e9);
+  } else if (ns >= 1000000) {
+    std::snprintf(buf, sizeof buf, "%.3gms", v / 1e6);
+  } else if (ns >= 1000) {
+    std::snprintf(buf, sizeof buf, "%.3gus", v / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lluns", static_cast<unsigned long long>(ns));
   }
   return buf;
 }

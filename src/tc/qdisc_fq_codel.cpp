@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+// fq_codel's tc side: its option parser (make_fq_codel; grammar in src/qdisc/fq_codel.hpp) and
+// the text tc prints for it (options, xstats). The qdisc itself is src/qdisc/fq_codel.cpp.
+// Origin: written from Linux sch_fq_codel / iproute2 q_fq_codel.c semantics; no code copied.
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "qdisc/fq_codel.hpp"
+#include "tc/qdisc_spec.hpp"
+#include "tc/tc_units.hpp"
+
+namespace txpath {
+
+namespace {
+
+// The kernel's limits on the options.
+constexpr uint32_t kMaxFlows = 65536;
+constexpr uint32_t kMinQuantum = 256;
+constexpr uint32_t kMaxQuantum = 1u << 20;
+constexpr uint64_t kMaxMemoryLimit = 1ull << 31;
+
+}  // namespace
+
+std::string FqCodelQdisc::options() const {
+  auto time = [](codel::Time t) { return tc::format_time(codel::to_us(t) * 1000); };
+  std::string s = "limit " + std::to_string(cfg_.limit) + "p flows " + std::to_string(cfg_.flows) +
+                  " quantum " + std::to_string(cfg_.quantum) + " target " + time(target_);
+  if (cfg_.has_ce_threshold) s += " ce_threshold " + time(ce_threshold_);
+  s += " interval " + time(interval_) + " memory_limit " + tc::format_size(cfg_.memory_limit);
+  if (cfg_.ecn) s += " ecn";
+  s += " drop_batch " + std::to_string(cfg_.drop_batch);
+  return s;
+}
+
+std::string FqCodelQdisc::options_json() const {
+  auto us = [](codel::Time t) { return std::to_string(codel::to_us(t)); };
+  std::string s = "{\"limit\":" + std::to_string(cfg_.limit) +
+                  ",\"flows\":" + std::to_string(cfg_.flows) +
+                  ",\"quantum\":" + std::to_string(cfg_.quantum) + ",\"target\":" + us(target_);
+  if (cfg_.has_ce_threshold) s += ",\"ce_threshold\":" + us(ce_threshold_);
+  s += ",\"interval\":" + us(interval_) + ",\"memory_limit\":" + std::to_string(cfg_.memory_limit);
+  if (cfg_.ecn) s += ",\"ecn\":true";
+  s += ",\"drop_batch\":" + std::to_string(cfg_.drop_batch) + "}";
+  return s;
+}
+
+std::string FqCodelQdisc::format_xstats(const Xstats& x) const {
+  if (x.empty()) return {};
+  auto find = [&x](std::string_view name) { return find_xstat(x, name); };
+  // " NAME VALUE"; the mandatory fields print 0 when absent from x.
+  std::string s;
+  auto field = [&s, &find](std::string_view name, bool optional) {
+    const int64_t* v = find(name);
+    if (optional && (v == nullptr || *v == 0)) return;
+    s.append(" ").append(name).append(" ").append(std::to_string(v ? *v : 0));
+  };
+  s.append(" ");
+  for (std::string_view name : {"maxpacket", "drop_overlimit", "new_flow_count", "ecn_mark"})
+    field(name, false);
+  for (std::string_view name : {"ce_mark", "memory_used", "drop_overmemory"}) field(name, true);
+  s.append("\n ");
+  field("new_flows_len", false);
+  field("old_flows_len", false);
+  s.append("\n");
+  return s;
+}
+
+namespace {
+
+uint32_t parse_u32(const QdiscOptions& o, std::string_view opt, std::string_view v) {
+  uint32_t out = 0;
+  const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec == std::errc::result_out_of_range)
+    o.fail(std::string(opt) + " " + quoted(v) + " is out of range (max 4294967295)");
+  if (ec != std::errc() || ptr != v.data() + v.size() || v.empty())
+    o.fail("invalid " + std::string(opt) + " " + quoted(v));
+  return out;
+}
+
+uint64_t parse_us(const QdiscOptions& o, std::string_view opt, std::string_view v) {
+  const auto ns = tc::parse_time_ns(v);
+  if (!ns) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a time: 5ms, 100ms, 2000us)");
+  const uint64_t us = *ns / 1000;  // tc carries usec
+  if (us > std::numeric_limits<uint32_t>::max())
+    o.fail(std::string(opt) + " " + quoted(v) + " is out of range");
+  return us;
+}
+
+}  // namespace
+
+std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& o, const QdiscEnv& env) {
+  FqCodelConfig c;
+  c.quantum = env.psched_mtu();
+  c.mtu = env.psched_mtu();
+  c.clock = env.clock;
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    const std::string_view opt = o[i];
+    if (opt == "ecn") {
+      c.ecn = true;
+    } else if (opt == "noecn") {
+      c.ecn = false;
+    } else if (opt == "limit") {
+      c.limit = parse_u32(o, opt, o.value(i));
+    } else if (opt == "flows") {
+      const std::string_view v = o.value(i);
+      const uint32_t n = parse_u32(o, opt, v);
+      if (n < 1 || n > kMaxFlows) o.fail("flows " + quoted(v) + " is out of range (1..65536)");
+      c.flows = n;
+    } else if (opt == "quantum") {
+      const std::string_view v = o.value(i);
+      const uint32_t q = parse_u32(o, opt, v);
+      if (q > kMaxQuantum) o.fail("quantum " + quoted(v) + " is out of range (max 1048576)");
+      c.quantum = std::max(q, kMinQuantum);
+    } else if (opt == "target") {
+      c.target_us = parse_us(o, opt, o.value(i));
+    } else if (opt == "interval") {
+      c.interval_us = parse_us(o, opt, o.value(i));
+    } else if (opt == "ce_threshold") {
+      c.ce_threshold_us = parse_us(o, opt, o.value(i));
+      c.has_ce_threshold = true;
+    } else if (opt == "memory_limit") {
+      const std::string_view v = o.value(i);
+      const auto bytes = tc::parse_size(v);
+      if (!bytes) o.fail("invalid memory_limit " + quoted(v) + " (a size: 32Mb, 100000)");
+      if (*bytes > std::numeric_limits<uint32_t>::max())
+        o.fail("memory_limit " + quoted(v) + " is out of range");
+      c.memory_limit = static_cast<uint32_t>(std::min(*bytes, kMaxMemoryLimit));
+    } else if (opt == "drop_batch") {
+      c.drop_batch = std::max<uint32_t>(parse_u32(o, opt, o.value(i)), 1);
+    } else {
+      o.fail("unknown option " + quoted(opt) +
+             " (known: limit, flows, quantum, target, interval, ecn, noecn, ce_threshold, "
+             "memory_limit, drop_batch)");
+    }
+  }
+  // Whole-qdisc backlog check and quantum use the device MTU; both fixed at creation.
+  return std::make_unique<FqCodelQdisc>(c);
+}
+
+}  // namespace txpath

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// The qdiscs' option parsers: make_qdisc() hands each kind's factory a QdiscOptions
+// (txpath/qdisc_options.hpp) over the tokens after the kind, whose fail() throws the one-line
+// ConfigError every spec error becomes:
+//   qdisc "<spec>": <what is wrong>
+// The tc layer (src/tc/) builds QdiscOptions for `tc class add|change` the same way.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "txpath/qdisc.hpp"
+#include "txpath/qdisc_options.hpp"
+#include "txpath/text.hpp"  // escape_user_text, quoted: every error quotes user text through them
+
+namespace txpath {
+
+// ---- messages and values shared by the qdiscs' option parsers (tc's wording) ----
+
+// `illegal "NAME" value "VALUE"`.
+[[noreturn]] inline void fail_illegal(const QdiscOptions& o, std::string_view name,
+                                      std::string_view value) {
+  o.fail("illegal " + quoted(name) + " value " + quoted(value));
+}
+// `duplicate "NAME" specification` when the option was `seen` before.
+inline void fail_if_seen(const QdiscOptions& o, bool seen, std::string_view name) {
+  if (seen) o.fail("duplicate " + quoted(name) + " specification");
+}
+// linklayer ethernet|atm|adsl: whether the link is ATM (48-byte payload per 53-byte cell).
+bool parse_linklayer_atm(const QdiscOptions& o, std::string_view value);
+// A decimal number in 0..65535 (overhead, htb's mpu), else `illegal "OPT" value`.
+uint32_t parse_u16_option(const QdiscOptions& o, std::string_view opt, std::string_view value);
+
+// The value named `name` in xstats `x`, or nullptr (the qdiscs' xstats printers).
+inline const int64_t* find_xstat(const Xstats& x, std::string_view name) noexcept {
+  for (const auto& [k, v] : x)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+// One factory per qdisc kind, each defined in src/tc/qdisc_KIND.cpp with the text tc prints for it.
+std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& options, const QdiscEnv& env);
+std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& options, const QdiscEnv& env);
+std::unique_ptr<Qdisc> make_prio(const QdiscOptions& options, const QdiscEnv& env);
+std::unique_ptr<Qdisc> make_htb(const QdiscOptions& options, const QdiscEnv& env);
+std::unique_ptr<Qdisc> make_fq(const QdiscOptions& options, const QdiscEnv& env);
+
+}  // namespace txpath
