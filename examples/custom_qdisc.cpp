@@ -6,8 +6,9 @@
 // What a qdisc must keep (include/txpath/qdisc.hpp): it is called by one thread at a time (the
 // strategy serialises it), it never frees a packet and never takes a lock (a dropped packet goes
 // on `to_free`, which the caller frees outside every lock), and it keeps qlen/backlog/drops with
-// the protected account_* / drop() helpers. Exit status 0 when the order and the counters are
-// right.
+// the protected account_* / drop() helpers. It is classless: a classful qdisc would also derive
+// from txpath::ClassOps and call set_class_ops(this) (docs/library.md, "A custom Qdisc"). Exit
+// status 0 when the order and the counters are right.
 #include <txpath/device.hpp>
 #include <txpath/pool.hpp>
 #include <txpath/qdisc.hpp>
