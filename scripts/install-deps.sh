@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages txpath needs to build, test and benchmark (run as root).
-# python3: only the tdc conformance runner (scripts/tdc_run.py), standard library only.
+# python3 (standard library only): the build's include-direction check (scripts/check-layers.py)
+# and the tdc conformance runner (scripts/tdc_run.py).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev
