@@ -4,7 +4,8 @@
 // link header, as on a TUN device), then that many bytes. Each record goes through parse_frame()/parse_ipv4_packet()
 // (frame.hpp) and, if it parses, into a SinkTally; so does the record's first 12 bytes read as a
 // (sender, seq) pair, to reach every counting rule without valid checksums. After every record
-// the report must keep the sink's identities and its memory bound (sink.hpp).
+// the report must keep the sink's identities and its memory bound (sink.hpp). Each Ethernet
+// record also goes through frame_flow_hash() (queue_select.hpp): never 0, never a read past it.
 // Run: scripts/test-all.sh fuzz  (60 s), or ./build-fuzz/fuzz_sink_frames fuzz/corpus/sink_frames
 #include <algorithm>
 #include <cstddef>
@@ -15,6 +16,7 @@
 
 #include "net/sink_tally.hpp"
 #include "txpath/frame.hpp"
+#include "txpath/queue_select.hpp"
 #include "txpath/sink.hpp"
 
 namespace {
@@ -46,6 +48,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     const std::size_t n = std::min(len, size - at);
     const std::span<const std::byte> record(reinterpret_cast<const std::byte*>(data + at), n);
     const auto info = ipv4_only ? txpath::parse_ipv4_packet(record) : txpath::parse_frame(record);
+    if (!ipv4_only) {
+      if (const auto hash = txpath::frame_flow_hash(record); hash && *hash == 0) std::abort();
+    }
     if (info) tally.count(info->sender, info->seq, n);
     else tally.count_other();
     if (n >= 12) {
