@@ -42,11 +42,6 @@ inline constexpr unsigned kSpinBeforePark = 128;
 // The yield phase used by waits that are usually short under load (see spin_then_park).
 inline constexpr unsigned kYieldsBeforePark = 256;
 
-// `yields_before_park`: rounds of sched_yield() between the spin and the park. 0 (default) parks
-// as soon as the spin is spent. Waits that end within a scheduling quantum under load, and whose
-// notifier would otherwise pay a futex wake for nearly every waiter (a combiner releasing each
-// served request, an llist leader releasing its passivated followers), yield first: parking
-// there cost 10x in throughput at 16 senders on 2 cores (combining: 0.19 vs 2.4 Mpps).
 // The process-wide policy as spin_then_park() reads it: one relaxed load (park.cpp).
 struct ParkPolicy {
   bool park;          // spin_park()
@@ -59,6 +54,11 @@ void set_count_parks(bool on) noexcept;
 uint64_t parks_counted() noexcept;
 void count_park() noexcept;  // called by spin_then_park() when counting is on
 
+// `yields_before_park`: rounds of sched_yield() between the spin and the park. 0 (default) parks
+// as soon as the spin is spent. Waits that end within a scheduling quantum under load, and whose
+// notifier would otherwise pay a futex wake for nearly every waiter (a combiner releasing each
+// served request, an llist leader releasing its passivated followers), yield first: parking
+// there cost 10x in throughput at 16 senders on 2 cores (combining: 0.19 vs 2.4 Mpps).
 template <class T, class Done>
 T spin_then_park(const std::atomic<T>& word, Done&& done,
                  unsigned yields_before_park = 0) noexcept {
