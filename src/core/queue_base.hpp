@@ -110,8 +110,9 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   }
 
   // qdisc_run_begin()/qdisc_run_end() for strategies that serialise under a root lock.
-  // Call with the root lock held.
-  bool run_begin() noexcept {
+  // Call with the root lock held. always_inline: once per uncontended packet; called through
+  // serialize.hpp, GCC kept an out-of-line copy in busylock, llist, sharded and drainer.
+  [[gnu::always_inline]] bool run_begin() noexcept {
     // relaxed: RUNNING is only written under the root lock, which orders these accesses;
     // the unlocked reader (is_running) is a heuristic.
     if (running_.load(std::memory_order_relaxed)) return false;
@@ -119,7 +120,7 @@ class QueueBase : public TxQueue, private Scheduler::Client {
     runs_.add(1);
     return true;
   }
-  void run_end() noexcept {
+  [[gnu::always_inline]] void run_end() noexcept {
     serve_inspect();  // still the owner: an inspect_qdisc() request is served here
     running_.store(false, std::memory_order_relaxed);  // relaxed: as run_begin()
   }
