@@ -254,7 +254,7 @@ class DrainerQueue : public LockedQueue<Lock> {
   }
 
   uint64_t purge_strategy(PacketList& to_free) noexcept override {
-    stop_drainer();  // already stopped by stop_workers(); never pop concurrently with it
+    // The drainer thread is gone: shutdown() ran stop_workers() first, so nothing pops with us.
     const std::size_t before = to_free.size();
     void* burst[kPerRing];
     auto purge = [&](txpath_ck_ring* r) {
