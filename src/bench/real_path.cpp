@@ -3,10 +3,8 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "txpath/error.hpp"
 #include "txpath/file.hpp"
@@ -24,40 +22,29 @@ std::string ipv4_text(uint32_t host_order) {
   return ::inet_ntop(AF_INET, &a, buf, sizeof buf) ? buf : "?";
 }
 
-// "device 'WHAT': CALL: strerror(err)" as a DeviceError, with a hint for EPERM/EACCES: worded as
-// the devices word their own socket errors.
-[[noreturn]] void fail_errno(const std::string& what, const char* call, int err) {
-  std::string line = "device '" + escape_user_text(what) + "': " + call + ": " + std::strerror(err);
-  if (err == EPERM || err == EACCES) line += " (needs root or CAP_NET_RAW/CAP_NET_ADMIN)";
-  throw DeviceError(line);
-}
-
-// Sets the kernel row's options on `fd` and connects it to the route's destination.
+// Sets the kernel row's options on `fd` and connects it to the route's destination. Errors are
+// worded as the devices word their own (netif::fail_errno: "device 'WHAT': CALL: strerror").
 void connect_socket(int fd, const KernelRoute& route, const std::string& what) {
   const int one = 1;
   const bool v6 = route.addr.ss_family == AF_INET6;
   if (::setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_RECVERR : IP_RECVERR, &one,
                    sizeof one) < 0)
-    fail_errno(what, "setsockopt(IP_RECVERR)", errno);
+    netif::fail_errno(what, "setsockopt(IP_RECVERR)", errno);
   if (!route.bind_device.empty() &&
       ::setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, route.bind_device.c_str(),
                    static_cast<socklen_t>(route.bind_device.size())) < 0)
-    fail_errno(what, "setsockopt(SO_BINDTODEVICE)", errno);
+    netif::fail_errno(what, "setsockopt(SO_BINDTODEVICE)", errno);
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&route.addr), route.len) < 0)
-    fail_errno(what, "connect", errno);
+    netif::fail_errno(what, "connect", errno);
 }
 
-// The kernel row's socket, connected; closed again if anything fails.
-int open_socket(const KernelRoute& route) {
-  const std::string what = "kernel row (" + escape_user_text(route.text) + ")";
-  const int fd = ::socket(route.addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) fail_errno(what, "socket(UDP)", errno);
-  try {
-    connect_socket(fd, route, what);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
+// The kernel row's socket, connected (closed by Fd if anything fails). netif::fail escapes
+// `what`, which holds the user's device text.
+netif::Fd open_socket(const KernelRoute& route) {
+  const std::string what = "kernel row (" + route.text + ")";
+  netif::Fd fd(::socket(route.addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd) netif::fail_errno(what, "socket(UDP)", errno);
+  connect_socket(fd.get(), route, what);
   return fd;
 }
 
@@ -90,11 +77,9 @@ std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& s
 
 KernelSender::KernelSender(const KernelRoute& route) : fd_(open_socket(route)) {}
 
-KernelSender::~KernelSender() { ::close(fd_); }
-
 KernelSender::Result KernelSender::send(std::span<const std::byte> payload) noexcept {
   for (int attempt = 0; attempt < 4; ++attempt) {
-    if (::send(fd_, payload.data(), payload.size(), 0) >= 0) return Result::sent;
+    if (::send(fd_.get(), payload.data(), payload.size(), 0) >= 0) return Result::sent;
     // ECONNREFUSED: an ICMP error from an earlier datagram, reported now; this one was not
     // sent, so try again. EINTR likewise. Anything else (ENOBUFS: the qdisc dropped it) is a
     // drop, as the kernel's own counters would say.

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 
+#include "device/netif.hpp"
 #include "txpath/device.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/sink.hpp"
@@ -36,14 +37,11 @@ std::optional<KernelRoute> kernel_route(const Device& device, const FrameSpec& s
 class KernelSender {
  public:
   explicit KernelSender(const KernelRoute& route);  // throws DeviceError
-  ~KernelSender();
-  KernelSender(const KernelSender&) = delete;
-  KernelSender& operator=(const KernelSender&) = delete;
   enum class Result : uint8_t { sent, dropped };
   Result send(std::span<const std::byte> payload) noexcept;
 
  private:
-  int fd_;  // the socket, open for the sender's lifetime
+  netif::Fd fd_;  // the socket, open for the sender's lifetime
 };
 
 // The sink for `spec_text` ("auto", "none", "IF", "IF@NETNS"); nullopt for none.
