@@ -146,10 +146,15 @@ void check_sink(Sink* sink, uint64_t sent, Run& r) {
 
 uint64_t sink_cpu_ns(const Sink* sink) { return sink ? sink->cpu_ns() : 0; }
 
-// Per-sender state, each on its own cache lines.
+// Per-sender state, each on its own cache line (48 bytes: what a sender writes per packet shares
+// one line).
 struct alignas(64) Sender {
   uint64_t accepted_in_window = 0;  // queued or congested (kernel row: sent) while measuring
   std::vector<uint32_t> latency;    // sampled send() ns, preallocated
+  // The kernel row's totals (txpath's rows read the queue's counters instead). relaxed (both):
+  // owner-written counters, read by the main thread at the window edges; the join orders the end.
+  std::atomic<uint64_t> sent{0};
+  std::atomic<uint64_t> dropped{0};
 
   // Calls send(); while the window is open, times one call in kLatencySampleEvery (as long as the
   // preallocated samples last).
@@ -164,16 +169,8 @@ struct alignas(64) Sender {
   }
 };
 
-// A kernel-row sender also counts what it sent and what was dropped, read by the main thread at
-// the window's edges.
-struct KernelSenderState : Sender {
-  std::atomic<uint64_t> sent{0};     // relaxed (both): owner-written counters, read by the main
-  std::atomic<uint64_t> dropped{0};  // thread at the window edges; the join orders the end
-};
-
-template <class S>
-std::vector<S> make_senders(int threads) {
-  std::vector<S> senders(static_cast<std::size_t>(threads));
+std::vector<Sender> make_senders(int threads) {
+  std::vector<Sender> senders(static_cast<std::size_t>(threads));
   for (auto& s : senders) s.latency.reserve(kLatencySamplesPerThread);
   return senders;
 }
@@ -279,10 +276,10 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
   std::vector<std::unique_ptr<bench_detail::KernelSender>> sockets;
   for (int t = 0; t < threads; ++t)
     sockets.push_back(std::make_unique<bench_detail::KernelSender>(*route));
-  auto senders = make_senders<KernelSenderState>(threads);
+  auto senders = make_senders(threads);
   if (sink) sink->reset();
   const auto send_loop = [&](int t, RunFlags& flags) {
-    KernelSenderState& me = senders[static_cast<std::size_t>(t)];
+    Sender& me = senders[static_cast<std::size_t>(t)];
     bench_detail::KernelSender& sock = *sockets[static_cast<std::size_t>(t)];
     std::vector<std::byte> frame(tmpl.size());
     flags.started();
@@ -293,7 +290,7 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
       const bool window = flags.in_window();
       if (me.timed(window, seq, [&] { return sock.send(payload); }) ==
           bench_detail::KernelSender::Result::sent) {
-        me.sent.store(++sent, std::memory_order_relaxed);  // relaxed: see KernelSenderState
+        me.sent.store(++sent, std::memory_order_relaxed);  // relaxed: see Sender::sent
         if (window) ++me.accepted_in_window;
       } else {
         me.dropped.store(++dropped, std::memory_order_relaxed);  // relaxed: likewise
@@ -393,7 +390,7 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
   const FrameTemplate tmpl(frames_for(*device, cfg.payload));
 
   if (sink) sink->reset();
-  auto senders = make_senders<Sender>(threads);
+  auto senders = make_senders(threads);
   const auto send_loop = [&](int t, RunFlags& flags) {
     Sender& me = senders[static_cast<std::size_t>(t)];
     Pool::Cache cache(pool);
@@ -582,7 +579,7 @@ void add_kernel_row(BenchConfig& cfg, const Device& device, const FrameSpec& fra
   const bool named = std::find(cfg.strategies.begin(), cfg.strategies.end(),
                                std::string(kKernelStrategy)) != cfg.strategies.end();
   if (named) {
-    bench_detail::kernel_route(device, frames);  // throws when there is nowhere to send
+    // kernel_route throws when the device is real but there is nowhere to send.
     if (!bench_detail::kernel_route(device, frames))
       throw ConfigError("strategy kernel needs a real device (afpacket:IF, afxdp:IF or udp:HOST:PORT), not " +
                         txpath::quoted(device.describe()));
@@ -654,9 +651,7 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
   add_kernel_row(cfg, *device, frames);
   bench_detail::resolve_sink(cfg.sink, *device, frames);  // checks the --sink text
   cfg.strategies = runnable_strategies(cfg, *device, every_strategy);
-  FrameSpec spec;
-  spec.payload = cfg.payload;
-  const FrameTemplate tmpl(spec);
+  const FrameTemplate tmpl(frames);
   if (tmpl.size() > device->max_frame_len())
     throw ConfigError("payload " + std::to_string(cfg.payload) + " makes a " +
                       std::to_string(tmpl.size()) + "-byte frame, over the device's maximum of " +
