@@ -6,6 +6,8 @@
 
 #include <array>
 
+#include "core/byte_order.hpp"
+
 namespace txpath {
 
 namespace {
@@ -14,11 +16,10 @@ constexpr uint16_t kEtherIpv4 = 0x0800, kEtherIpv6 = 0x86dd;
 constexpr uint16_t kEtherVlan = 0x8100, kEtherQinQ = 0x88a8;
 
 uint16_t be16(std::span<const std::byte> b, std::size_t at) noexcept {
-  return static_cast<uint16_t>(std::to_integer<unsigned>(b[at]) << 8 |
-                               std::to_integer<unsigned>(b[at + 1]));
+  return byte_order::load16(b.data() + at);
 }
 uint32_t be32(std::span<const std::byte> b, std::size_t at) noexcept {
-  return static_cast<uint32_t>(be16(b, at)) << 16 | be16(b, at + 2);
+  return byte_order::load32(b.data() + at);
 }
 
 bool has_ports(uint8_t proto) noexcept {
@@ -88,8 +89,8 @@ uint32_t pick_tx_queue(const QueuePick& pick) noexcept {
   const uint32_t n = pick.num_queues > 0 ? pick.num_queues : 1;
   if (pick.explicit_queue && *pick.explicit_queue < n) return *pick.explicit_queue;
   if (!pick.xps_queues.empty()) {
-    const uint32_t len = static_cast<uint32_t>(pick.xps_queues.size());
-    const uint32_t q = len == 1 ? pick.xps_queues[0] : pick.xps_queues[scale_hash(pick.flow_hash, len)];
+    const auto len = static_cast<uint32_t>(pick.xps_queues.size());
+    const uint32_t q = pick.xps_queues[scale_hash(pick.flow_hash, len)];  // len 1: always [0]
     if (q < n) return q;  // a map naming a queue the device no longer has is ignored
   }
   return scale_hash(pick.flow_hash, n);

@@ -48,6 +48,7 @@
 #include "qdisc/codel.hpp"
 #include "qdisc/peek_dequeued.hpp"
 #include "txpath/qdisc.hpp"
+#include "txpath/queue_select.hpp"
 
 namespace txpath {
 
@@ -117,7 +118,7 @@ class FqCodelQdisc final : public PeekDequeued<FqCodelQdisc> {
   FqCodelFlowStats flow_stats(uint32_t flow) const noexcept;
   const FqCodelConfig& config() const noexcept { return cfg_; }
   uint32_t classify(const Packet& p) const noexcept {
-    return static_cast<uint32_t>((uint64_t{p.flow_hash} * cfg_.flows) >> 32);
+    return scale_hash(p.flow_hash, cfg_.flows);  // the kernel's reciprocal_scale
   }
   // CoDel-dropped packets not yet handed out (already counted as drops).
   PacketList take_dropped() noexcept { return std::move(dropped_); }
