@@ -43,10 +43,6 @@ PRIVATE = {
     "device": ["device/*_device.hpp", "device/real_devices.hpp"],
 }
 
-# (from layer, include glob) pairs allowed although the tables above refuse them.
-EXCEPTIONS = [
-]
-
 PUBLIC = "txpath"          # include/txpath, included as "txpath/..."
 PUBLIC_ONLY = ["tools", "examples"]  # top-level folders that may include only public headers
 
@@ -100,10 +96,6 @@ def private_to_other(layer, included):
     return None
 
 
-def excepted(layer, included):
-    return any(layer == frm and fnmatch.fnmatch(included, pat) for frm, pat in EXCEPTIONS)
-
-
 def check_library_file(path, layer, problems):
     may = allowed_layers(layer)
     for number, bracket, included in includes(path):
@@ -112,7 +104,7 @@ def check_library_file(path, layer, problems):
             continue  # same folder, system or public header
         owner = private_to_other(layer, included)
         wrong = target not in LAYERS or target not in may or owner is not None
-        if wrong and not excepted(layer, included):
+        if wrong:
             why = f"private to layer '{owner}'" if owner else f"layer '{target}'"
             problems.append(f"{shown(path)}:{number}: layer '{layer}' may not include '{included}' ({why})")
 
