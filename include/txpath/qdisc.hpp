@@ -78,6 +78,8 @@ class QdiscOptions;  // txpath/qdisc_options.hpp: a class's option tokens, for a
 // path runs (they may allocate).
 class ClassOps {
  public:
+  // The qdisc's kind ("htb"), for refusals; the classful qdisc's own Qdisc::kind() overrides it.
+  virtual std::string_view kind() const noexcept = 0;
   // Every class, parents before children (tc's dump order).
   virtual std::vector<QdiscClassInfo> classes() const = 0;
   // The child qdisc of leaf class `minor`, or nullptr if there is no such leaf class.

@@ -23,12 +23,6 @@ QdiscStats Qdisc::stats() const noexcept {
 
 namespace {
 
-// The kind of the qdisc `ops` belong to, for the refusals below.
-std::string kind_of(const ClassOps& ops) {
-  const auto* q = dynamic_cast<const Qdisc*>(&ops);
-  return q ? std::string(q->kind()) : std::string("?");
-}
-
 [[noreturn]] void refuse_add(const std::string& kind) {
   throw ConfigRejected("qdisc " + kind + " does not support adding classes");
 }
@@ -44,18 +38,18 @@ std::string kind_of(const ClassOps& ops) {
 void ClassOps::add_class(uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
                          const QdiscEnv& env) {
   (void)minor, (void)parent_minor, (void)options, (void)env;
-  refuse_add(kind_of(*this));
+  refuse_add(std::string(kind()));
 }
 
 void ClassOps::change_class(uint16_t minor, const QdiscOptions& options, const QdiscEnv& env) {
   (void)options, (void)env;
-  throw ConfigRejected("qdisc " + kind_of(*this) + " has no changeable class " +
+  throw ConfigRejected("qdisc " + std::string(kind()) + " has no changeable class " +
                        std::to_string(minor));
 }
 
 void ClassOps::delete_class(uint16_t minor) {
   (void)minor;
-  throw ConfigRejected("qdisc " + kind_of(*this) + " does not support deleting classes");
+  throw ConfigRejected("qdisc " + std::string(kind()) + " does not support deleting classes");
 }
 
 void add_class(Qdisc& q, uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,

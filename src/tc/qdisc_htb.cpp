@@ -75,12 +75,11 @@ HtbClassConfig parse_class(const QdiscOptions& o, uint32_t& quantum) {
   std::optional<uint64_t> rate, ceil, burst, cburst;
   std::optional<uint32_t> prio, mtu, mpu, overhead, q;
   std::optional<bool> atm;
-  auto once = [&o](bool seen, std::string_view name) { fail_if_seen(o, seen, name); };
   for (std::size_t i = 0; i < o.size(); ++i) {
     const std::string_view opt = o[i];
     if (opt == "rate" || opt == "ceil") {
       auto& slot = opt == "rate" ? rate : ceil;
-      once(slot.has_value(), opt);
+      fail_if_seen(o, slot.has_value(), opt);
       const std::string_view v = o.value(i);
       slot = tc::parse_rate(v);
       if (!slot) fail_illegal(o, opt, v);
@@ -88,23 +87,23 @@ HtbClassConfig parse_class(const QdiscOptions& o, uint32_t& quantum) {
                opt == "cbuffer" || opt == "cmaxburst") {
       const bool c = opt[0] == 'c';
       auto& slot = c ? cburst : burst;
-      once(slot.has_value(), c ? "cburst" : "burst");
+      fail_if_seen(o, slot.has_value(), c ? "cburst" : "burst");
       const std::string_view v = o.value(i);
       slot = tc::parse_size_cell(v);
       if (!slot) fail_illegal(o, opt, v);
       if (*slot > kU32) o.fail(quoted(opt) + " " + quoted(v) + " is out of range (max 4294967295 bytes)");
     } else if (opt == "prio" || opt == "mtu" || opt == "quantum") {
       auto& slot = opt == "prio" ? prio : opt == "mtu" ? mtu : q;
-      once(slot.has_value(), opt);
+      fail_if_seen(o, slot.has_value(), opt);
       const std::string_view v = o.value(i);
       slot = tc::parse_u32(v);
       if (!slot) fail_illegal(o, opt, v);
     } else if (opt == "mpu" || opt == "overhead") {
       auto& slot = opt == "mpu" ? mpu : overhead;
-      once(slot.has_value(), opt);
+      fail_if_seen(o, slot.has_value(), opt);
       slot = parse_u16_option(o, opt, o.value(i));
     } else if (opt == "linklayer") {
-      once(atm.has_value(), opt);
+      fail_if_seen(o, atm.has_value(), opt);
       atm = parse_linklayer_atm(o, o.value(i));
     } else {
       o.fail("unknown option " + quoted(opt) +
@@ -177,7 +176,7 @@ std::unique_ptr<Qdisc> make_htb(const QdiscOptions& o, const QdiscEnv& env) {
     const std::string_view opt = o[i];
     if (opt == "default" || opt == "r2q" || opt == "direct_qlen") {
       auto& slot = opt == "default" ? defcls : opt == "r2q" ? r2q : direct_qlen;
-      if (slot) o.fail("duplicate " + quoted(opt) + " specification");
+      fail_if_seen(o, slot.has_value(), opt);
       const std::string_view v = o.value(i);
       slot = tc::parse_u32(v, opt == "default" ? 16 : 10);
       if (!slot) fail_illegal(o, opt, v);

@@ -68,8 +68,6 @@ std::optional<uint64_t> to_u64_trunc(double v) {
   return static_cast<uint64_t>(v);
 }
 
-}  // namespace
-
 // Bits per second one unit of a rate stands for: "" and "bit" 1, "bps" 8 (bytes), each with a
 // prefix k, m, g, t (powers of 1000) or ki, mi, gi, ti (powers of 1024); case-insensitive.
 std::optional<double> rate_unit_bits(std::string_view unit) {
@@ -90,6 +88,8 @@ std::optional<double> rate_unit_bits(std::string_view unit) {
   for (std::size_t i = 0; i <= power; ++i) scale *= binary ? 1024.0 : 1000.0;
   return scale;
 }
+
+}  // namespace
 
 std::optional<uint64_t> parse_rate(std::string_view text) {
   const auto n = split_number(text);
