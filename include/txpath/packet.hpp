@@ -6,6 +6,7 @@
 // its `next` link belongs to that owner. A packet is never on two lists.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -13,6 +14,9 @@
 namespace txpath {
 
 class Pool;
+
+// Packet::tx_queue when the application chose no queue.
+inline constexpr uint32_t kAnyTxQueue = UINT32_MAX;
 
 struct Packet {
   Packet* next = nullptr;       // link for whichever list currently owns the packet
@@ -26,6 +30,12 @@ struct Packet {
                                 // (the env clock of time-based qdiscs); 0 = none (fq)
   uint64_t pacing_rate = 0;     // sk->sk_pacing_rate of the sending flow, bytes/s; 0 = unpaced (fq)
   Pool* pool = nullptr;         // where the buffer returns when the packet is freed
+  // The TX queue the application chose for this packet on a device with several (explicit
+  // choice: it wins over XPS and the flow hash, see txpath/netdev.hpp); kAnyTxQueue: none.
+  uint32_t tx_queue = UINT32_MAX;
+  // Set by NetDevice::pick_tx_queue(): the in-flight count of this packet's flow slot, which
+  // free_packets() decrements (the ooo_okay rule). Nobody else writes it.
+  std::atomic<uint64_t>* flow_in_flight = nullptr;
 
   std::span<std::byte> frame() noexcept { return {data, len}; }
   std::span<const std::byte> frame() const noexcept { return {data, len}; }

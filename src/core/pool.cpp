@@ -55,7 +55,24 @@ void Pool::reset(Packet* p) noexcept {
   p->enqueue_ns = 0;
   p->tstamp_ns = 0;
   p->pacing_rate = 0;
+  p->tx_queue = kAnyTxQueue;
+  p->flow_in_flight = nullptr;
 }
+
+namespace {
+
+// The packet leaves the transmit path: its flow slot's in-flight count drops (the ooo_okay rule,
+// txpath/netdev.hpp).
+inline void release_flow_slot(Packet* p) noexcept {
+  if (std::atomic<uint64_t>* slot = p->flow_in_flight) {
+    p->flow_in_flight = nullptr;
+    // release: pairs with the acquire load in NetDevice's pick: a pick that sees the count at 0
+    // (and moves the flow to another queue) sees this packet's transmission or drop done.
+    slot->fetch_sub(1, std::memory_order_release);
+  }
+}
+
+}  // namespace
 
 Packet* Pool::get() noexcept {
   Packet* p = nullptr;
@@ -78,6 +95,7 @@ void Pool::put_list(PacketList&& list) noexcept {
   std::size_t n = 0;
   for (Packet* p = local.front(); p;) {
     Packet* next = p->next;  // read before the packet becomes someone else's
+    release_flow_slot(p);
     chunk[n++] = p;
     p = next;
     if (n == kChunk || !p) {
@@ -132,6 +150,7 @@ Packet* Pool::Cache::get() noexcept {
 }
 
 void Pool::Cache::put(Packet* p) noexcept {
+  release_flow_slot(p);
   if (p->pool != &pool_) {
     p->pool->put(p);
     return;
