@@ -596,7 +596,7 @@ TEST(DeviceRegistry, ErrorsAreOneLineAndNameTheSpec) {
       {"nic:bql=2", "out of range"},
       {"nic:mtu=67", "out of range"},
       {"nic:foo=1",
-       "unknown key 'foo' for nic (known: pkt, doorbell, ring, rate, clean, bql, irq, mtu)"},
+       "unknown key 'foo' for nic (known: pkt, doorbell, ring, rate, clean, bql, irq, mtu, queues, wire)"},
       {"nic:pkt=1,,doorbell=2", "empty option"},
       {"nic:pkt=1,", "empty option"},
       {"nic:=5", "unknown key ''"},

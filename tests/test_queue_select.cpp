@@ -118,26 +118,53 @@ TEST(FlowHash, SpreadsFlowsOverQueues) {
 }
 
 TEST(PickTxQueue, ExplicitThenXpsThenHash) {
-  const std::array<uint16_t, 1> only_two = {2};
-  const std::array<uint16_t, 3> some = {1, 3, 5};
-  const std::array<uint16_t, 1> gone = {9};
+  const std::array<uint64_t, 1> only_two = {1u << 2};
+  const std::array<uint64_t, 1> some = {(1u << 1) | (1u << 3) | (1u << 5)};
+  const std::array<uint64_t, 1> gone = {1u << 9};
   const uint32_t hash = 0x9000'0000;
-  EXPECT_EQ(pick_tx_queue({.num_queues = 8, .explicit_queue = 6, .xps_queues = only_two,
+  EXPECT_EQ(pick_tx_queue({.num_queues = 8, .explicit_queue = 6, .xps_mask = only_two,
                            .flow_hash = hash}), 6u);
   // An explicit queue the device does not have is ignored: XPS decides.
-  EXPECT_EQ(pick_tx_queue({.num_queues = 8, .explicit_queue = 8, .xps_queues = only_two,
+  EXPECT_EQ(pick_tx_queue({.num_queues = 8, .explicit_queue = 8, .xps_mask = only_two,
                            .flow_hash = hash}), 2u);
   // Several queues in the CPU's map: the hash picks one of them, always the same for one flow.
-  const uint32_t q = pick_tx_queue({.num_queues = 8, .xps_queues = some, .flow_hash = hash});
-  EXPECT_TRUE(q == 1 || q == 3 || q == 5) << q;
-  EXPECT_EQ(q, some[scale_hash(hash, 3)]);
+  const uint32_t q = pick_tx_queue({.num_queues = 8, .xps_mask = some, .flow_hash = hash});
+  const std::array<uint32_t, 3> listed = {1, 3, 5};
+  EXPECT_EQ(q, listed[scale_hash(hash, 3)]);
   std::set<uint32_t> used;
   for (uint32_t h = 0; h < 64; ++h)
-    used.insert(pick_tx_queue({.num_queues = 8, .xps_queues = some, .flow_hash = h << 26}));
+    used.insert(pick_tx_queue({.num_queues = 8, .xps_mask = some, .flow_hash = h << 26}));
   EXPECT_EQ(used, (std::set<uint32_t>{1, 3, 5}));
-  // A map naming a queue the device no longer has, or no map: the hash over all queues.
-  EXPECT_EQ(pick_tx_queue({.num_queues = 8, .xps_queues = gone, .flow_hash = hash}),
+  // A map naming a queue the device does not have, or no map: the hash over all queues.
+  EXPECT_EQ(pick_tx_queue({.num_queues = 8, .xps_mask = gone, .flow_hash = hash}),
             scale_hash(hash, 8));
   EXPECT_EQ(pick_tx_queue({.num_queues = 8, .flow_hash = hash}), 4u);  // 0x9/0x10 of 8 queues
   EXPECT_EQ(pick_tx_queue({.num_queues = 1, .flow_hash = hash}), 0u);
+}
+
+TEST(PickTxQueue, AQueueBeyondTheFirstWordOfTheMap) {
+  const std::array<uint64_t, 2> high = {0, 1u << 6};  // queue 70 only
+  EXPECT_EQ(pick_tx_queue({.num_queues = 100, .xps_mask = high, .flow_hash = 12345}), 70u);
+  // The device has 70 queues: queue 70 is not one of them, the hash decides.
+  EXPECT_EQ(pick_tx_queue({.num_queues = 70, .xps_mask = high, .flow_hash = 0x8000'0000}), 35u);
+}
+
+TEST(PickTxQueue, TheTrafficClassBoundsXpsAndTheHash) {
+  // Class queues [4, 8): the hash spreads over those four only.
+  std::set<uint32_t> used;
+  for (uint32_t h = 0; h < 64; ++h)
+    used.insert(pick_tx_queue({.num_queues = 8, .flow_hash = h << 26, .class_offset = 4,
+                               .class_count = 4}));
+  EXPECT_EQ(used, (std::set<uint32_t>{4, 5, 6, 7}));
+  // XPS names queues 1 and 6: only 6 is in the class.
+  const std::array<uint64_t, 1> map = {(1u << 1) | (1u << 6)};
+  EXPECT_EQ(pick_tx_queue({.num_queues = 8, .xps_mask = map, .flow_hash = 7, .class_offset = 4,
+                           .class_count = 4}), 6u);
+  // XPS names none of the class's queues: the hash over the class.
+  const std::array<uint64_t, 1> other = {1u << 1};
+  EXPECT_EQ(pick_tx_queue({.num_queues = 8, .xps_mask = other, .flow_hash = 0x8000'0000,
+                           .class_offset = 4, .class_count = 4}), 6u);
+  // A class reaching past the device is clipped to it.
+  EXPECT_EQ(pick_tx_queue({.num_queues = 6, .flow_hash = 0xffff'ffff, .class_offset = 4,
+                           .class_count = 4}), 5u);
 }

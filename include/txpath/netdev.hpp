@@ -98,10 +98,12 @@ class NetDevice {
 
  private:
   struct Impl;
+  // Declared first, destroyed last: the queues' destructors free what their rings hold, which
+  // releases flow slots held here.
+  std::unique_ptr<Impl> impl_;  // XPS words, traffic classes, flow slots
   std::vector<std::unique_ptr<Device>> queues_;
   std::string spec_;
   unsigned cpus_ = 1;
-  std::unique_ptr<Impl> impl_;  // XPS words, traffic classes, flow slots
 };
 
 // Builds a device with its TX queues from a --device spec (make_device()'s grammar plus

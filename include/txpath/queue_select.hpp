@@ -35,13 +35,20 @@ constexpr uint32_t scale_hash(uint32_t hash, uint32_t n) noexcept {
 struct QueuePick {
   uint32_t num_queues = 1;                  // the device's TX queues (> 0)
   std::optional<uint32_t> explicit_queue;  // the application's choice; used when < num_queues
-  std::span<const uint16_t> xps_queues;     // the sending CPU's XPS map (may be empty)
+  // The sending CPU's XPS map as a bitmap: bit q % 64 of word q / 64 names queue q (may be
+  // empty; bits past num_queues are ignored).
+  std::span<const uint64_t> xps_mask;
   uint32_t flow_hash = 0;                   // the packet's flow hash (0: none, queue 0's hash)
+  // The packet's traffic class's queues, [class_offset, class_offset + class_count) (mqprio);
+  // class_count 0: every queue. Clipped to num_queues.
+  uint32_t class_offset = 0;
+  uint32_t class_count = 0;
 };
 
 // The queue for one packet: an explicit queue below num_queues; else, when the CPU's XPS map
-// names queues below num_queues, one of those picked by the flow hash (so one flow stays on one
-// queue of the map); else the flow hash scaled over all queues. Always < num_queues.
+// names queues of the packet's class, one of those picked by the flow hash (so one flow stays on
+// one queue of the map); else the flow hash scaled over the class's queues (all queues without
+// classes). Always < num_queues.
 uint32_t pick_tx_queue(const QueuePick& pick) noexcept;
 
 }  // namespace txpath

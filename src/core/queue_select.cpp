@@ -4,6 +4,7 @@
 // dissector (docs/background.md, "Choosing a TX queue"); no kernel code was copied.
 #include "txpath/queue_select.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "core/byte_order.hpp"
@@ -85,15 +86,37 @@ std::optional<uint32_t> frame_flow_hash(std::span<const std::byte> frame) noexce
   return std::nullopt;
 }
 
+namespace {
+
+// Bits [from, to) of a bitmap.
+uint32_t count_bits(std::span<const uint64_t> mask, uint32_t from, uint32_t to) noexcept {
+  uint32_t k = 0;
+  for (uint32_t q = from; q < to && q / 64 < mask.size(); ++q) k += (mask[q / 64] >> (q % 64)) & 1;
+  return k;
+}
+
+// The queue of the `index`-th set bit in [from, to) (index < count_bits(mask, from, to)).
+uint32_t nth_bit(std::span<const uint64_t> mask, uint32_t from, uint32_t to,
+                 uint32_t index) noexcept {
+  for (uint32_t q = from; q < to; ++q) {
+    if (((mask[q / 64] >> (q % 64)) & 1) && index-- == 0) return q;
+  }
+  return from;  // not reached when index is in range
+}
+
+}  // namespace
+
 uint32_t pick_tx_queue(const QueuePick& pick) noexcept {
   const uint32_t n = pick.num_queues > 0 ? pick.num_queues : 1;
   if (pick.explicit_queue && *pick.explicit_queue < n) return *pick.explicit_queue;
-  if (!pick.xps_queues.empty()) {
-    const auto len = static_cast<uint32_t>(pick.xps_queues.size());
-    const uint32_t q = pick.xps_queues[scale_hash(pick.flow_hash, len)];  // len 1: always [0]
-    if (q < n) return q;  // a map naming a queue the device no longer has is ignored
+  uint32_t from = 0, count = n;
+  if (pick.class_count > 0 && pick.class_offset < n) {
+    from = pick.class_offset;
+    count = std::min(pick.class_count, n - from);
   }
-  return scale_hash(pick.flow_hash, n);
+  const uint32_t in_map = count_bits(pick.xps_mask, from, from + count);
+  if (in_map > 0) return nth_bit(pick.xps_mask, from, from + count, scale_hash(pick.flow_hash, in_map));
+  return from + scale_hash(pick.flow_hash, count);
 }
 
 }  // namespace txpath

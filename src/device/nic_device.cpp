@@ -47,14 +47,28 @@ std::string fmt_double(double v) {
 
 }  // namespace
 
-NicDevice::NicDevice(const NicConfig& config)
+NicWire::NicWire() : epoch_ns(now_ns()) {}
+
+uint64_t NicWire::reserve(uint64_t now_ps, uint64_t ps) noexcept {
+  // relaxed: the wire clock publishes nothing but itself; the CAS makes each batch's interval
+  // [start, start + ps) disjoint from every other ring's.
+  uint64_t busy_until = free_ps.load(std::memory_order_relaxed);
+  uint64_t start;
+  do {
+    start = std::max(now_ps, busy_until);
+  } while (!free_ps.compare_exchange_weak(busy_until, start + ps, std::memory_order_relaxed));
+  return start;
+}
+
+NicDevice::NicDevice(const NicConfig& config, std::shared_ptr<NicWire> wire)
     : PolledDevice(config.mtu),
       cfg_(validated(config)),
       mask_(cfg_.ring - 1),
       wake_free_(std::max<uint64_t>(1, cfg_.ring / 4)),
       ps_per_byte_(8000.0 / cfg_.rate_gbit),
       ring_(cfg_.ring),
-      epoch_ns_(now_ns()) {
+      wire_(wire ? std::move(wire) : std::make_shared<NicWire>()),
+      epoch_ns_(wire_->epoch_ns) {
   if (cfg_.bql) enable_bql(cfg_.dql);
 }
 
@@ -119,15 +133,20 @@ XmitResult NicDevice::xmit(Packet* p, bool more) noexcept {
 void NicDevice::ring_doorbell() noexcept {
   busy_wait_ns(cfg_.doorbell_ns);  // the uncached MMIO tail write
   const uint64_t now_ps = (std::max(now_ns(), epoch_ns_) - epoch_ns_) * 1000;
-  // The wire serialises frames: each starts when both it is visible and the previous is done.
-  uint64_t t = std::max(now_ps, wire_free_ps_);
+  // The wire serialises frames: each starts when both it is visible and the previous is done
+  // (the previous of any ring on the same wire: the batch's time is reserved in one step).
+  const auto frame_ps = [this](const Slot& s) {
+    const uint32_t wire_bytes = std::max(s.pkt->len, kMinFrame) + kWireOverhead;
+    return static_cast<uint64_t>(std::llround(wire_bytes * ps_per_byte_));
+  };
+  uint64_t batch_ps = 0;
+  for (uint64_t i = visible_; i != tail_; ++i) batch_ps += frame_ps(ring_[i & mask_]);
+  uint64_t t = wire_->reserve(now_ps, batch_ps);
   for (; visible_ != tail_; ++visible_) {
     Slot& s = ring_[visible_ & mask_];
-    const uint32_t wire_bytes = std::max(s.pkt->len, kMinFrame) + kWireOverhead;
-    t += static_cast<uint64_t>(std::llround(wire_bytes * ps_per_byte_));
+    t += frame_ps(s);
     s.done_ns = epoch_ns_ + (t + 999) / 1000;  // round up: never complete early
   }
-  wire_free_ps_ = t;
   doorbells_.add(1);
   publish_hints();
 }

@@ -45,6 +45,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,10 +69,21 @@ struct NicConfig {
   uint32_t mtu = 1500;
 };
 
+// The wire a NIC's TX rings share (one port): frames leave one at a time at `rate`, whichever
+// ring they come from. Each doorbell reserves the wire time of its whole batch in one step.
+struct alignas(64) NicWire {
+  const uint64_t epoch_ns;             // steady-clock origin of the picosecond wire clock
+  std::atomic<uint64_t> free_ps{0};    // the wire is busy until then (ps after epoch_ns)
+  NicWire();
+  // Reserves `ps` picoseconds of wire time starting no earlier than `now_ps`; returns the start.
+  uint64_t reserve(uint64_t now_ps, uint64_t ps) noexcept;
+};
+
 class NicDevice final : public PolledDevice {
  public:
-  // Throws ConfigError (one line) for an out-of-range field.
-  explicit NicDevice(const NicConfig& config = {});
+  // Throws ConfigError (one line) for an out-of-range field. `wire`: the wire this ring sends on
+  // (shared by the TX queues of one multi-queue nic); nullptr: a wire of its own.
+  explicit NicDevice(const NicConfig& config = {}, std::shared_ptr<NicWire> wire = nullptr);
   ~NicDevice() override;
 
   std::string_view kind() const noexcept override { return "nic"; }
@@ -110,8 +122,8 @@ class NicDevice final : public PolledDevice {
   uint64_t head_ = 0;
   uint64_t visible_ = 0;
   uint64_t tail_ = 0;
-  const uint64_t epoch_ns_;       // steady-clock origin of the picosecond wire clock
-  uint64_t wire_free_ps_ = 0;     // wire busy until then (ps after epoch_ns_)
+  const std::shared_ptr<NicWire> wire_;  // shared with the device's other TX queues
+  const uint64_t epoch_ns_;       // wire_->epoch_ns
   bool drv_stopped_ = false;      // we set DRV_XOFF (stop_queue) and have not woken it yet
   uint64_t last_clean_ns_ = 0;    // when reap() last ran
 };

@@ -2,9 +2,13 @@
 // make_device(): --device spec text -> a Device.
 //
 // Grammar: KIND[:KEY=VALUE[,KEY=VALUE]...], keys in any order, each at most once.
-//   null                    [mtu=N]
-//   nic                     [pkt=NS, doorbell=NS, ring=N, rate=GBIT, clean=N, bql=0|1, irq=NS, mtu=N]
-//   fault                   [busy=P, stop=P, stop_ns=NS, seed=N, mtu=N]
+//   null                    [mtu=N, queues=N]
+//   nic                     [pkt=NS, doorbell=NS, ring=N, rate=GBIT, clean=N, bql=0|1, irq=NS, mtu=N,
+//                            queues=N, wire=shared|queue]
+//   fault                   [busy=P, stop=P, stop_ns=NS, seed=N, mtu=N, queues=N]
+// queues=N (1..kMaxTxQueues): the device's TX queues, one Device each (make_net_device(); a
+// device spec with more than one is refused by make_device()). nic's queues share one wire of
+// `rate` unless wire=queue; fault's queue i draws from seed + i.
 //   pcap:FILE               frames appended to a nanosecond pcap file (FILE: the rest of
 //                           the spec after the first ':', non-empty)
 //   tun:IFNAME              a TUN interface (1..15 characters, no '/', no whitespace)
@@ -33,6 +37,7 @@
 #include "device/real_devices.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
+#include "txpath/netdev.hpp"
 #include "txpath/text.hpp"
 
 namespace txpath {
@@ -122,6 +127,23 @@ class SpecParser {
     return v;
   }
 
+  // queues=N: a device's TX queue count, 1..kMaxTxQueues.
+  uint32_t queues(const Option& o) const {
+    return static_cast<uint32_t>(u64(o, 1, kMaxTxQueues));
+  }
+
+  // The index of o.value among `words`; fails naming them.
+  std::size_t choice(const Option& o, std::initializer_list<std::string_view> words) const {
+    std::size_t i = 0;
+    std::string list;
+    for (auto w : words) {
+      if (w == o.value) return i;
+      list += (i++ ? ", " : "") + std::string(w);
+    }
+    fail("bad value '" + printable(o.value) + "' for " + printable(o.key) + " (expected " + list +
+         ")");
+  }
+
   static std::string fmt(double v) {
     char buf[64];
     auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
@@ -134,6 +156,24 @@ class SpecParser {
 
 constexpr uint64_t kMinMtu = 68, kMaxMtu = 9000;
 
+// A device's TX queues, as one kind's factory builds them (one Device each).
+using Queues = std::vector<std::unique_ptr<Device>>;
+
+Queues one_queue(std::unique_ptr<Device> device) {
+  Queues q;
+  q.push_back(std::move(device));
+  return q;
+}
+
+// `count` queues, each built by make().
+template <class Make>
+Queues queues_of(uint32_t count, Make make) {
+  Queues q;
+  q.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) q.push_back(make(i));
+  return q;
+}
+
 // One kind's part of the spec: `opts` is the text after the first ':' (empty when there is
 // none; `has_opts` tells "null:" from "null").
 struct KindSpec {
@@ -143,13 +183,13 @@ struct KindSpec {
   bool has_opts;
 };
 
-std::unique_ptr<Device> make_pcap(const KindSpec& s) {
+Queues make_pcap(const KindSpec& s) {
   // Everything after the first ':' is the path (it may hold ',', '=' or ':').
   if (s.opts.empty()) s.parser.fail("missing file name (pcap:FILE)");
-  return make_pcap_device(PcapConfig{.path = std::string(s.opts)});  // DeviceError as is
+  return one_queue(make_pcap_device(PcapConfig{.path = std::string(s.opts)}));  // DeviceError as is
 }
 
-std::unique_ptr<Device> make_tun(const KindSpec& s) {
+Queues make_tun(const KindSpec& s) {
   if (s.opts.empty()) s.parser.fail("missing interface name (tun:IFNAME)");
   if (s.opts.size() > 15) s.parser.fail("interface name longer than 15 characters");
   for (const char c : s.opts) {
@@ -157,10 +197,10 @@ std::unique_ptr<Device> make_tun(const KindSpec& s) {
       s.parser.fail("invalid character in interface name");
     }
   }
-  return make_tun_device(TunConfig{.ifname = std::string(s.opts)});  // DeviceError as is
+  return one_queue(make_tun_device(TunConfig{.ifname = std::string(s.opts)}));  // DeviceError as is
 }
 
-std::unique_ptr<Device> make_afpacket(const KindSpec& s) {
+Queues make_afpacket(const KindSpec& s) {
   // afpacket:IFNAME[,KEY=VALUE...]
   const std::size_t comma = s.opts.find(',');
   AfPacketConfig c;
@@ -172,20 +212,20 @@ std::unique_ptr<Device> make_afpacket(const KindSpec& s) {
       else if (o.key == "bypass") c.bypass = s.parser.u64(o, 0, 1) != 0;
     }
   }
-  return make_afpacket_device(c);  // DeviceError as is
+  return one_queue(make_afpacket_device(c));  // DeviceError as is
 }
 
-std::unique_ptr<Device> make_afxdp(const KindSpec& s) {
+Queues make_afxdp(const KindSpec& s) {
   const std::size_t sep = s.opts.find(':');
   AfXdpConfig c;
   c.ifname = std::string(s.opts.substr(0, sep));
   if (c.ifname.empty()) s.parser.fail("missing interface name (afxdp:IFNAME[:QUEUE])");
   if (sep != std::string_view::npos)
     c.queue = static_cast<uint32_t>(s.parser.u64({"queue", s.opts.substr(sep + 1)}, 0, 4095));
-  return make_afxdp_device(c);  // DeviceError as is
+  return one_queue(make_afxdp_device(c));  // DeviceError as is
 }
 
-std::unique_ptr<Device> make_udp(const KindSpec& s) {
+Queues make_udp(const KindSpec& s) {
   // udp:HOST:PORT[,KEY=VALUE...], HOST an IPv4 address, a name, or [IPv6]
   const std::size_t comma = s.opts.find(',');
   const std::string_view addr = s.opts.substr(0, comma);
@@ -210,25 +250,28 @@ std::unique_ptr<Device> make_udp(const KindSpec& s) {
     for (const auto& o : s.parser.options(s.opts.substr(comma + 1), s.kind, {"batch"}))
       c.batch = static_cast<uint32_t>(s.parser.u64(o, 1, 1024));
   }
-  return make_udp_device(c);  // DeviceError as is
+  return one_queue(make_udp_device(c));  // DeviceError as is
 }
 
-std::unique_ptr<Device> make_null(const KindSpec& s) {
-  uint32_t mtu = 1500;
+Queues make_null(const KindSpec& s) {
+  uint32_t mtu = 1500, queues = 1;
   if (s.has_opts) {
-    for (const auto& o : s.parser.options(s.opts, s.kind, {"mtu"})) {
-      mtu = static_cast<uint32_t>(s.parser.u64(o, kMinMtu, kMaxMtu));
+    for (const auto& o : s.parser.options(s.opts, s.kind, {"mtu", "queues"})) {
+      if (o.key == "mtu") mtu = static_cast<uint32_t>(s.parser.u64(o, kMinMtu, kMaxMtu));
+      else queues = s.parser.queues(o);
     }
   }
-  return std::make_unique<NullDevice>(mtu);
+  return queues_of(queues, [&](uint32_t) { return std::make_unique<NullDevice>(mtu); });
 }
 
-std::unique_ptr<Device> make_nic(const KindSpec& s) {
+Queues make_nic(const KindSpec& s) {
   NicConfig c;
+  uint32_t queues = 1;
+  bool shared_wire = true;
   if (s.has_opts) {
     const SpecParser& p = s.parser;
     for (const auto& o : p.options(s.opts, s.kind, {"pkt", "doorbell", "ring", "rate", "clean",
-                                                    "bql", "irq", "mtu"})) {
+                                                    "bql", "irq", "mtu", "queues", "wire"})) {
       if (o.key == "pkt") c.pkt_ns = p.u64(o, 0, 1'000'000'000);
       else if (o.key == "doorbell") c.doorbell_ns = p.u64(o, 0, 1'000'000'000);
       else if (o.key == "ring") c.ring = static_cast<uint32_t>(p.u64(o, 2, 1u << 20));
@@ -237,39 +280,55 @@ std::unique_ptr<Device> make_nic(const KindSpec& s) {
       else if (o.key == "clean") c.clean_batch = static_cast<uint32_t>(p.u64(o, 1, 1u << 20));
       else if (o.key == "bql") c.bql = p.u64(o, 0, 1) != 0;
       else if (o.key == "mtu") c.mtu = static_cast<uint32_t>(p.u64(o, kMinMtu, kMaxMtu));
+      else if (o.key == "queues") queues = p.queues(o);
+      else if (o.key == "wire") shared_wire = p.choice(o, {"shared", "queue"}) == 0;
     }
   }
-  return std::make_unique<NicDevice>(c);  // checks ring power of two, clean <= ring
+  // N rings on one wire of `rate` (a NIC's port), unless wire=queue gives each ring its own.
+  std::shared_ptr<NicWire> wire = shared_wire ? std::make_shared<NicWire>() : nullptr;
+  return queues_of(queues, [&](uint32_t) {
+    return std::make_unique<NicDevice>(c, wire ? wire : std::make_shared<NicWire>());
+  });  // the constructor checks ring power of two, clean <= ring
 }
 
-std::unique_ptr<Device> make_fault(const KindSpec& s) {
+Queues make_fault(const KindSpec& s) {
   FaultConfig c;
+  uint32_t queues = 1;
   if (s.has_opts) {
     const SpecParser& p = s.parser;
-    for (const auto& o : p.options(s.opts, s.kind, {"busy", "stop", "stop_ns", "seed", "mtu"})) {
+    for (const auto& o :
+         p.options(s.opts, s.kind, {"busy", "stop", "stop_ns", "seed", "mtu", "queues"})) {
       if (o.key == "busy") c.busy_prob = p.real(o, 0.0, 1.0);
       else if (o.key == "stop") c.stop_prob = p.real(o, 0.0, 1.0);
       else if (o.key == "stop_ns") c.max_stop_ns = p.u64(o, 0, 60'000'000'000ull);
       else if (o.key == "seed") c.seed = p.u64(o, 0, UINT64_MAX);
       else if (o.key == "mtu") c.mtu = static_cast<uint32_t>(p.u64(o, kMinMtu, kMaxMtu));
+      else if (o.key == "queues") queues = p.queues(o);
     }
   }
-  return std::make_unique<FaultDevice>(std::move(c));
+  // Each queue draws from its own random stream (seed + queue index).
+  return queues_of(queues, [&](uint32_t i) {
+    FaultConfig qc = c;
+    qc.seed = c.seed + i;
+    return std::make_unique<FaultDevice>(std::move(qc));
+  });
 }
 
 // Every device kind make_device() knows, in the order help texts and error messages list them:
 // the one list (device_kinds() and the "known: ..." text come from it).
 struct KindEntry {
   DeviceKind about;
-  std::unique_ptr<Device> (*make)(const KindSpec&);
+  Queues (*make)(const KindSpec&);
 };
 constexpr KindEntry kDeviceKinds[] = {
-    {{"null", "null[:mtu=N]", "accepts every packet at no cost, completes it at the doorbell"},
+    {{"null", "null[:mtu=N,queues=N]", "accepts every packet at no cost, completes it at the doorbell"},
      make_null},
-    {{"nic", "nic[:pkt=NS,doorbell=NS,ring=N,rate=GBIT,clean=N,bql=0|1,irq=NS,mtu=N]",
-      "a modelled NIC: descriptor and doorbell costs, a TX ring, completions, BQL"},
+    {{"nic",
+      "nic[:pkt=NS,doorbell=NS,ring=N,rate=GBIT,clean=N,bql=0|1,irq=NS,mtu=N,queues=N,"
+      "wire=shared|queue]",
+      "a modelled NIC: descriptor and doorbell costs, TX rings on one wire, completions, BQL"},
      make_nic},
-    {{"fault", "fault[:busy=P,stop=P,stop_ns=NS,seed=N,mtu=N]",
+    {{"fault", "fault[:busy=P,stop=P,stop_ns=NS,seed=N,mtu=N,queues=N]",
       "answers busy and stops its queue at random (for testing the driver loop)"},
      make_fault},
     {{"pcap", "pcap:FILE", "frames appended to a nanosecond pcap file"}, make_pcap},
@@ -298,7 +357,10 @@ std::string known_kinds() {
 
 std::span<const DeviceKind> device_kinds() noexcept { return kAbout; }
 
-std::unique_ptr<Device> make_device(std::string_view spec) {
+namespace {
+
+// The TX queues a --device spec describes.
+Queues make_queues(std::string_view spec) {
   const SpecParser parser(spec);
   const std::size_t colon = spec.find(':');
   const std::string_view kind = spec.substr(0, colon);
@@ -319,6 +381,31 @@ std::unique_ptr<Device> make_device(std::string_view spec) {
     }
   }
   parser.fail("unknown device kind '" + printable(kind) + "' (known: " + known_kinds() + ")");
+}
+
+// The spec of a device of `count` queues like `first`: its own spec plus queues=N.
+std::string with_queue_count(const Device& first, std::size_t count) {
+  std::string spec = first.describe();
+  if (count == 1) return spec;
+  return spec + (spec.find(':') == std::string::npos ? ":" : ",") + "queues=" +
+         std::to_string(count);
+}
+
+}  // namespace
+
+std::unique_ptr<Device> make_device(std::string_view spec) {
+  Queues queues = make_queues(spec);
+  if (queues.size() != 1) {
+    throw ConfigError("device '" + printable(spec) + "' has " + std::to_string(queues.size()) +
+                      " TX queues: make_net_device() builds a multi-queue device");
+  }
+  return std::move(queues.front());
+}
+
+std::unique_ptr<NetDevice> make_net_device(std::string_view spec) {
+  Queues queues = make_queues(spec);
+  std::string describe = with_queue_count(*queues.front(), queues.size());
+  return std::make_unique<NetDevice>(std::move(queues), std::move(describe));
 }
 
 }  // namespace txpath

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+// MultiQueueTx: one TxQueue per TX queue of a NetDevice (txpath/multiqueue.hpp). Linux's
+// __dev_queue_xmit() picks the netdev_queue and then runs that queue's qdisc under that queue's
+// root lock; here each TX queue is a whole TxQueue (strategy, qdisc, driver loop, service
+// thread), so queues share nothing but the NetDevice's flow slots and XPS map.
+#include "txpath/multiqueue.hpp"
+
+#include <chrono>
+#include <utility>
+
+namespace txpath {
+
+void add_stats(TxQueueStats& a, const TxQueueStats& b) noexcept {
+  a.submitted += b.submitted;
+  a.sent += b.sent;
+  a.dropped += b.dropped;
+  a.queued += b.queued;
+  a.requeues += b.requeues;
+  a.bypassed += b.bypassed;
+  a.runs += b.runs;
+  a.deferred_runs += b.deferred_runs;
+  a.batches += b.batches;
+  a.lock_waits += b.lock_waits;
+  a.lock_wait_ns += b.lock_wait_ns;
+  a.qdisc.bytes += b.qdisc.bytes;
+  a.qdisc.packets += b.qdisc.packets;
+  a.qdisc.drops += b.qdisc.drops;
+  a.qdisc.overlimits += b.qdisc.overlimits;
+  a.qdisc.requeues += b.qdisc.requeues;
+  a.qdisc.backlog += b.qdisc.backlog;
+  a.qdisc.qlen += b.qdisc.qlen;
+  a.device.tx_packets += b.device.tx_packets;
+  a.device.tx_bytes += b.device.tx_bytes;
+  a.device.doorbells += b.device.doorbells;
+  a.device.busy += b.device.busy;
+  a.device.completed += b.device.completed;
+  a.device.stops += b.device.stops;
+  a.device.wakes += b.device.wakes;
+  a.device.tx_errors += b.device.tx_errors;
+}
+
+std::unique_ptr<MultiQueueTx> MultiQueueTx::create(NetDevice& device,
+                                                   const MultiQueueConfig& config) {
+  std::vector<std::unique_ptr<TxQueue>> queues;
+  queues.reserve(device.num_tx_queues());
+  for (uint32_t i = 0; i < device.num_tx_queues(); ++i) {
+    TxQueueConfig qc = config.queue;
+    if (config.queue_qdisc) {
+      qc.root_qdisc = [&config, i](const QdiscEnv& env) { return config.queue_qdisc(i, env); };
+    }
+    queues.push_back(TxQueue::create(device.tx_queue(i), qc));  // qc.root_qdisc runs in here
+  }
+  return std::unique_ptr<MultiQueueTx>(new MultiQueueTx(device, std::move(queues)));
+}
+
+MultiQueueTx::MultiQueueTx(NetDevice& device, std::vector<std::unique_ptr<TxQueue>> queues)
+    : device_(device), queues_(std::move(queues)) {}
+
+MultiQueueTx::~MultiQueueTx() = default;
+
+SendStatus MultiQueueTx::send(Packet* p) noexcept {
+  // Refused before the pick, so that a packet the caller keeps holds no flow slot.
+  if (p->len > device_.tx_queue(0).max_frame_len()) return SendStatus::too_big;
+  return queues_[device_.pick_tx_queue(*p)]->send(p);
+}
+
+bool MultiQueueTx::drain(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool all = true;
+  for (auto& q : queues_) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    all = q->drain(std::max(left, std::chrono::milliseconds(0))) && all;
+  }
+  return all;
+}
+
+bool MultiQueueTx::service() noexcept {
+  bool any = false;
+  for (auto& q : queues_) any = q->service() || any;
+  return any;
+}
+
+TxQueueStats MultiQueueTx::stats() const {
+  TxQueueStats sum;
+  for (const auto& q : queues_) add_stats(sum, q->stats());
+  return sum;
+}
+
+std::vector<TxQueueStats> MultiQueueTx::queue_stats() const {
+  std::vector<TxQueueStats> out;
+  out.reserve(queues_.size());
+  for (const auto& q : queues_) out.push_back(q->stats());
+  return out;
+}
+
+std::optional<TxQueueStats> MultiQueueTx::consistent_stats(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  TxQueueStats sum;
+  for (auto& q : queues_) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    const auto one = q->consistent_stats(std::max(left, std::chrono::milliseconds(0)));
+    if (!one) return std::nullopt;
+    add_stats(sum, *one);
+  }
+  return sum;
+}
+
+}  // namespace txpath
