@@ -20,7 +20,7 @@ namespace txpath {
 namespace {
 
 constexpr std::string_view kHeader =
-    "strategy,lock,park,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,"
+    "strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,"
     "requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,"
     "vs_busylock_mpps,vs_busylock_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,"
     "sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,partial";
@@ -434,7 +434,7 @@ TEST(ReportCsv, OneRowPerPointWithEveryColumn) {
   const auto lines = lines_of(csv(points));
   ASSERT_EQ(lines.size(), points.size() + 1);
   const std::size_t columns = split_csv(kHeader).size();
-  EXPECT_EQ(columns, 32u);
+  EXPECT_EQ(columns, 33u);
   for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(split_csv(lines[i]).size(), columns);
 }
 
@@ -442,31 +442,33 @@ TEST(ReportCsv, ValuesRoundTrip) {
   BenchPoint p = point("rootlock", "mcs", 48, 7.123456789012345);
   p.conserved = false;
   p.park = false;
+  p.queues = 3;
   const auto lines = lines_of(csv({p}));
   ASSERT_EQ(lines.size(), 2u);
   const auto f = split_csv(lines[1]);
-  ASSERT_EQ(f.size(), 32u);
+  ASSERT_EQ(f.size(), 33u);
   EXPECT_EQ(f[0], "rootlock");
   EXPECT_EQ(f[1], "mcs");
   EXPECT_EQ(f[2], "off");
   EXPECT_EQ(f[3], "48");
-  EXPECT_EQ(to_double(f[4]), p.mpps) << "doubles are written exactly";
-  EXPECT_EQ(to_double(f[5]), p.mpps_min);
-  EXPECT_EQ(to_double(f[6]), p.mpps_max);
-  EXPECT_EQ(to_double(f[7]), p.cpu_ns_per_pkt);
-  EXPECT_EQ(to_u64(f[8]), p.submitted);
-  EXPECT_EQ(to_u64(f[9]), p.sent);
-  EXPECT_EQ(to_u64(f[10]), p.dropped);
-  EXPECT_EQ(to_u64(f[11]), p.requeues);
-  EXPECT_EQ(to_double(f[12]), p.fairness);
-  EXPECT_EQ(to_double(f[13]), p.batch_mean);
-  EXPECT_EQ(to_u64(f[14]), p.lock_waits);
-  EXPECT_EQ(to_u64(f[15]), p.lock_wait_ns);
-  EXPECT_EQ(to_double(f[16]), p.send_p50_ns);
-  EXPECT_EQ(to_double(f[17]), p.send_p99_ns);
-  EXPECT_EQ(to_double(f[18]), p.vs_busylock_mpps);
-  EXPECT_EQ(to_double(f[19]), p.vs_busylock_cpu);
-  EXPECT_EQ(f[20], "false");
+  EXPECT_EQ(f[4], "3") << "the point's TX queue count";
+  EXPECT_EQ(to_double(f[5]), p.mpps) << "doubles are written exactly";
+  EXPECT_EQ(to_double(f[6]), p.mpps_min);
+  EXPECT_EQ(to_double(f[7]), p.mpps_max);
+  EXPECT_EQ(to_double(f[8]), p.cpu_ns_per_pkt);
+  EXPECT_EQ(to_u64(f[9]), p.submitted);
+  EXPECT_EQ(to_u64(f[10]), p.sent);
+  EXPECT_EQ(to_u64(f[11]), p.dropped);
+  EXPECT_EQ(to_u64(f[12]), p.requeues);
+  EXPECT_EQ(to_double(f[13]), p.fairness);
+  EXPECT_EQ(to_double(f[14]), p.batch_mean);
+  EXPECT_EQ(to_u64(f[15]), p.lock_waits);
+  EXPECT_EQ(to_u64(f[16]), p.lock_wait_ns);
+  EXPECT_EQ(to_double(f[17]), p.send_p50_ns);
+  EXPECT_EQ(to_double(f[18]), p.send_p99_ns);
+  EXPECT_EQ(to_double(f[19]), p.vs_busylock_mpps);
+  EXPECT_EQ(to_double(f[20]), p.vs_busylock_cpu);
+  EXPECT_EQ(f[21], "false");
   EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[20], "true");
   EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[28], "")
       << "no sink counted the point: its columns are empty";
@@ -478,12 +480,12 @@ TEST(ReportCsv, ValuesRoundTrip) {
   sunk.delivered = false;
   sunk.vs_kernel_mpps = 1.5;
   const auto g = split_csv(lines_of(csv({sunk}))[1]);
-  ASSERT_EQ(g.size(), 32u);
-  EXPECT_EQ(to_double(g[21]), 1.5);
-  EXPECT_EQ(to_u64(g[23]), 90u);
-  EXPECT_EQ(to_u64(g[24]), 10u);
-  EXPECT_EQ(to_u64(g[26]), 3u);
-  EXPECT_EQ(g[28], "false");
+  ASSERT_EQ(g.size(), 33u);
+  EXPECT_EQ(to_double(g[22]), 1.5);
+  EXPECT_EQ(to_u64(g[24]), 90u);
+  EXPECT_EQ(to_u64(g[25]), 10u);
+  EXPECT_EQ(to_u64(g[27]), 3u);
+  EXPECT_EQ(g[29], "false");
   EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[2], "on") << "the default";
 }
 
@@ -500,14 +502,14 @@ TEST(ReportCsv, PartialBenchIsMarkedOnEveryRow) {
   ASSERT_EQ(lines.size(), 3u);
   const auto f = split_csv(lines[1]);
   const auto g = split_csv(lines[2]);
-  ASSERT_EQ(f.size(), 32u);
-  ASSERT_EQ(g.size(), 32u);
-  EXPECT_EQ(f[29], "3");
-  EXPECT_EQ(f[30], "true");
+  ASSERT_EQ(f.size(), 33u);
+  ASSERT_EQ(g.size(), 33u);
+  EXPECT_EQ(f[30], "3");
   EXPECT_EQ(f[31], "true");
-  EXPECT_EQ(g[29], "1");
-  EXPECT_EQ(g[30], "false");
-  EXPECT_EQ(g[31], "true");
+  EXPECT_EQ(f[32], "true");
+  EXPECT_EQ(g[30], "1");
+  EXPECT_EQ(g[31], "false");
+  EXPECT_EQ(g[32], "true");
   EXPECT_EQ(split_csv(lines_of(csv({whole}))[1])[31], "false") << "not partial by default";
 }
 
@@ -517,10 +519,10 @@ TEST(ReportCsv, LargeCountsAndNonFiniteValues) {
   p.mpps = std::nan("");
   p.fairness = INFINITY;
   const auto f = split_csv(lines_of(csv({p}))[1]);
-  ASSERT_EQ(f.size(), 32u);
-  EXPECT_EQ(to_u64(f[9]), UINT64_MAX);
-  EXPECT_EQ(f[4], "") << "NaN is a missing value";
-  EXPECT_EQ(f[12], "inf");
+  ASSERT_EQ(f.size(), 33u);
+  EXPECT_EQ(to_u64(f[10]), UINT64_MAX);
+  EXPECT_EQ(f[5], "") << "NaN is a missing value";
+  EXPECT_EQ(f[13], "inf");
 }
 
 TEST(ReportCsv, QuotesTextThatNeedsIt) {
@@ -533,11 +535,11 @@ TEST(ReportCsv, QuotesTextThatNeedsIt) {
   // The record spans two physical lines because of the embedded newline.
   const std::string record = out.substr(out.find('\n') + 1);
   const auto f = split_csv(record.substr(0, record.size() - 1));
-  ASSERT_EQ(f.size(), 32u);
+  ASSERT_EQ(f.size(), 33u);
   EXPECT_EQ(f[0], name);
   EXPECT_EQ(f[1], "ti,ck\net");
   EXPECT_EQ(f[3], "4");
-  EXPECT_EQ(to_double(f[4]), 2.5);
+  EXPECT_EQ(to_double(f[5]), 2.5);
 }
 
 // ---- SVG ----------------------------------------------------------------------------------------
@@ -685,6 +687,33 @@ TEST(ReportSvg, ParkJoinsTheKeyOnlyWhenItVaries) {
     const std::string svg = render_svg(off, "off");
     EXPECT_NE(svg.find(">busylock</text>"), std::string::npos);
     EXPECT_EQ(svg.find("park off"), std::string::npos);
+  }
+}
+
+TEST(ReportSvg, QueueCountJoinsTheKeyOnlyWhenItVaries) {
+  std::vector<BenchPoint> v = typical();  // all on one TX queue
+  for (const int t : {1, 8, 16, 64}) {
+    BenchPoint p = point("busylock", "ticket", t, 6.0 + 0.01 * t);
+    p.queues = 2;
+    v.push_back(p);
+  }
+  {
+    const std::string svg = render_svg(v, "queues");
+    expect_well_formed_svg(svg);
+    EXPECT_NE(svg.find(">busylock (1 TX queue)</text>"), std::string::npos);
+    EXPECT_NE(svg.find(">busylock (2 TX queues)</text>"), std::string::npos);
+    EXPECT_NE(svg.find(">rootlock</text>"), std::string::npos) << "rootlock ran on one count";
+    EXPECT_EQ(count(svg, "<polyline"), 3u);
+  }
+  {  // queues and park both vary for busylock: lock, queues, park in that order
+    BenchPoint p = point("busylock", "ticket", 8, 5.0);
+    p.queues = 2;
+    p.park = false;
+    v.push_back(p);
+    const std::string svg = render_svg(v, "queues and park");
+    expect_well_formed_svg(svg);
+    EXPECT_NE(svg.find(">busylock (2 TX queues, park off)</text>"), std::string::npos);
+    EXPECT_NE(svg.find(">busylock (1 TX queue, park on)</text>"), std::string::npos);
   }
 }
 

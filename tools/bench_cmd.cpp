@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// `txpath bench`: the seed experiment (netperf UDP_STREAM senders into one TX queue).
+// `txpath bench`: the seed experiment (netperf UDP_STREAM senders into one TX queue, or into a
+// device's N TX queues with --queues).
 #include "bench_cmd.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/file.hpp"
+#include "txpath/netdev.hpp"
 #include "txpath/report.hpp"
 #include "txpath/text.hpp"
 #include "txpath/topology.hpp"
@@ -48,6 +51,21 @@ std::vector<int> parse_threads(const std::string& s) {
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || v < 1 || v > 4096)
       throw ConfigError("--threads: " + txpath::quoted(item) + " is not a thread count in 1..4096");
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<uint32_t> parse_queues(const std::string& s) {
+  std::vector<uint32_t> out;
+  for (const auto& item : split(s)) {
+    uint32_t v = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || v < 1 || v > kMaxTxQueues)
+      throw ConfigError("--queues: " + txpath::quoted(item) + " is not a TX queue count in 1.." +
+                        std::to_string(kMaxTxQueues));
+    if (std::find(out.begin(), out.end(), v) != out.end())
+      throw ConfigError("--queues: " + txpath::quoted(item) + " given twice");
     out.push_back(v);
   }
   return out;
@@ -121,6 +139,7 @@ nlohmann::json config_json(const BenchConfig& cfg) {
   std::vector<std::string> park;
   for (const bool p : cfg.park) park.emplace_back(park_name(p));
   nlohmann::json c = {{"strategies", cfg.strategies}, {"threads", cfg.threads},
+                      {"queues", cfg.queues},         {"xps", xps_text(cfg.xps)},
                       {"duration_s", cfg.duration_s}, {"payload", cfg.payload},
                       {"txqueuelen", cfg.txqueuelen}, {"repeat", cfg.repeat},
                       {"pin", cfg.pin},               {"nodes", cfg.nodes},
@@ -136,9 +155,24 @@ nlohmann::json config_json(const BenchConfig& cfg) {
   return c;
 }
 
+// Each TX queue's counts: [{"queue": 0, "submitted": ..., "sent": ..., "dropped": ...,
+// "doorbells": ..., "batch": packets per doorbell, "conserved": ...}, ...].
+nlohmann::json per_queue_json(const BenchPoint& p) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < p.per_queue.size(); ++i) {
+    const BenchQueuePoint& q = p.per_queue[i];
+    out.push_back({{"queue", i},          {"submitted", q.submitted}, {"sent", q.sent},
+                   {"dropped", q.dropped}, {"doorbells", q.doorbells}, {"batch", q.batch_mean},
+                   {"conserved", q.conserved}});
+  }
+  return out;
+}
+
 nlohmann::json point_json(const BenchPoint& p) {
   nlohmann::json r = {{"park", park_name(p.park)},
                       {"threads", p.threads},
+                      {"queues", p.queues},
+                      {"per_queue", per_queue_json(p)},
                       {"mpps", p.mpps},
                       {"mpps_min", p.mpps_min},
                       {"mpps_max", p.mpps_max},
@@ -307,12 +341,19 @@ std::string check_text(const BenchPoint& p, int repeat) {
   return text;
 }
 
+// True when some point ran on more than one TX queue: the table then has a queues column.
+bool multi_queue(const std::vector<BenchPoint>& points) {
+  return std::any_of(points.begin(), points.end(), [](const BenchPoint& p) { return p.queues != 1; });
+}
+
 void print_results(const std::vector<BenchPoint>& points, int repeat) {
   const bool kernel = std::any_of(points.begin(), points.end(),
                                   [](const BenchPoint& p) { return p.vs_kernel_mpps > 0; });
+  const bool queues = multi_queue(points);
   const auto ratio = [](double v) { return v > 0 ? fmt::format("{:.2f}", v) : std::string("-"); };
-  fmt::print("{:<17} {:<6} {:<4} {:>4} {:>7} {:>13} {:>7} {:>6} {:>5} ", "strategy", "lock", "park",
-             "thr", "Mpps", "(min..max)", "ns/pkt", "x_bl", "cpu_x");
+  fmt::print("{:<17} {:<6} {:<4} {:>4} ", "strategy", "lock", "park", "thr");
+  if (queues) fmt::print("{:>4} ", "txq");
+  fmt::print("{:>7} {:>13} {:>7} {:>6} {:>5} ", "Mpps", "(min..max)", "ns/pkt", "x_bl", "cpu_x");
   if (kernel) fmt::print("{:>6} {:>6} ", "x_kern", "cpu_xk");
   fmt::print("{:>6} {:>9} {:>8} {:>7} {:>7} {:>6} {:>6}  {}\n", "fair", "batch", "drop%", "waits/k",
              "p50ns", "p99us", "requ", "check");
@@ -321,14 +362,33 @@ void print_results(const std::vector<BenchPoint>& points, int repeat) {
         p.submitted ? 100.0 * static_cast<double>(p.dropped) / static_cast<double>(p.submitted) : 0;
     const double waits_per_k =
         p.sent ? 1000.0 * static_cast<double>(p.lock_waits) / static_cast<double>(p.sent) : 0;
-    fmt::print("{:<17} {:<6} {:<4} {:>4} {:>7.3f} {:>13} {:>7.0f} {:>6} {:>5} ", p.strategy, p.lock,
-               park_name(p.park), p.threads, p.mpps,
+    fmt::print("{:<17} {:<6} {:<4} {:>4} ", p.strategy, p.lock, park_name(p.park), p.threads);
+    if (queues) fmt::print("{:>4} ", p.queues);
+    fmt::print("{:>7.3f} {:>13} {:>7.0f} {:>6} {:>5} ", p.mpps,
                fmt::format("{:.2f}..{:.2f}", p.mpps_min, p.mpps_max), p.cpu_ns_per_pkt,
                ratio(p.vs_busylock_mpps), ratio(p.vs_busylock_cpu));
     if (kernel) fmt::print("{:>6} {:>6} ", ratio(p.vs_kernel_mpps), ratio(p.vs_kernel_cpu));
     fmt::print("{:>6.3f} {:>9.1f} {:>8.2f} {:>7.1f} {:>7.0f} {:>6.1f} {:>6}  {}\n", p.fairness,
                p.batch_mean, drop_pct, waits_per_k, p.send_p50_ns, p.send_p99_ns / 1000.0,
                p.requeues, check_text(p, repeat));
+  }
+}
+
+// Each TX queue's share of the points that ran on several (summed over rounds).
+void print_queue_results(const std::vector<BenchPoint>& points) {
+  if (!multi_queue(points)) return;
+  fmt::print("\nPer TX queue (summed over rounds; batch: packets per doorbell):\n{:<17} {:<4} {:>4} {:>4} {:>4} {:>11} {:>9} {:>7}  {}\n",
+             "strategy", "park", "thr", "txq", "q", "sent", "dropped", "batch", "check");
+  for (const auto& p : points) {
+    if (p.queues == 1) continue;
+    for (std::size_t i = 0; i < p.per_queue.size(); ++i) {
+      const BenchQueuePoint& q = p.per_queue[i];
+      fmt::print("{:<17} {:<4} {:>4} {:>4} {:>4} {:>11} {:>9} {:>7.1f}  {}\n", p.strategy,
+                 park_name(p.park), p.threads, p.queues, i, q.sent, q.dropped, q.batch_mean,
+                 q.conserved ? fmt::format("ok: {} = {} sent + {} dropped", q.submitted, q.sent, q.dropped)
+                             : fmt::format("FAIL: {} != {} sent + {} dropped, or left queued",
+                                           q.submitted, q.sent, q.dropped));
+    }
   }
 }
 
@@ -353,7 +413,8 @@ void print_sink_results(const std::vector<BenchPoint>& points) {
 
 void print_legend() {
   fmt::print("\npark: lock waits park in the kernel (on) or yield (off) after spinning; "
-             "x_bl, cpu_x: Mpps and CPU ns/packet relative to busylock at the same thread count and park; "
+             "txq: the device's TX queues (--queues); "
+             "x_bl, cpu_x: Mpps and CPU ns/packet relative to busylock at the same thread count, TX queues and park; "
              "x_kern, cpu_xk: the same relative to the kernel's own path (strategy kernel: one UDP "
              "socket per sender into the interface's own qdisc); lost: sent but not received at the sink "
              "(sock_drop: of those, dropped at the sink's socket); "
@@ -362,6 +423,12 @@ void print_legend() {
 }
 
 // ---- outputs ----------------------------------------------------------------------------------
+
+// "1,2,4": the TX queue counts; empty for the seed experiment's one TX queue.
+std::string queue_counts(const BenchConfig& cfg) {
+  if (cfg.queues.size() == 1 && cfg.queues.front() == 1) return {};
+  return fmt::format("{}", fmt::join(cfg.queues, ","));
+}
 
 // Writes --json, --csv and --plot (each complete or not there: OutputFile) and reports every
 // failure in one line naming the file. False if any failed.
@@ -387,8 +454,10 @@ bool write_outputs(const BenchOptions& o, const BenchConfig& cfg,
     std::string park_list;
     for (const bool p : cfg.park) park_list += (park_list.empty() ? "" : ",") + std::string(park_name(p));
     // one_line(): a name that is not UTF-8 would make the document ill-formed XML.
-    return render_svg(points, fmt::format("txpath bench: senders into one TX queue (device {}, qdisc {}, lock {}, park {}){}",
-                                          one_line(cfg.device), one_line(cfg.qdisc), one_line(cfg.lock), park_list,
+    const std::string counts = queue_counts(cfg);
+    const std::string into = counts.empty() ? "one TX queue" : counts + " TX queues";
+    return render_svg(points, fmt::format("txpath bench: senders into {} (device {}, qdisc {}, lock {}, park {}){}",
+                                          into, one_line(cfg.device), one_line(cfg.qdisc), one_line(cfg.lock), park_list,
                                           partial ? " [partial: stopped by a signal]" : ""));
   });
   // A device's own output (pcap:FILE), once per file.
@@ -408,6 +477,8 @@ BenchConfig config_from(const BenchOptions& o) {
   BenchConfig cfg;
   cfg.strategies = parse_strategies(o.strategies);
   cfg.threads = o.threads.empty() ? default_thread_counts() : parse_threads(o.threads);
+  if (!o.queues.empty()) cfg.queues = parse_queues(o.queues);
+  cfg.xps = parse_xps(o.xps);
   cfg.duration_s = o.duration;
   cfg.lock = o.lock;
   cfg.park = parse_park(o.park);
@@ -433,8 +504,10 @@ void print_config(const BenchConfig& cfg) {
   for (const bool p : cfg.park) park_list += (park_list.empty() ? "" : ",") + std::string(park_name(p));
   fmt::print("topology: {} cores, {} hardware threads, {} NUMA node(s), {}\n", topo.cores,
              topo.pus, topo.numa_nodes, one_line(topo.cpu_model));
-  fmt::print("config: device {}, qdisc {}, lock {}, park {}, payload {} B, {} s per point x {} round(s), {}\n\n",
-             one_line(cfg.device), one_line(cfg.qdisc), one_line(cfg.lock), park_list, cfg.payload,
+  std::string queues = queue_counts(cfg);
+  if (!queues.empty()) queues = fmt::format(" on {} TX queues (xps {})", queues, xps_text(cfg.xps));
+  fmt::print("config: device {}{}, qdisc {}, lock {}, park {}, payload {} B, {} s per point x {} round(s), {}\n\n",
+             one_line(cfg.device), queues, one_line(cfg.qdisc), one_line(cfg.lock), park_list, cfg.payload,
              cfg.duration_s, cfg.repeat,
              cfg.pin ? (cfg.nodes ? fmt::format("pinned to {} node(s)", cfg.nodes) : "pinned")
                      : "unpinned");
@@ -469,6 +542,14 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--threads", o.threads,
                   "Comma-separated sender counts (default: 1,cores,2*cores,8*cores)")
       ->check(non_empty);
+  cmd->add_option("--queues", o.queues,
+                  "Comma-separated TX queue counts of the device (default: 1, or the device's queues=N); "
+                  "with N > 1 senders go through a multi-queue device whose queues each run the strategy")
+      ->check(non_empty);
+  cmd->add_option("--xps", o.xps,
+                  "How senders spread over TX queues: auto (each pinned CPU its own queue(s)), off "
+                  "(the flow hash: one flow per sender), or CPU:Q[+Q...],... (an explicit map)")
+      ->capture_default_str();
   cmd->add_option("--duration", o.duration, "Measured seconds per point")
       ->check(number)
       ->check(CLI::Range(0.01, 3600.0))
@@ -540,6 +621,7 @@ int run_bench_command(const BenchOptions& o) {
   const bool partial = g_signal.load(std::memory_order_relaxed) != 0;
 
   print_results(points, cfg.repeat);
+  print_queue_results(points);
   print_sink_results(points);
   print_legend();
   std::fflush(stdout);

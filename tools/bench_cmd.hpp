@@ -13,6 +13,8 @@ namespace txpath::cli {
 struct BenchOptions {
   std::string strategies = "all";
   std::string threads;  // empty: library default
+  std::string queues;   // --queues LIST; empty: the device spec's own count (1)
+  std::string xps = "auto";  // --xps auto | off | CPU:Q[+Q...],...
   double duration = 0.5;
   std::string lock = "ticket";
   std::string park = "on";  // on | off | on,off

@@ -1,15 +1,39 @@
 // SPDX-License-Identifier: MIT
 // The seed experiment as a library call: N sender threads push real Ethernet/IPv4/UDP frames
-// through one TX queue for a fixed time, per (strategy, thread count, spin-park policy) point.
+// through one TX queue (or a device's N TX queues, --queues) for a fixed time, per (strategy,
+// thread count, TX queue count, spin-park policy) point.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace txpath {
+
+// How a multi-queue run's senders are spread over the TX queues (NetDevice's XPS map).
+struct XpsPolicy {
+  enum class Mode : uint8_t {
+    // Each CPU the senders are pinned to, at position i of the pinning order of C CPUs, sends on
+    // the queues {q : q % C == i % Q}: its own queue when Q <= C (queues shared evenly when
+    // Q < C), an even share of Q / C queues when Q > C. Other CPUs have no map.
+    automatic,
+    off,  // no XPS map: each sender is its own flow and the flow hash picks its queue
+    map,  // `cpus`, as given (CPUs left out have no map)
+  };
+  Mode mode = Mode::automatic;
+  std::vector<std::pair<unsigned, std::vector<uint32_t>>> cpus;  // Mode::map: CPU -> its queues
+};
+
+// Parses --xps: "auto", "off" or "CPU:Q[+Q...],..." (e.g. "0:0,1:1+2"). Throws ConfigError (one
+// line, the text quoted) for anything else, a CPU given twice or a queue given twice for a CPU.
+// CPUs and queues are checked against the machine and the device when the bench resolves.
+XpsPolicy parse_xps(std::string_view text);
+// The policy as --xps takes it ("auto", "off", "0:0,1:1+2").
+std::string xps_text(const XpsPolicy& xps);
 
 struct BenchConfig {
   std::vector<std::string> strategies;   // empty: every strategy
@@ -23,6 +47,13 @@ struct BenchConfig {
   // tc_dev empty: the configuration's only device.
   std::string tc_config;
   std::string tc_dev;
+  // TX queue counts to measure (--queues 1,2,4): a point per count. 1: one TxQueue on the device,
+  // the seed experiment's path; N > 1: the device built with queues=N (make_net_device) and a
+  // MultiQueueTx whose every queue runs the point's strategy, lock and qdisc; senders call its
+  // send(), which picks the queue (xps). Empty: the device spec's own queues=N, else {1}; a
+  // spec that names queues=N is refused together with a non-empty list.
+  std::vector<uint32_t> queues;
+  XpsPolicy xps;                         // with more than one TX queue
   std::size_t payload = 32;              // UDP payload bytes
   uint32_t txqueuelen = 1000;
   int repeat = 3;                        // rounds; each point reports the median (and min/max)
@@ -48,10 +79,24 @@ struct BenchConfig {
 };
 static_assert(std::atomic<bool>::is_always_lock_free, "BenchConfig::stop is set from signal handlers");
 
+// One TX queue's share of a point, summed over its runs.
+struct BenchQueuePoint {
+  uint64_t submitted = 0;
+  uint64_t sent = 0;
+  uint64_t dropped = 0;
+  uint64_t doorbells = 0;
+  double batch_mean = 0;  // packets per doorbell in the measured windows
+  bool conserved = false;  // submitted == sent + dropped, nothing left queued, every repeat
+};
+
 struct BenchPoint {
   std::string strategy;       // a strategy name, or "peer:ck_ring" / "peer:mutex_deque"
   std::string lock;           // lock kind ("-" for strategies and peers that take no lock)
   int threads = 0;
+  uint32_t queues = 1;        // the device's TX queues (BenchConfig::queues)
+  // Each TX queue's counts (they sum to the point's); empty for the kernel row, whose queue
+  // choice is the kernel's.
+  std::vector<BenchQueuePoint> per_queue;
   bool park = true;           // the set_spin_park() policy during the point's runs
   double mpps = 0;            // median over the repeats of sent packets per second (millions)
   double mpps_min = 0;
@@ -68,11 +113,12 @@ struct BenchPoint {
   uint64_t lock_wait_ns = 0;  // time spent waiting for them
   double send_p50_ns = 0;     // sampled send() latency
   double send_p99_ns = 0;
-  double vs_busylock_mpps = 0;  // mpps / busylock's mpps at the same thread count and park
-                                // policy (0 if none)
-  double vs_busylock_cpu = 0;   // cpu_ns_per_pkt / busylock's at the same threads and park
+  double vs_busylock_mpps = 0;  // mpps / busylock's mpps at the same thread count, queue count
+                                // and park policy (0 if none)
+  double vs_busylock_cpu = 0;   // cpu_ns_per_pkt / busylock's at the same threads, queues, park
   bool drained = false;       // every accepted packet left the queue after senders stopped
-  bool conserved = false;     // submitted == sent + dropped, nothing left queued, every repeat
+  bool conserved = false;     // submitted == sent + dropped, nothing left queued, every repeat,
+                              // on every TX queue and in total
   // Sink counts, summed over repeats (sink_checked: a sink counted this point's runs).
   bool sink_checked = false;
   uint64_t sink_received = 0;      // distinct frames that arrived
@@ -82,7 +128,7 @@ struct BenchPoint {
   uint64_t sink_socket_drops = 0;  // of the lost: dropped at the sink's own socket
   bool delivered = true;           // no duplicate, no reordering (loss is reported, not failed;
                                    // the kernel row's reordering is reported, not failed)
-  double vs_kernel_mpps = 0;       // mpps / the kernel row's at the same threads and park
+  double vs_kernel_mpps = 0;       // mpps / the kernel row's at the same threads, queues, park
   double vs_kernel_cpu = 0;        // cpu_ns_per_pkt / the kernel row's
   // Runs aggregated (BenchConfig::repeat unless the bench was stopped) and whether the point is
   // whole: every round ran its full duration. A stop leaves the point it interrupted with
@@ -108,15 +154,15 @@ std::vector<int> default_thread_counts();
 // "on" / "off": how park values are written (table, CSV, JSON) and read (--park).
 const char* park_name(bool park) noexcept;
 
-// Fills in defaults (every strategy, default thread counts, park {true}) and checks the whole
-// configuration (strategies, lock, device, qdisc, payload vs the device's MTU, no park value
-// twice) without running anything.
+// Fills in defaults (every strategy, default thread counts, park {true}, queues) and checks the
+// whole configuration (strategies, lock, device at every queue count, XPS map, qdisc, payload vs
+// the device's MTU, no park value or queue count twice) without running anything.
 // Throws ConfigError with one line on the first problem.
 BenchConfig resolve_bench_config(const BenchConfig& config);
 
 // Runs every point (after resolve_bench_config()); `progress` (may be empty) is told before each
-// run starts. Points come grouped by thread count, then park policy (in config order), then
-// strategy. The process-wide spin-park policy is restored afterwards.
+// run starts. Points come grouped by thread count, then TX queue count, then park policy (in
+// config order), then strategy; runs at one thread count are interleaved over all three. The process-wide spin-park policy is restored afterwards.
 // Throws ConfigError for a bad strategy, lock, device or qdisc, before anything runs.
 // When config.stop is set, returns early with the points that ran (see BenchConfig::stop).
 //

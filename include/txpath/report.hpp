@@ -13,7 +13,7 @@
 namespace txpath {
 
 // Writes a header line, then one row per point, in this column order:
-//   strategy,lock,park,threads,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,
+//   strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,
 //   requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,
 //   vs_busylock_mpps,vs_busylock_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,
 //   sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,partial
@@ -35,7 +35,8 @@ const std::vector<std::string_view>& csv_columns();
 // linear), one polyline with point markers per series, min–max whiskers where they differ from
 // the median, a legend and `title` at the top. A series is a strategy, split by lock kind
 // ("name (lock)") when one strategy appears with several locks and by park policy
-// ("name (park off)", "name (lock, park off)") when it appears with both. Every text is
+// ("name (park off)", "name (lock, park off)") when it appears with both, and by TX queue count
+// ("name (2 TX queues)", between lock and park) when it appears with several. Every text is
 // XML-escaped.
 // Points whose Mpps is not finite are left out; with nothing to plot the chart says "no data".
 // (`txpath bench` marks a chart of a bench stopped by a signal in its title: "[partial: ...]".)

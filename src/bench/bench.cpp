@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The bench engine. One "run" = one strategy at one thread count under one spin-park policy for
-// one duration; a "point" aggregates the --repeat runs of a (strategy, threads, park) triple.
-// Runs of different strategies and park policies at the same thread count are interleaved
-// (A/on B/on A/off B/off A/on ...) so that ratios hold on a drifting machine.
+// The bench engine. One "run" = one strategy at one thread count on one TX queue count under one
+// spin-park policy for one duration; a "point" aggregates the --repeat runs of a (strategy,
+// threads, queues, park) tuple. Runs of different strategies, queue counts and park policies at
+// the same thread count are interleaved (A/1q B/1q A/2q B/2q A/1q ...) so that ratios hold on a
+// drifting machine.
 #include "txpath/bench.hpp"
 
 #include <pthread.h>
@@ -13,10 +14,12 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <charconv>
 #include <map>
 #include <utility>
 #include <memory>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 
 #include "bench/real_path.hpp"
@@ -24,6 +27,8 @@
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
+#include "txpath/multiqueue.hpp"
+#include "txpath/netdev.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/sink.hpp"
 #include "txpath/spin.hpp"
@@ -88,6 +93,13 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
+// One TX queue's counters in one run: totals after the drain, and the measured window's.
+struct QueueRun {
+  uint64_t submitted = 0, sent = 0, dropped = 0, doorbells = 0;
+  uint64_t window_sent = 0, window_doorbells = 0;
+  bool conserved = false;
+};
+
 // One run's numbers: figures over its measured window (a point reports their medians), counters
 // (a point sums them) and what went wrong.
 struct Run {
@@ -105,6 +117,7 @@ struct Run {
   bool interrupted = false;  // BenchConfig::stop cut this run short
   std::string output_error;  // the device's output could not be written (see finish_output)
   std::string live_note;     // why tc -s gets no live counters from this run (empty: it does)
+  std::vector<QueueRun> per_queue;  // each TX queue's (none for the kernel row)
 };
 
 // True once the caller asked the bench to stop (BenchConfig::stop).
@@ -263,14 +276,108 @@ FrameSpec frames_for(const Device& device, std::size_t payload) {
   return spec;
 }
 
+// ---- TX queues ---------------------------------------------------------------------------------
+
+// True when a --device spec names its own queue count (an option "queues=N" after the ':').
+bool names_queues(std::string_view spec) {
+  const std::size_t colon = spec.find(':');
+  if (colon == std::string_view::npos) return false;
+  std::string_view opts = spec.substr(colon + 1);
+  while (true) {
+    const std::size_t comma = opts.find(',');
+    if (opts.substr(0, comma).starts_with("queues=")) return true;
+    if (comma == std::string_view::npos) return false;
+    opts = opts.substr(comma + 1);
+  }
+}
+
+// The kinds whose spec takes queues=N (device_kinds() documents the options of each), listed.
+std::string kinds_with_queues() {
+  std::string list;
+  for (const DeviceKind& k : device_kinds())
+    if (k.spec.find("queues=") != std::string_view::npos) list += (list.empty() ? "" : ", ") + std::string(k.name);
+  return list;
+}
+
+bool kind_takes_queues(std::string_view spec) {
+  const std::string_view kind = spec.substr(0, spec.find(':'));
+  for (const DeviceKind& k : device_kinds())
+    if (k.name == kind) return k.spec.find("queues=") != std::string_view::npos;
+  return false;  // an unknown kind: make_device() says so
+}
+
+// The --device spec of the run's device with `queues` TX queues.
+std::string spec_with_queues(const std::string& spec, uint32_t queues) {
+  if (queues == 1 || names_queues(spec)) return spec;
+  return spec + (spec.find(':') == std::string::npos ? ":" : ",") + "queues=" + std::to_string(queues);
+}
+
+// The CPUs senders are pinned to, in the order cpu_for_sender() first reaches them.
+std::vector<unsigned> sender_cpu_order(int nodes_in_use) {
+  const auto& nodes = topology().cores_by_node;
+  std::size_t largest = 0;
+  for (const auto& node : nodes) largest = std::max(largest, node.size());
+  std::vector<unsigned> order;
+  for (std::size_t t = 0; t < nodes.size() * largest; ++t) {
+    const int cpu = cpu_for_sender(static_cast<int>(t), nodes_in_use);
+    if (cpu >= 0 && std::find(order.begin(), order.end(), static_cast<unsigned>(cpu)) == order.end())
+      order.push_back(static_cast<unsigned>(cpu));
+  }
+  return order;
+}
+
+// Sets the device's XPS map from cfg.xps (see XpsPolicy). Throws ConfigError for a CPU or queue
+// the map names that the machine or the device does not have.
+void apply_xps(NetDevice& device, const BenchConfig& cfg) {
+  const uint32_t n = device.num_tx_queues();
+  device.clear_xps();
+  if (n == 1 || cfg.xps.mode == XpsPolicy::Mode::off) return;
+  std::vector<std::vector<unsigned>> cpus_of(n);  // queue -> the CPUs that send on it
+  if (cfg.xps.mode == XpsPolicy::Mode::automatic) {
+    const std::vector<unsigned> order = sender_cpu_order(cfg.nodes);
+    const auto c = static_cast<uint32_t>(order.size());
+    for (uint32_t i = 0; i < c; ++i) {
+      if (order[i] >= device.cpu_count()) continue;  // hwloc and sysconf disagree: no map
+      for (uint32_t q = i % n; q < n; q += c) cpus_of[q].push_back(order[i]);  // q % c == i % n
+    }
+  } else {
+    for (const auto& [cpu, queues] : cfg.xps.cpus) {
+      for (const uint32_t q : queues) {
+        if (q >= n)
+          throw ConfigError("--xps: CPU " + std::to_string(cpu) + " names queue " + std::to_string(q) +
+                            ", but with --queues " + std::to_string(n) + " the device has queues 0.." +
+                            std::to_string(n - 1));
+        cpus_of[q].push_back(cpu);
+      }
+    }
+  }
+  for (uint32_t q = 0; q < n; ++q) device.set_xps_cpus(q, cpus_of[q]);
+}
+
+// A device made only to check a spec or read its addresses (bench_detail::make_probe_device);
+// for a spec that names queues=N, its first TX queue.
+class Probe {
+ public:
+  explicit Probe(const std::string& spec) {
+    if (names_queues(spec)) net_ = make_net_device(spec);
+    else single_ = bench_detail::make_probe_device(spec);
+  }
+  Device& device() noexcept { return net_ ? net_->tx_queue(0) : *single_; }
+  uint32_t queues() const noexcept { return net_ ? net_->num_tx_queues() : 1; }
+
+ private:
+  std::unique_ptr<NetDevice> net_;
+  bench_detail::ProbeDevice single_;
+};
+
 // The kernel row: every sender sends the same frames' UDP payloads through its own UDP socket.
 Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
-  auto device = bench_detail::make_probe_device(cfg.device);
-  const FrameSpec spec = frames_for(*device, cfg.payload);
+  std::optional<Probe> probe(std::in_place, cfg.device);
+  const FrameSpec spec = frames_for(probe->device(), cfg.payload);
   const FrameTemplate tmpl(spec);
-  const auto route = bench_detail::kernel_route(*device, spec);
+  const auto route = bench_detail::kernel_route(probe->device(), spec);
   if (!route) throw ConfigError("strategy kernel needs a real device (afpacket:IF, afxdp:IF or udp:HOST:PORT)");
-  device.reset();  // its socket is not needed: the kernel row sends on its own sockets
+  probe.reset();  // its sockets are not needed: the kernel row sends on its own sockets
 
   // Sockets first, so that an error surfaces before any thread starts.
   std::vector<std::unique_ptr<bench_detail::KernelSender>> sockets;
@@ -319,23 +426,43 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
   return r;
 }
 
-// A run's numbers once its senders have stopped: drains the queue, then rates over the window,
-// totals (conservation) over the whole run, fairness and latency from the senders.
-Run summarize_run(TxQueue& txq, const std::vector<Sender>& senders, const Window<TxQueueStats>& w) {
+// The sum of every TX queue's counters (MultiQueueTx::stats()'s sum, from one sample).
+TxQueueStats total_of(const std::vector<TxQueueStats>& queues) {
+  TxQueueStats sum;
+  for (const TxQueueStats& q : queues) add_stats(sum, q);
+  return sum;
+}
+
+// A run's numbers once its senders have stopped and its queues were drained (`drained`; `end`:
+// each TX queue's counters after it): rates over the window, totals over the whole run,
+// conservation on every queue and in total, fairness and latency from the senders.
+Run summarize_run(std::string_view lock, bool drained, const std::vector<TxQueueStats>& end,
+                  const std::vector<Sender>& senders, const Window<std::vector<TxQueueStats>>& w) {
   Run r;
-  r.lock = std::string(txq.lock_kind());
-  r.drained = txq.drain(std::chrono::seconds(10));
-  const TxQueueStats end = txq.stats();
-  fill_window_figures(r, w.end.sent - w.start.sent, w, senders);
-  r.window_doorbells = w.end.device.doorbells - w.start.device.doorbells;
-  r.submitted = end.submitted;
-  r.sent = end.sent;
-  r.dropped = end.dropped;
-  r.requeues = end.requeues;
-  r.doorbells = end.device.doorbells;
-  r.lock_waits = w.end.lock_waits - w.start.lock_waits;
-  r.lock_wait_ns = w.end.lock_wait_ns - w.start.lock_wait_ns;
-  r.conserved = r.drained && conservation_holds(end.submitted, end.sent, end.dropped, end.queued);
+  r.lock = std::string(lock);
+  r.drained = drained;
+  const TxQueueStats total = total_of(end);
+  const TxQueueStats start = total_of(w.start), stop = total_of(w.end);
+  fill_window_figures(r, stop.sent - start.sent, w, senders);
+  r.window_doorbells = stop.device.doorbells - start.device.doorbells;
+  r.submitted = total.submitted;
+  r.sent = total.sent;
+  r.dropped = total.dropped;
+  r.requeues = total.requeues;
+  r.doorbells = total.device.doorbells;
+  r.lock_waits = stop.lock_waits - start.lock_waits;
+  r.lock_wait_ns = stop.lock_wait_ns - start.lock_wait_ns;
+  r.conserved = r.drained && conservation_holds(total.submitted, total.sent, total.dropped, total.queued);
+  for (std::size_t i = 0; i < end.size(); ++i) {
+    const TxQueueStats& q = end[i];
+    QueueRun qr{.submitted = q.submitted, .sent = q.sent, .dropped = q.dropped,
+                .doorbells = q.device.doorbells,
+                .window_sent = w.end[i].sent - w.start[i].sent,
+                .window_doorbells = w.end[i].device.doorbells - w.start[i].device.doorbells,
+                .conserved = r.drained && conservation_holds(q.submitted, q.sent, q.dropped, q.queued)};
+    r.conserved = r.conserved && qr.conserved;
+    r.per_queue.push_back(qr);
+  }
   return r;
 }
 
@@ -367,32 +494,39 @@ std::unique_ptr<tc::LiveStats> serve_live_stats(const BenchConfig& cfg, TxQueue&
   }
 }
 
-// Enough buffers for every place a packet can wait: 3 bands, the ring, the senders' caches.
-PoolConfig pool_config(const BenchConfig& cfg, int threads) {
+// Enough buffers for every place a packet can wait: each TX queue's 3 bands and ring, the
+// senders' caches.
+PoolConfig pool_config(const BenchConfig& cfg, int threads, uint32_t queues) {
   PoolConfig pool_cfg;
   pool_cfg.cache_size = 64;
   pool_cfg.packets = std::max<std::size_t>(
-      16384, 4 * static_cast<std::size_t>(cfg.txqueuelen) + 4096 +
+      16384, (4 * static_cast<std::size_t>(cfg.txqueuelen) + 4096) * queues +
                  static_cast<std::size_t>(threads) * pool_cfg.cache_size * 2);
   pool_cfg.buffer_size = std::max<std::size_t>(256, kHeadersLen + cfg.payload);
   return pool_cfg;
 }
 
-Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, Sink* sink) {
-  if (strategy == kKernelStrategy) return run_kernel_once(cfg, threads, sink);
-  Pool pool(pool_config(cfg, threads));
-  auto device = make_device(cfg.device);  // after the pool: destroyed first, it returns its ring
+// Sender t's frames. On one TX queue every sender writes the seed experiment's frames; on
+// several, each sender is its own flow (UDP source port + t), so that the flow hash and the
+// in-flight rule (NetDevice::pick_tx_queue) see the senders apart.
+std::vector<FrameTemplate> sender_frames(FrameSpec spec, int threads, bool flow_per_sender) {
+  std::vector<FrameTemplate> frames;
+  const uint16_t base = spec.src_port;
+  for (int t = 0; t < (flow_per_sender ? threads : 1); ++t) {
+    spec.src_port = static_cast<uint16_t>(base + t);
+    frames.emplace_back(spec);
+  }
+  return frames;
+}
 
-  auto tc_tree = std::make_shared<tc::Tree>();
-  auto txq = TxQueue::create(*device, queue_config(cfg, strategy, tc_tree));
-  std::string live_note;
-  std::unique_ptr<tc::LiveStats> live = serve_live_stats(cfg, *txq, tc_tree, live_note);
-  const FrameTemplate tmpl(frames_for(*device, cfg.payload));
-
-  if (sink) sink->reset();
-  auto senders = make_senders(threads);
-  const auto send_loop = [&](int t, RunFlags& flags) {
+// The send loop of txpath's rows: each sender takes buffers from `pool`, writes its frames and
+// sends them through `tx` (a TxQueue, or a MultiQueueTx that picks the queue).
+template <class Tx>
+auto txpath_send_loop(Tx& tx, Pool& pool, const std::vector<FrameTemplate>& frames,
+                      std::vector<Sender>& senders) {
+  return [&tx, &pool, &frames, &senders](int t, RunFlags& flags) {
     Sender& me = senders[static_cast<std::size_t>(t)];
+    const FrameTemplate& tmpl = frames[static_cast<std::size_t>(t) % frames.size()];
     Pool::Cache cache(pool);
     flags.started();
     uint64_t seq = 0;
@@ -404,15 +538,33 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
       }
       p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq));
       const bool window = flags.in_window();
-      const SendStatus st = me.timed(window, seq, [&] { return txq->send(p); });
+      const SendStatus st = me.timed(window, seq, [&] { return tx.send(p); });
       if (window && (st == SendStatus::queued || st == SendStatus::congested))
         ++me.accepted_in_window;
       ++seq;
     }
   };
-  const auto w = measure(cfg, threads, sink, send_loop, [&] { return txq->stats(); });
+}
 
-  Run r = summarize_run(*txq, senders, w);
+// One TX queue: a TxQueue on the device, the seed experiment's path.
+Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, int threads,
+                          Sink* sink) {
+  Pool pool(pool_config(cfg, threads, 1));
+  auto device = make_device(cfg.device);  // after the pool: destroyed first, it returns its ring
+
+  auto tc_tree = std::make_shared<tc::Tree>();
+  auto txq = TxQueue::create(*device, queue_config(cfg, strategy, tc_tree));
+  std::string live_note;
+  std::unique_ptr<tc::LiveStats> live = serve_live_stats(cfg, *txq, tc_tree, live_note);
+  const auto frames = sender_frames(frames_for(*device, cfg.payload), threads, false);
+
+  if (sink) sink->reset();
+  auto senders = make_senders(threads);
+  const auto w = measure(cfg, threads, sink, txpath_send_loop(*txq, pool, frames, senders),
+                         [&] { return std::vector<TxQueueStats>{txq->stats()}; });
+
+  const bool drained = txq->drain(std::chrono::seconds(10));
+  Run r = summarize_run(txq->lock_kind(), drained, {txq->stats()}, senders, w);
   r.live_note = std::move(live_note);
   check_sink(sink, r.sent, r);
   // Nothing transmits once the queue is gone: the device's output (pcap:FILE) is complete.
@@ -420,6 +572,41 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, S
   txq.reset();
   r.output_error = bench_detail::finish_output(*device);
   return r;
+}
+
+// Several TX queues: the device built with queues=N, its XPS map set from cfg.xps, and a
+// MultiQueueTx with the run's strategy, lock and qdisc on every queue.
+Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, int threads,
+                         uint32_t queues, Sink* sink) {
+  Pool pool(pool_config(cfg, threads, queues));
+  auto device = make_net_device(spec_with_queues(cfg.device, queues));  // after the pool, as above
+  apply_xps(*device, cfg);
+  const MultiQueueConfig mq_cfg{.queue = queue_config(cfg, strategy, std::make_shared<tc::Tree>()),
+                                .queue_qdisc = {}};
+  auto tx = MultiQueueTx::create(*device, mq_cfg);
+  const auto frames = sender_frames(frames_for(device->tx_queue(0), cfg.payload), threads, true);
+
+  if (sink) sink->reset();
+  auto senders = make_senders(threads);
+  const auto w = measure(cfg, threads, sink, txpath_send_loop(*tx, pool, frames, senders),
+                         [&] { return tx->queue_stats(); });
+
+  const bool drained = tx->drain(std::chrono::seconds(10));
+  Run r = summarize_run(tx->queue(0).lock_kind(), drained, tx->queue_stats(), senders, w);
+  // tc -s reads one TxQueue's tree; a run on several serves none.
+  if (!cfg.tc_config.empty()) r.live_note = "a run on several TX queues serves none";
+  check_sink(sink, r.sent, r);
+  tx.reset();
+  for (uint32_t q = 0; q < queues && r.output_error.empty(); ++q)
+    r.output_error = bench_detail::finish_output(device->tx_queue(q));
+  return r;
+}
+
+Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, uint32_t queues,
+             Sink* sink) {
+  if (strategy == kKernelStrategy) return run_kernel_once(cfg, threads, sink);
+  if (queues == 1) return run_single_queue_once(cfg, strategy, threads, sink);
+  return run_multi_queue_once(cfg, strategy, threads, queues, sink);
 }
 
 // The counters a point sums over its runs, and the figures it takes the median of.
@@ -436,11 +623,37 @@ constexpr std::pair<double BenchPoint::*, double Run::*> kMedians[] = {
     {&BenchPoint::fairness, &Run::fairness},   {&BenchPoint::send_p50_ns, &Run::send_p50_ns},
     {&BenchPoint::send_p99_ns, &Run::send_p99_ns}};
 
-BenchPoint aggregate(const std::string& strategy, int threads, bool park,
+// Each TX queue's counts over a point's runs (every run of a point has the same queues).
+std::vector<BenchQueuePoint> aggregate_queues(const std::vector<Run>& runs) {
+  std::vector<BenchQueuePoint> out(runs.front().per_queue.size());
+  for (std::size_t q = 0; q < out.size(); ++q) {
+    BenchQueuePoint& mine = out[q];
+    mine.conserved = true;
+    uint64_t window_sent = 0, window_doorbells = 0;
+    for (const Run& r : runs) {
+      const QueueRun& one = r.per_queue[q];
+      mine.submitted += one.submitted;
+      mine.sent += one.sent;
+      mine.dropped += one.dropped;
+      mine.doorbells += one.doorbells;
+      window_sent += one.window_sent;
+      window_doorbells += one.window_doorbells;
+      mine.conserved = mine.conserved && one.conserved;
+    }
+    mine.batch_mean = window_doorbells ? static_cast<double>(window_sent) /
+                                             static_cast<double>(window_doorbells)
+                                       : 0;
+  }
+  return out;
+}
+
+BenchPoint aggregate(const std::string& strategy, int threads, uint32_t queues, bool park,
                      const std::vector<Run>& runs) {
   BenchPoint p;
   p.strategy = strategy;
   p.threads = threads;
+  p.queues = queues;
+  p.per_queue = aggregate_queues(runs);
   p.park = park;
   p.lock = runs.front().lock;
   p.runs = static_cast<int>(runs.size());
@@ -486,9 +699,16 @@ class SpinParkRestore {
   bool saved_;
 };
 
-// "[3/8] busylock threads=4 park=on round 2": the line run_bench's progress is told.
+// True unless the bench runs the seed experiment's one TX queue only.
+bool several_queue_counts(const BenchConfig& cfg) {
+  return cfg.queues.size() != 1 || cfg.queues.front() != 1;
+}
+
+// "[3/8] busylock threads=4 park=on round 2" (" queues=2" after the threads when --queues is not
+// just 1): the line run_bench's progress is told.
 std::string progress_line(const BenchConfig& cfg, std::size_t done, std::size_t total,
-                          const std::string& strategy, int threads, bool park, int round) {
+                          const std::string& strategy, int threads, uint32_t queues, bool park,
+                          int round) {
   std::string line(1, '[');  // appended piecewise: GCC 12 warns (-Wrestrict) on "[" + ...
   line += std::to_string(done);
   line += '/';
@@ -497,6 +717,10 @@ std::string progress_line(const BenchConfig& cfg, std::size_t done, std::size_t 
   line += strategy;
   line += " threads=";
   line += std::to_string(threads);
+  if (several_queue_counts(cfg)) {
+    line += " queues=";
+    line += std::to_string(queues);
+  }
   line += " park=";
   line += park_name(park);
   if (cfg.repeat > 1) {
@@ -506,38 +730,78 @@ std::string progress_line(const BenchConfig& cfg, std::size_t done, std::size_t 
   return line;
 }
 
-// Aggregates one thread count's runs into points (config order: park, then strategy), with their
-// ratios to busylock and to the kernel row at the same park policy. After a stop, a (park,
-// strategy) pair that never ran is left out and one that ran fewer rounds is not complete.
-void append_points(const BenchConfig& cfg, int threads,
-                   std::map<std::pair<bool, std::string>, std::vector<Run>>& runs,
+// One thread count's runs, by (queues, park, strategy).
+using RunsByPoint = std::map<std::tuple<uint32_t, bool, std::string>, std::vector<Run>>;
+
+// The points of one (threads, queues, park) group, config order of strategies, and their ratios
+// to busylock and to the kernel row in the group.
+void append_group(const BenchConfig& cfg, int threads, uint32_t queues, bool park,
+                  RunsByPoint& runs, std::vector<BenchPoint>& points) {
+  const std::size_t first = points.size();
+  for (const auto& strategy : cfg.strategies) {
+    const std::vector<Run>& mine = runs[{queues, park, strategy}];
+    if (mine.empty()) continue;
+    points.push_back(aggregate(strategy, threads, queues, park, mine));
+    if (points.back().runs < cfg.repeat) points.back().complete = false;
+  }
+  const auto from = points.begin() + static_cast<std::ptrdiff_t>(first);
+  // Ratios against busylock in the group, when it was measured.
+  const auto base = std::find_if(from, points.end(),
+                                 [](const BenchPoint& p) { return p.strategy == "busylock"; });
+  if (base != points.end()) {
+    for (auto p = from; p != points.end(); ++p) {
+      p->vs_busylock_mpps = base->mpps > 0 ? p->mpps / base->mpps : 0;
+      p->vs_busylock_cpu = base->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / base->cpu_ns_per_pkt : 0;
+    }
+  }
+  // And against the kernel's own path, when it was measured.
+  const auto kernel = std::find_if(
+      from, points.end(), [](const BenchPoint& p) { return p.strategy == kKernelStrategy; });
+  if (kernel != points.end()) {
+    for (auto p = from; p != points.end(); ++p) {
+      p->vs_kernel_mpps = kernel->mpps > 0 ? p->mpps / kernel->mpps : 0;
+      p->vs_kernel_cpu =
+          kernel->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / kernel->cpu_ns_per_pkt : 0;
+    }
+  }
+}
+
+
+// Aggregates one thread count's runs into points (config order: queues, park, then strategy),
+// with their ratios to busylock and to the kernel row at the same queue count and park policy.
+// After a stop, a (queues, park, strategy) triple that never ran is left out and one that ran
+// fewer rounds is not complete.
+void append_points(const BenchConfig& cfg, int threads, RunsByPoint& runs,
                    std::vector<BenchPoint>& points) {
-  for (const bool park : cfg.park) {
-    const std::size_t first = points.size();
-    for (const auto& strategy : cfg.strategies) {
-      const std::vector<Run>& mine = runs[{park, strategy}];
-      if (mine.empty()) continue;
-      points.push_back(aggregate(strategy, threads, park, mine));
-      if (points.back().runs < cfg.repeat) points.back().complete = false;
-    }
-    const auto from = points.begin() + static_cast<std::ptrdiff_t>(first);
-    // Ratios against busylock at the same thread count and park policy, when it was measured.
-    const auto base = std::find_if(from, points.end(),
-                                   [](const BenchPoint& p) { return p.strategy == "busylock"; });
-    if (base != points.end()) {
-      for (auto p = from; p != points.end(); ++p) {
-        p->vs_busylock_mpps = base->mpps > 0 ? p->mpps / base->mpps : 0;
-        p->vs_busylock_cpu = base->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / base->cpu_ns_per_pkt : 0;
-      }
-    }
-    // And against the kernel's own path, when it was measured.
-    const auto kernel = std::find_if(
-        from, points.end(), [](const BenchPoint& p) { return p.strategy == kKernelStrategy; });
-    if (kernel != points.end()) {
-      for (auto p = from; p != points.end(); ++p) {
-        p->vs_kernel_mpps = kernel->mpps > 0 ? p->mpps / kernel->mpps : 0;
-        p->vs_kernel_cpu =
-            kernel->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / kernel->cpu_ns_per_pkt : 0;
+  for (const uint32_t queues : cfg.queues) {
+    for (const bool park : cfg.park) append_group(cfg, threads, queues, park, runs, points);
+  }
+}
+
+// What the progress lines count, across rounds.
+struct RoundProgress {
+  std::size_t total = 0;
+  std::size_t done = 0;
+  std::string last_live_note;  // said once, not once per run
+};
+
+// One round at one thread count: every (queues, park, strategy) once, into `runs`.
+void run_round(const BenchConfig& cfg, int threads, int round, Sink* sink,
+               const std::function<void(const std::string&)>& progress, RoundProgress& counter,
+               RunsByPoint& runs) {
+  for (const uint32_t queues : cfg.queues) {
+    for (const bool park : cfg.park) {
+      for (const auto& strategy : cfg.strategies) {
+        if (stop_requested(cfg)) return;
+        ++counter.done;
+        if (progress)
+          progress(progress_line(cfg, counter.done, counter.total, strategy, threads, queues, park, round));
+        set_spin_park(park);  // no waiter of an earlier run is left: its queue is gone
+        Run run = run_once(cfg, strategy, threads, queues, sink);
+        if (progress && !run.live_note.empty() && run.live_note != counter.last_live_note)
+          progress("no live counters for txpath tc -s: " + run.live_note);
+        counter.last_live_note = run.live_note;
+        runs[{queues, park, strategy}].push_back(std::move(run));
       }
     }
   }
@@ -592,6 +856,32 @@ void add_kernel_row(BenchConfig& cfg, const Device& device, const FrameSpec& fra
   }
 }
 
+// The TX queue counts: the device spec's own (queues=N) when cfg.queues is empty, else each of
+// cfg.queues once, in range, on a kind that takes queues=N; every count's device is built and
+// given the XPS map (cfg.xps), so that a bad CPU or queue fails here. `spec_queues`: the spec's
+// own count (1 when it names none).
+void resolve_queues(BenchConfig& cfg, uint32_t spec_queues) {
+  if (cfg.queues.empty()) {
+    cfg.queues = {spec_queues};
+  } else if (names_queues(cfg.device)) {
+    throw ConfigError("--queues with device " + txpath::quoted(cfg.device) +
+                      ", which names its own queues=: give the queue count once");
+  }
+  for (std::size_t i = 0; i < cfg.queues.size(); ++i) {
+    const uint32_t q = cfg.queues[i];
+    if (q < 1 || q > kMaxTxQueues)
+      throw ConfigError("queue count " + std::to_string(q) + " out of range 1.." + std::to_string(kMaxTxQueues));
+    if (std::find(cfg.queues.begin(), cfg.queues.begin() + static_cast<std::ptrdiff_t>(i), q) !=
+        cfg.queues.begin() + static_cast<std::ptrdiff_t>(i))
+      throw ConfigError("queue count " + std::to_string(q) + " given twice");
+    if (q == 1) continue;
+    if (!names_queues(cfg.device) && !kind_takes_queues(cfg.device))
+      throw ConfigError("--queues " + std::to_string(q) + ": device " + txpath::quoted(cfg.device) +
+                        " has one TX queue (kinds with queues=N: " + kinds_with_queues() + ")");
+    apply_xps(*make_net_device(spec_with_queues(cfg.device, q)), cfg);
+  }
+}
+
 // The strategies of cfg that can run its qdisc and lock on `device`. One the user named that
 // cannot is an error (ConfigError, saying why); with every strategy, those that cannot are left
 // out, but busylock, which runs every qdisc and lock, must (else the qdisc or lock is bad).
@@ -623,6 +913,66 @@ std::vector<std::string> runnable_strategies(const BenchConfig& cfg, Device& dev
 
 const char* park_name(bool park) noexcept { return park ? "on" : "off"; }
 
+XpsPolicy parse_xps(std::string_view text) {
+  XpsPolicy xps;
+  if (text == "auto") return xps;
+  if (text == "off") {
+    xps.mode = XpsPolicy::Mode::off;
+    return xps;
+  }
+  xps.mode = XpsPolicy::Mode::map;
+  const auto bad = [&](std::string_view why) {
+    return ConfigError("--xps: " + txpath::quoted(text) + " " + std::string(why) +
+                       " (auto, off, or CPU:QUEUE[+QUEUE...],... e.g. 0:0,1:1+2)");
+  };
+  const auto number = [&](std::string_view digits, uint32_t limit) {
+    uint32_t v = 0;
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size() || v >= limit)
+      throw bad("has " + txpath::quoted(digits) + ", not a number below " + std::to_string(limit));
+    return v;
+  };
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string_view item = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+    const std::size_t colon = item.find(':');
+    if (colon == std::string_view::npos) throw bad("has " + txpath::quoted(item) + ", not CPU:QUEUE");
+    const unsigned cpu = number(item.substr(0, colon), 4096);
+    for (const auto& [seen, queues] : xps.cpus)
+      if (seen == cpu) throw bad("names CPU " + std::to_string(cpu) + " twice");
+    std::vector<uint32_t> queues;
+    std::string_view rest = item.substr(colon + 1);
+    while (true) {
+      const std::size_t plus = rest.find('+');
+      const uint32_t q = number(rest.substr(0, plus), kMaxTxQueues);
+      if (std::find(queues.begin(), queues.end(), q) != queues.end())
+        throw bad("names queue " + std::to_string(q) + " twice for CPU " + std::to_string(cpu));
+      queues.push_back(q);
+      if (plus == std::string_view::npos) break;
+      rest = rest.substr(plus + 1);
+    }
+    xps.cpus.emplace_back(cpu, std::move(queues));
+    if (comma == std::string_view::npos) return xps;
+    start = comma + 1;
+  }
+}
+
+std::string xps_text(const XpsPolicy& xps) {
+  if (xps.mode == XpsPolicy::Mode::automatic) return "auto";
+  if (xps.mode == XpsPolicy::Mode::off) return "off";
+  std::string out;  // appended piecewise: GCC 12 warns (-Wrestrict) on "," + ...
+  for (const auto& [cpu, queues] : xps.cpus) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpu);
+    for (std::size_t i = 0; i < queues.size(); ++i) {
+      out += i ? '+' : ':';
+      out += std::to_string(queues[i]);
+    }
+  }
+  return out;
+}
+
 bool conservation_holds(uint64_t submitted, uint64_t sent, uint64_t dropped, uint64_t queued) {
   return queued == 0 && submitted == sent + dropped;
 }
@@ -646,16 +996,18 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
   check_ranges(cfg);
   if (!cfg.tc_config.empty()) resolve_tc_config(cfg);
   // Validate everything up front, so a typo fails before minutes of measuring.
-  auto device = bench_detail::make_probe_device(cfg.device);
-  const FrameSpec frames = frames_for(*device, cfg.payload);
-  add_kernel_row(cfg, *device, frames);
-  bench_detail::resolve_sink(cfg.sink, *device, frames);  // checks the --sink text
-  cfg.strategies = runnable_strategies(cfg, *device, every_strategy);
+  Probe probe(cfg.device);
+  Device& device = probe.device();
+  resolve_queues(cfg, probe.queues());
+  const FrameSpec frames = frames_for(device, cfg.payload);
+  add_kernel_row(cfg, device, frames);
+  bench_detail::resolve_sink(cfg.sink, device, frames);  // checks the --sink text
+  cfg.strategies = runnable_strategies(cfg, device, every_strategy);
   const FrameTemplate tmpl(frames);
-  if (tmpl.size() > device->max_frame_len())
+  if (tmpl.size() > device.max_frame_len())
     throw ConfigError("payload " + std::to_string(cfg.payload) + " makes a " +
                       std::to_string(tmpl.size()) + "-byte frame, over the device's maximum of " +
-                      std::to_string(device->max_frame_len()));
+                      std::to_string(device.max_frame_len()));
   return cfg;
 }
 
@@ -665,36 +1017,23 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
   const SpinParkRestore restore_policy;
   std::unique_ptr<Sink> sink;
   {
-    auto device = bench_detail::make_probe_device(cfg.device);
-    if (auto sink_cfg = bench_detail::resolve_sink(cfg.sink, *device, frames_for(*device, cfg.payload))) {
+    Probe probe(cfg.device);
+    if (auto sink_cfg = bench_detail::resolve_sink(cfg.sink, probe.device(),
+                                                   frames_for(probe.device(), cfg.payload))) {
       sink = std::make_unique<Sink>(*sink_cfg);
       sink->start();
     }
   }
   std::vector<BenchPoint> points;
-  const std::size_t total = cfg.threads.size() * cfg.park.size() * cfg.strategies.size() *
-                            static_cast<std::size_t>(cfg.repeat);
-  std::size_t done = 0;
-  std::string last_live_note;  // said once, not once per run
+  RoundProgress counter;
+  counter.total = cfg.threads.size() * cfg.queues.size() * cfg.park.size() *
+                  cfg.strategies.size() * static_cast<std::size_t>(cfg.repeat);
   for (int threads : cfg.threads) {
     if (stop_requested(cfg)) break;
-    std::map<std::pair<bool, std::string>, std::vector<Run>> runs;
-    // Interleaved: round 1 runs every (park, strategy) once, then round 2, ... (A B A B ...).
-    for (int round = 0; round < cfg.repeat && !stop_requested(cfg); ++round) {
-      for (const bool park : cfg.park) {
-        for (const auto& strategy : cfg.strategies) {
-          if (stop_requested(cfg)) break;
-          ++done;
-          if (progress) progress(progress_line(cfg, done, total, strategy, threads, park, round));
-          set_spin_park(park);  // no waiter of an earlier run is left: its queue is gone
-          Run run = run_once(cfg, strategy, threads, sink.get());
-          if (progress && !run.live_note.empty() && run.live_note != last_live_note)
-            progress("no live counters for txpath tc -s: " + run.live_note);
-          last_live_note = run.live_note;
-          runs[{park, strategy}].push_back(std::move(run));
-        }
-      }
-    }
+    RunsByPoint runs;
+    // Interleaved: round 1 runs every (queues, park, strategy) once, then round 2, ... (A B A B).
+    for (int round = 0; round < cfg.repeat && !stop_requested(cfg); ++round)
+      run_round(cfg, threads, round, sink.get(), progress, counter, runs);
     append_points(cfg, threads, runs, points);
   }
   return points;

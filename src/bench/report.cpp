@@ -173,28 +173,29 @@ bool plottable(const BenchPoint& p) { return std::isfinite(p.mpps); }
 
 // Groups points into series in order of first appearance. The key is the strategy, plus a
 // parenthesised qualifier naming what varies for that strategy: its lock kind when it appears
-// with several, "park on" / "park off" when it appears with both policies
-// ("busylock (mcs, park off)").
+// with several, its TX queue count when it appears with several ("2 TX queues"), "park on" /
+// "park off" when it appears with both policies ("busylock (mcs, 2 TX queues, park off)").
 std::vector<Series> group(const std::vector<BenchPoint>& points) {
   std::map<std::string, std::set<std::string>, std::less<>> locks_of;
   std::map<std::string, std::set<bool>, std::less<>> parks_of;
+  std::map<std::string, std::set<uint32_t>, std::less<>> queues_of;
   for (const auto& p : points) {
     locks_of[p.strategy].insert(p.lock);
     parks_of[p.strategy].insert(p.park);
+    queues_of[p.strategy].insert(p.queues);
   }
   std::vector<Series> out;
   std::map<std::string, std::size_t, std::less<>> index_of;
   for (const auto& p : points) {
     if (!plottable(p)) continue;
     std::string key = p.strategy;
-    const bool by_lock = locks_of[p.strategy].size() > 1;
-    const bool by_park = parks_of[p.strategy].size() > 1;
-    if (by_lock || by_park) {
-      put(key, " (");
-      if (by_lock) put(key, p.lock, by_park ? ", " : "");
-      if (by_park) put(key, "park ", park_name(p.park));
-      put(key, ")");
-    }
+    std::vector<std::string> qualifiers;
+    if (locks_of[p.strategy].size() > 1) qualifiers.push_back(p.lock);
+    if (queues_of[p.strategy].size() > 1)
+      qualifiers.push_back(std::to_string(p.queues) + (p.queues == 1 ? " TX queue" : " TX queues"));
+    if (parks_of[p.strategy].size() > 1) qualifiers.push_back(std::string("park ") + park_name(p.park));
+    for (std::size_t i = 0; i < qualifiers.size(); ++i) put(key, i ? ", " : " (", qualifiers[i]);
+    if (!qualifiers.empty()) put(key, ")");
     auto [it, inserted] = index_of.try_emplace(key, out.size());
     if (inserted) out.push_back({key, {}});
     out[it->second].points.push_back(&p);
@@ -506,7 +507,7 @@ class Legend {
 
 const std::vector<std::string_view>& csv_columns() {
   static const std::vector<std::string_view> columns = {
-      "strategy",      "lock",          "park",        "threads",     "mpps",        "mpps_min",
+      "strategy",      "lock",          "park",        "threads",     "queues",      "mpps",        "mpps_min",
       "mpps_max",      "cpu_ns_per_pkt", "submitted",  "sent",        "dropped",
       "requeues",      "fairness",      "batch_mean",  "lock_waits",  "lock_wait_ns",
       "send_p50_ns",   "send_p99_ns",   "vs_busylock_mpps", "vs_busylock_cpu", "conserved",
@@ -521,7 +522,7 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool pa
   out << '\n';
   for (const auto& p : points) {
     CsvRow row(out);
-    row.text(p.strategy).text(p.lock).word(park_name(p.park)).integer(p.threads);
+    row.text(p.strategy).text(p.lock).word(park_name(p.park)).integer(p.threads).integer(p.queues);
     row.real(p.mpps).real(p.mpps_min).real(p.mpps_max).real(p.cpu_ns_per_pkt);
     row.integer(p.submitted).integer(p.sent).integer(p.dropped).integer(p.requeues);
     row.real(p.fairness).real(p.batch_mean).integer(p.lock_waits).integer(p.lock_wait_ns);
