@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The bench engine: its conservation check, its defaults, its up-front validation, and real
-// (tiny) runs whose every point must conserve packets, with one and with both park policies.
+// (tiny) runs whose every point must conserve packets, with one and with both park policies, on
+// one and on several TX queues (per queue and in total), with each XPS policy.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 
 #include "txpath/bench.hpp"
 #include "txpath/error.hpp"
+#include "txpath/netdev.hpp"
 #include "txpath/spin.hpp"
 #include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
@@ -279,6 +281,184 @@ TEST(Bench, PcapOutputIsCompleteOrReported) {
   // /dev/full is a device: written in place, and its first write (the header) fails at setup.
   c.device = "pcap:/dev/full";
   EXPECT_THROW(run_bench(c), ConfigError);
+}
+
+
+// ---- TX queues (--queues, --xps) ---------------------------------------------------------------
+
+// Every per_queue entry conserves and they sum to the point's totals.
+void expect_queues_conserve(const BenchPoint& p) {
+  SCOPED_TRACE(p.strategy + " threads=" + std::to_string(p.threads) +
+               " queues=" + std::to_string(p.queues));
+  EXPECT_TRUE(p.drained);
+  EXPECT_TRUE(p.conserved);
+  EXPECT_EQ(p.submitted, p.sent + p.dropped);
+  ASSERT_EQ(p.per_queue.size(), p.queues);
+  uint64_t submitted = 0, sent = 0, dropped = 0, doorbells = 0;
+  for (const BenchQueuePoint& q : p.per_queue) {
+    EXPECT_TRUE(q.conserved);
+    EXPECT_EQ(q.submitted, q.sent + q.dropped);
+    submitted += q.submitted;
+    sent += q.sent;
+    dropped += q.dropped;
+    doorbells += q.doorbells;
+  }
+  EXPECT_EQ(submitted, p.submitted);
+  EXPECT_EQ(sent, p.sent);
+  EXPECT_EQ(dropped, p.dropped);
+  EXPECT_EQ(doorbells, p.doorbells);
+  EXPECT_GT(p.sent, 0u);
+}
+
+// Queues {1, 2} on null and nic, every strategy: points grouped by queue count within a thread
+// count, each conserving on every queue and in total; busylock's ratio is taken within its queue
+// count.
+TEST(BenchQueues, EveryStrategyConservesPerQueueAndInTotal) {
+  for (const char* device : {"null", "nic"}) {
+    SCOPED_TRACE(device);
+    BenchConfig c = null_bench({}, {2}, 0.02, 1);
+    c.device = device;
+    c.queues = {1, 2};
+    std::vector<std::string> progress;
+    const auto points = run_bench(c, [&](const std::string& line) { progress.push_back(line); });
+    const BenchConfig resolved = resolve_bench_config(c);
+    ASSERT_EQ(points.size(), 2 * resolved.strategies.size());
+    ASSERT_FALSE(progress.empty());
+    EXPECT_NE(progress[0].find(" queues=1 "), std::string::npos) << progress[0];
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const BenchPoint& p = points[i];
+      EXPECT_EQ(p.queues, i < resolved.strategies.size() ? 1u : 2u) << "grouped by queue count";
+      expect_queues_conserve(p);
+      if (p.strategy == "busylock") EXPECT_DOUBLE_EQ(p.vs_busylock_mpps, 1.0);
+    }
+  }
+}
+
+TEST(BenchQueues, OneQueueIsTheSeedExperimentWithOnePerQueueEntry) {
+  BenchConfig c = null_bench({"busylock"}, {1}, 0.02, 1);
+  const BenchConfig resolved = resolve_bench_config(c);
+  EXPECT_EQ(resolved.queues, std::vector<uint32_t>{1}) << "empty: one TX queue";
+  std::vector<std::string> progress;
+  const auto points = run_bench(c, [&](const std::string& line) { progress.push_back(line); });
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].queues, 1u);
+  expect_queues_conserve(points[0]);
+  ASSERT_EQ(progress.size(), 1u);
+  EXPECT_EQ(progress[0].find("queues="), std::string::npos) << "the seed experiment's progress line";
+}
+
+// A spec naming queues=N runs on N queues when --queues is not given, and is refused with any
+// other list (a resolved configuration resolves again to itself).
+TEST(BenchQueues, SpecQueueCountIsTheDefaultAndClashesWithAList) {
+  BenchConfig c = null_bench({"busylock"}, {2}, 0.02, 1);
+  c.device = "nic:queues=2";
+  EXPECT_EQ(resolve_bench_config(c).queues, std::vector<uint32_t>{2});
+  const auto points = run_bench(c);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].queues, 2u);
+  expect_queues_conserve(points[0]);
+  c.queues = {2};
+  EXPECT_EQ(resolve_bench_config(c).queues, std::vector<uint32_t>{2}) << "the spec's own count";
+  c.queues = {1, 2};
+  EXPECT_THROW(resolve_bench_config(c), ConfigError);
+  c.queues = {4};
+  EXPECT_THROW(resolve_bench_config(c), ConfigError);
+}
+
+TEST(BenchQueues, BadQueueListsAndMapsAreOneLineErrors) {
+  const auto expect_error = [](const BenchConfig& c, const std::string& needle) {
+    try {
+      resolve_bench_config(c);
+      ADD_FAILURE() << "accepted a config that should fail with: " << needle;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  };
+  BenchConfig c = null_bench({"busylock"}, {1}, 0.02, 1);
+  c.queues = {0};
+  expect_error(c, "queue count 0");
+  c.queues = {2, 2};
+  expect_error(c, "given twice");
+  c.queues = {kMaxTxQueues + 1};
+  expect_error(c, "out of range");
+  c.queues = {2};
+  c.device = "nic:queues=4";
+  expect_error(c, "queues=");
+  c.device = "pcap:" + ::testing::TempDir() + "never.pcap";
+  expect_error(c, "has one TX queue");
+  c.device = "null";
+  c.xps = parse_xps("0:5");
+  expect_error(c, "queue 5");
+  c.queues = {1};
+  EXPECT_NO_THROW(resolve_bench_config(c)) << "one TX queue has no XPS map to check";
+  c.queues = {2};
+  c.xps = parse_xps("4095:0");
+  expect_error(c, "CPU 4095");
+}
+
+TEST(BenchQueues, XpsTextParsesAndPrintsBack) {
+  EXPECT_EQ(parse_xps("auto").mode, XpsPolicy::Mode::automatic);
+  EXPECT_EQ(parse_xps("off").mode, XpsPolicy::Mode::off);
+  const XpsPolicy map = parse_xps("0:0,1:1+2,3:0");
+  EXPECT_EQ(map.mode, XpsPolicy::Mode::map);
+  ASSERT_EQ(map.cpus.size(), 3u);
+  EXPECT_EQ(map.cpus[1].first, 1u);
+  EXPECT_EQ(map.cpus[1].second, (std::vector<uint32_t>{1, 2}));
+  for (const char* text : {"auto", "off", "0:0,1:1+2,3:0", "7:4095"})
+    EXPECT_EQ(xps_text(parse_xps(text)), text);
+  for (const std::string bad : std::vector<std::string>{"", "x", "0", "0:", ":1", "0:a", "0:1,", ",0:1", "0:1,0:2",
+                                "0:1+1", "0:1++2", "-1:0", "4096:0", "0:4096", "0:1\n2",
+                                std::string("0:\x1b[2J"), "0:99999999999999999999"}) {
+    try {
+      (void)parse_xps(bad);
+      ADD_FAILURE() << "accepted --xps " << bad;
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("--xps: ", 0), 0u) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      EXPECT_EQ(what.find('\x1b'), std::string::npos) << what;
+    }
+  }
+}
+
+// The CPUs the senders are pinned to, in pinning order (at most `count`).
+std::vector<int> first_sender_cpus(std::size_t count) {
+  std::vector<int> cpus;
+  const auto& nodes = topology().cores_by_node;
+  for (std::size_t i = 0; cpus.size() < count && i < 64; ++i) {
+    const auto& node = nodes[i % nodes.size()];
+    if (!node.empty()) cpus.push_back(node[(i / nodes.size()) % node.size()]);
+  }
+  return cpus;
+}
+
+// XPS auto with pinned senders on at least as many cores as queues: every queue gets a sender.
+// An explicit map that sends every sender CPU to queue 1 leaves queue 0 idle.
+TEST(BenchQueues, XpsSpreadsPinnedSendersOverTheQueues) {
+  if (topology().cores < 2) GTEST_SKIP() << "needs 2 cores";
+  BenchConfig c = null_bench({"busylock"}, {2}, 0.05, 1);
+  c.pin = true;
+  c.queues = {2};
+  auto points = run_bench(c);
+  ASSERT_EQ(points.size(), 1u);
+  expect_queues_conserve(points[0]);
+  EXPECT_GT(points[0].per_queue[0].sent, 0u) << "the first CPU sends on queue 0";
+  EXPECT_GT(points[0].per_queue[1].sent, 0u) << "the second CPU sends on queue 1";
+
+  std::string map;
+  for (const int cpu : first_sender_cpus(2)) map += (map.empty() ? "" : ",") + std::to_string(cpu) + ":1";
+  c.xps = parse_xps(map);
+  points = run_bench(c);
+  ASSERT_EQ(points.size(), 1u);
+  expect_queues_conserve(points[0]);
+  EXPECT_EQ(points[0].per_queue[0].submitted, 0u) << "no CPU maps queue 0 (--xps " << map << ")";
+  EXPECT_EQ(points[0].per_queue[1].sent, points[0].sent);
+
+  c.xps = parse_xps("off");  // the flow hash: some queue, every packet accounted for
+  points = run_bench(c);
+  ASSERT_EQ(points.size(), 1u);
+  expect_queues_conserve(points[0]);
 }
 
 }  // namespace

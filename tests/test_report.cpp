@@ -469,8 +469,8 @@ TEST(ReportCsv, ValuesRoundTrip) {
   EXPECT_EQ(to_double(f[19]), p.vs_busylock_mpps);
   EXPECT_EQ(to_double(f[20]), p.vs_busylock_cpu);
   EXPECT_EQ(f[21], "false");
-  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[20], "true");
-  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[28], "")
+  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[21], "true");
+  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[29], "")
       << "no sink counted the point: its columns are empty";
   BenchPoint sunk = point("kernel", "-", 2, 1);
   sunk.sink_checked = true;
@@ -510,7 +510,7 @@ TEST(ReportCsv, PartialBenchIsMarkedOnEveryRow) {
   EXPECT_EQ(g[30], "1");
   EXPECT_EQ(g[31], "false");
   EXPECT_EQ(g[32], "true");
-  EXPECT_EQ(split_csv(lines_of(csv({whole}))[1])[31], "false") << "not partial by default";
+  EXPECT_EQ(split_csv(lines_of(csv({whole}))[1])[32], "false") << "not partial by default";
 }
 
 TEST(ReportCsv, LargeCountsAndNonFiniteValues) {

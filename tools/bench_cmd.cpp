@@ -411,15 +411,15 @@ void print_sink_results(const std::vector<BenchPoint>& points) {
   }
 }
 
-void print_legend() {
-  fmt::print("\npark: lock waits park in the kernel (on) or yield (off) after spinning; "
-             "txq: the device's TX queues (--queues); "
-             "x_bl, cpu_x: Mpps and CPU ns/packet relative to busylock at the same thread count, TX queues and park; "
+void print_legend(bool queues) {
+  fmt::print("\npark: lock waits park in the kernel (on) or yield (off) after spinning; {}"
+             "x_bl, cpu_x: Mpps and CPU ns/packet relative to busylock at the same thread count{} and park; "
              "x_kern, cpu_xk: the same relative to the kernel's own path (strategy kernel: one UDP "
              "socket per sender into the interface's own qdisc); lost: sent but not received at the sink "
              "(sock_drop: of those, dropped at the sink's socket); "
              "fair: Jain index over senders; batch: packets per doorbell; waits/k: contended lock "
-             "acquisitions per 1000 packets; p50ns/p99us: sampled send() latency.\n");
+             "acquisitions per 1000 packets; p50ns/p99us: sampled send() latency.\n",
+             queues ? "txq: the device's TX queues (--queues); " : "", queues ? ", TX queues" : "");
 }
 
 // ---- outputs ----------------------------------------------------------------------------------
@@ -623,7 +623,7 @@ int run_bench_command(const BenchOptions& o) {
   print_results(points, cfg.repeat);
   print_queue_results(points);
   print_sink_results(points);
-  print_legend();
+  print_legend(multi_queue(points));
   std::fflush(stdout);
   if (partial)
     fmt::print(stderr, "txpath: stopped by {}: the rows above are those that ran; outputs are marked partial\n",

@@ -51,7 +51,7 @@ struct BenchConfig {
   // the seed experiment's path; N > 1: the device built with queues=N (make_net_device) and a
   // MultiQueueTx whose every queue runs the point's strategy, lock and qdisc; senders call its
   // send(), which picks the queue (xps). Empty: the device spec's own queues=N, else {1}; a
-  // spec that names queues=N is refused together with a non-empty list.
+  // spec that names queues=N is refused together with any other list than {N}.
   std::vector<uint32_t> queues;
   XpsPolicy xps;                         // with more than one TX queue
   std::size_t payload = 32;              // UDP payload bytes

@@ -863,9 +863,10 @@ void add_kernel_row(BenchConfig& cfg, const Device& device, const FrameSpec& fra
 void resolve_queues(BenchConfig& cfg, uint32_t spec_queues) {
   if (cfg.queues.empty()) {
     cfg.queues = {spec_queues};
-  } else if (names_queues(cfg.device)) {
-    throw ConfigError("--queues with device " + txpath::quoted(cfg.device) +
-                      ", which names its own queues=: give the queue count once");
+  } else if (names_queues(cfg.device) && cfg.queues != std::vector<uint32_t>{spec_queues}) {
+    // Only the spec's own count passes (a resolved configuration resolves to itself).
+    throw ConfigError("--queues with device " + txpath::quoted(cfg.device) + ", which names its own queues=" +
+                      std::to_string(spec_queues) + ": give the queue count once");
   }
   for (std::size_t i = 0; i < cfg.queues.size(); ++i) {
     const uint32_t q = cfg.queues[i];
