@@ -38,6 +38,17 @@ BenchConfig null_bench(std::vector<std::string> strategies, std::vector<int> thr
   return c;
 }
 
+// resolve_bench_config(c) must refuse c with one line that contains `needle`.
+void expect_error(const BenchConfig& c, const std::string& needle) {
+  try {
+    resolve_bench_config(c);
+    ADD_FAILURE() << "accepted a config that should fail with: " << needle;
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+}
+
 TEST(Bench, ConservationCheckDetectsViolations) {
   EXPECT_TRUE(conservation_holds(100, 90, 10, 0));
   EXPECT_TRUE(conservation_holds(0, 0, 0, 0));
@@ -92,15 +103,6 @@ TEST(Bench, ResolveFillsDefaultsAndRejectsBadConfigs) {
     EXPECT_EQ(resolve_bench_config(no_park).park, std::vector<bool>{true}) << "empty: park on";
   }
 
-  auto expect_error = [](BenchConfig c, const std::string& needle) {
-    try {
-      resolve_bench_config(c);
-      ADD_FAILURE() << "accepted a config that should fail with: " << needle;
-    } catch (const ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
-    }
-  };
   BenchConfig c;
   c.strategies = {"nope"};
   expect_error(c, "nope");
@@ -366,15 +368,6 @@ TEST(BenchQueues, SpecQueueCountIsTheDefaultAndClashesWithAList) {
 }
 
 TEST(BenchQueues, BadQueueListsAndMapsAreOneLineErrors) {
-  const auto expect_error = [](const BenchConfig& c, const std::string& needle) {
-    try {
-      resolve_bench_config(c);
-      ADD_FAILURE() << "accepted a config that should fail with: " << needle;
-    } catch (const ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
-    }
-  };
   BenchConfig c = null_bench({"busylock"}, {1}, 0.02, 1);
   c.queues = {0};
   expect_error(c, "queue count 0");

@@ -64,7 +64,8 @@ struct BenchConfig {
   std::vector<bool> park = {true};
   // Real devices (afpacket, afxdp, udp): also run strategy "kernel" — every sender sends the same
   // frames' UDP payloads through its own UDP socket into the kernel's own qdisc on the same
-  // interface — unless the strategy list names it already or this is false.
+  // interface (with the kernel's own TX queue choice; in every queue count's group) — unless
+  // the strategy list names it already or this is false.
   bool kernel_row = true;
   // Where arrivals are counted and checked: "auto" (for afpacket:IF, the peer of the testbed on
   // IF; for udp:HOST:PORT, the default testbed's peer when HOST is its address), "none", or

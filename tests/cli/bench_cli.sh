@@ -3,20 +3,7 @@
 # a small run -> exit 0 and a JSON file with the documented schema and a conservation that holds.
 set -u
 bin=${1:?usage: bench_cli.sh PATH_TO_TXPATH}
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-bad() {
-  local err rc lines
-  err=$("$bin" "$@" 2>&1 >/dev/null)
-  rc=$?
-  lines=$(printf '%s' "$err" | grep -c '')
-  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ]; then
-    echo "FAIL: txpath $* -> exit $rc, $lines stderr line(s): $err"
-    fail=1
-  fi
-}
+. "$(dirname "$0")/lib/common.bash"  # fail, tmp (removed on exit), bad
 
 bad nosuchcommand
 bad bench --bogus

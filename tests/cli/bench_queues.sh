@@ -4,20 +4,7 @@
 # array that conserves and sums to the point's totals, and a CSV with the `queues` column.
 set -u
 bin=${1:?usage: bench_queues.sh PATH_TO_TXPATH}
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-bad() {
-  local err rc lines
-  err=$("$bin" "$@" 2>&1 >/dev/null)
-  rc=$?
-  lines=$(printf '%s' "$err" | grep -c '')
-  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ]; then
-    echo "FAIL: txpath $* -> exit $rc, $lines stderr line(s): $err"
-    fail=1
-  fi
-}
+. "$(dirname "$0")/lib/common.bash"  # fail, tmp (removed on exit), bad
 
 bad bench --device null --queues 0
 bad bench --device null --queues x

@@ -27,3 +27,16 @@ needs_root() {
   [ "$fail" -eq 0 ] && [ -n "${2:-}" ] && echo "$2"
   exit "$fail"
 }
+
+# bad ARGS...: `txpath ARGS` (the binary in $bin) must fail as bad usage: exit 2 and exactly one
+# line on stderr.
+bad() {
+  local err rc lines
+  err=$("$bin" "$@" 2>&1 >/dev/null)
+  rc=$?
+  lines=$(printf '%s' "$err" | grep -c '')
+  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ]; then
+    echo "FAIL: txpath $* -> exit $rc, $lines stderr line(s): $err"
+    fail=1
+  fi
+}
