@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "net/mac.hpp"
 #include "support/net_test_util.hpp"
@@ -92,24 +93,39 @@ class TestbedKinds : public ::testing::Test {
 
 // --- validation and defaults (no root) ------------------------------------------------------------
 
+// Validation comes before anything runs, so these need no root. The names are this process's
+// own: a build that did not validate would touch nothing of anyone else's (and is cleaned up).
+namespace {
+void remove_if_made(const TestbedConfig& c) {
+  if (::geteuid() != 0 || !::testing::Test::HasFailure()) return;
+  sh("ip link del dev " + c.host_if);
+  if (!c.netns.empty()) sh("ip netns del " + c.netns);
+  ::unlink(("/run/txpath/testbed/" + c.host_if).c_str());
+}
+}  // namespace
+
 TEST(TestbedKindsCheck, QueuesOutOfRangeAreConfigErrors) {
   for (const uint32_t q : {0u, kMaxTestbedQueues + 1}) {
-    for (TestbedConfig c : {TestbedConfig{}, ifb_testbed_config()}) {
+    for (TestbedConfig c : {test::unique_testbed('c'), unique_ifb()}) {
       c.queues = q;
       const std::string what = up_error_of<ConfigError>(c);
       EXPECT_NE(what.find("queues " + std::to_string(q) + " is not in 1..256"), std::string::npos)
           << what;
+      remove_if_made(c);
     }
   }
 }
 
 TEST(TestbedKindsCheck, IfbTargetMustBeAHostOfTheSubnet) {
-  TestbedConfig c = ifb_testbed_config();
-  for (const char* bad : {"10.89.0.2/24", "10.88.0.0/24", "10.88.0.255/24", "10.88.0.1/24"}) {
+  TestbedConfig c = unique_ifb();
+  const std::string subnet = c.host_addr.substr(0, c.host_addr.rfind('.') + 1);  // "10.89.X."
+  for (const std::string& bad :
+       std::vector<std::string>{"10.90.0.2/24", subnet + "0/24", subnet + "255/24", c.host_addr}) {
     c.peer_addr = bad;
     const std::string what = up_error_of<ConfigError>(c);
     EXPECT_NE(what.find("target address"), std::string::npos) << bad << ": " << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    remove_if_made(c);
   }
 }
 
@@ -221,17 +237,17 @@ TEST_F(TestbedKinds, ARecordWithoutKindOrQueuesIsAOneQueueVeth) {
 }
 
 TEST_F(TestbedKinds, ARecordOfAnUnknownKindIsNotOurs) {
-  testbed_up(ifb_);
-  const std::string path = "/run/txpath/testbed/" + ifb_.host_if;
+  testbed_up(veth_);  // a veth record: complete but for the kind
+  const std::string path = "/run/txpath/testbed/" + veth_.host_if;
   std::string text = read_text(path);
-  const auto at = text.find("kind=ifb");
+  const auto at = text.find("kind=veth");
   ASSERT_NE(at, std::string::npos) << text;
-  text.replace(at, 8, "kind=xyz");
+  text.replace(at, 9, "kind=xyz");
   std::ofstream(path, std::ios::trunc) << text;
-  EXPECT_FALSE(find_testbed(ifb_.host_if).has_value());
-  EXPECT_NE(up_error_of<DeviceError>(ifb_).find("was not made by txpath testbed"), std::string::npos);
-  EXPECT_FALSE(testbed_down(ifb_));
-  EXPECT_TRUE(test::file_exists("/sys/class/net/" + ifb_.host_if));
+  EXPECT_FALSE(find_testbed(veth_.host_if).has_value());
+  EXPECT_NE(up_error_of<DeviceError>(veth_).find("was not made by txpath testbed"), std::string::npos);
+  EXPECT_FALSE(testbed_down(veth_));
+  EXPECT_TRUE(test::file_exists("/sys/class/net/" + veth_.host_if));
 }
 
 // --- the ifb null NIC ----------------------------------------------------------------------------
