@@ -412,16 +412,20 @@ void send_udp(const TestbedInfo& tb, int count) {
 
 }  // namespace
 
-TEST_F(TestbedKinds, IfbCountsEveryFrameSentThroughAfPacketAndUdp) {
+TEST_F(TestbedKinds, IfbCountsEveryFrameSentThroughAfPacketAfXdpAndUdp) {
   for (const uint32_t queues : {1u, 4u}) {
     ifb_.queues = queues;
     const TestbedInfo tb = testbed_up(ifb_);
     SCOPED_TRACE("queues " + std::to_string(queues));
     constexpr uint64_t kFrames = 777;
-    for (const char* bypass : {",bypass=1", ",bypass=0"}) {
+    // AF_PACKET past the qdisc and through it; AF_XDP in copy mode (the ifb has no zero-copy),
+    // on the first and the last queue (an XSK binds to a queue id below the RX queue count).
+    for (const std::string spec :
+         {"afpacket:" + ifb_.host_if + ",bypass=1", "afpacket:" + ifb_.host_if + ",bypass=0",
+          "afxdp:" + ifb_.host_if, "afxdp:" + ifb_.host_if + ":" + std::to_string(queues - 1)}) {
       const uint64_t before = null_nic_frames(ifb_.host_if);
-      EXPECT_EQ(send_frames("afpacket:" + ifb_.host_if + bypass, kFrames), kFrames) << bypass;
-      EXPECT_EQ(null_nic_frames(ifb_.host_if) - before, kFrames) << bypass;
+      EXPECT_EQ(send_frames(spec, kFrames), kFrames) << spec;
+      EXPECT_EQ(null_nic_frames(ifb_.host_if) - before, kFrames) << spec;
     }
     const InterfaceCounters before = read_interface_counters(ifb_.host_if);
     send_udp(tb, 333);
