@@ -8,7 +8,6 @@
 #include <fmt/core.h>
 
 #include <cstdio>
-#include <map>
 
 #include "net_cmds.hpp"
 #include "txpath/error.hpp"
@@ -69,10 +68,13 @@ void print_removal(const TestbedRemoval& r) {
 }
 
 void add_kind(CLI::App* sub, TestbedConfig& c) {
-  const std::map<std::string, TestbedKind> kinds = {{"veth", TestbedKind::veth},
-                                                    {"ifb", TestbedKind::ifb}};
-  sub->add_option("--kind", c.kind, "veth: a veth pair with its peer in a netns; ifb: a null NIC")
-      ->transform(CLI::CheckedTransformer(kinds))
+  sub->add_option_function<std::string>(
+         "--kind",
+         [&c](const std::string& kind) {
+           c.kind = kind == testbed_kind_name(TestbedKind::ifb) ? TestbedKind::ifb : TestbedKind::veth;
+         },
+         "veth: a veth pair with its peer in a netns; ifb: a null NIC")
+      ->check(CLI::IsMember({testbed_kind_name(TestbedKind::veth), testbed_kind_name(TestbedKind::ifb)}))
       ->default_str("veth");
 }
 
