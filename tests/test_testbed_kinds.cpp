@@ -325,6 +325,18 @@ TEST_F(TestbedKinds, IfbNoqueueIsSetExplicitly) {
   EXPECT_NE(tc.out.find("qdisc noqueue"), std::string::npos) << tc.out;
 }
 
+TEST_F(TestbedKinds, AFailedIfbUpLeavesNothingBehind) {
+  ifb_.queues = 2;
+  ifb_.qdisc = "nosuchqdisc";  // refused by tc for the first mq class, after the ifb was made
+  const std::string what = up_error_of<DeviceError>(ifb_);
+  EXPECT_NE(what.find("tc qdisc replace dev " + ifb_.host_if + " parent 1:1 nosuchqdisc"),
+            std::string::npos)
+      << what;
+  EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  EXPECT_FALSE(test::file_exists("/sys/class/net/" + ifb_.host_if));
+  EXPECT_FALSE(test::file_exists("/run/txpath/testbed/" + ifb_.host_if));
+}
+
 TEST_F(TestbedKinds, IfbRefusesAUsersInterfaceAndDownLeavesIt) {
   ASSERT_EQ(sh("ip link add " + ifb_.host_if + " type ifb").status, 0);
   const std::string before = read_text("/sys/class/net/" + ifb_.host_if + "/ifindex");

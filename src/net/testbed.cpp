@@ -591,11 +591,9 @@ TestbedRecord create_veth(const StateDir& state, const TestbedConfig& c, const V
     const std::string mtu = std::to_string(c.mtu);
     std::vector<std::string> add = {"ip", "link", "add", c.host_if, "mtu", mtu};
     add_queue_args(add, c.queues);
-    for (const char* w : {"type", "veth", "peer", "name"}) add.emplace_back(w);
-    for (const std::string& w : {c.peer_if, std::string("mtu"), mtu}) add.push_back(w);
+    add.insert(add.end(), {"type", "veth", "peer", "name", c.peer_if, "mtu", mtu});
     add_queue_args(add, c.queues);
-    add.emplace_back("netns");
-    add.push_back(c.netns);
+    add.insert(add.end(), {"netns", c.netns});
     must(add);  // fails if host_if appeared meanwhile
     created_link = true;
     must({"ip", "link", "set", "dev", c.host_if, "alias", marker});
@@ -631,11 +629,10 @@ TestbedRecord create_ifb(const StateDir& state, const TestbedConfig& c, const Va
   bool created_link = false;
   try {
     state.write(rec);
-    std::vector<std::string> add = {"ip",  "link", "add", c.host_if, "mtu", std::to_string(c.mtu),
+    std::vector<std::string> add = {"ip", "link", "add", c.host_if, "mtu", std::to_string(c.mtu),
                                     "txqueuelen", kIfbTxQueueLen};
     add_queue_args(add, c.queues);
-    add.emplace_back("type");
-    add.emplace_back("ifb");
+    add.insert(add.end(), {"type", "ifb"});
     must(add);  // fails if host_if appeared meanwhile
     created_link = true;
     must({"ip", "link", "set", "dev", c.host_if, "alias", net::testbed_marker(rec.info.id)});
