@@ -31,6 +31,7 @@
 #include "txpath/netdev.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/sink.hpp"
+#include "txpath/queue_select.hpp"
 #include "txpath/spin.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
@@ -519,6 +520,13 @@ std::vector<FrameTemplate> sender_frames(FrameSpec spec, int threads, bool flow_
   return frames;
 }
 
+// The flow hash of sender t's frames (frame_flow_hash(): addresses and ports), never 0.
+uint32_t flow_hash_of(const FrameTemplate& tmpl, int t) {
+  std::vector<std::byte> frame(tmpl.size());
+  tmpl.write(frame, static_cast<uint32_t>(t), 0);
+  return frame_flow_hash(frame).value_or(1);
+}
+
 // The send loop of txpath's rows: each sender takes buffers from `pool`, writes its frames and
 // sends them through `tx` (a TxQueue, or a MultiQueueTx that picks the queue).
 template <class Tx>
@@ -527,6 +535,9 @@ auto txpath_send_loop(Tx& tx, Pool& pool, const std::vector<FrameTemplate>& fram
   return [&tx, &pool, &frames, &senders](int t, RunFlags& flags) {
     Sender& me = senders[static_cast<std::size_t>(t)];
     const FrameTemplate& tmpl = frames[static_cast<std::size_t>(t) % frames.size()];
+    // A sender of its own flow carries the flow's hash, as a socket caches its sk_txhash (the
+    // queue choice then does not hash every frame); the seed experiment's packets carry none.
+    const uint32_t flow_hash = frames.size() > 1 ? flow_hash_of(tmpl, t) : 0;
     Pool::Cache cache(pool);
     flags.started();
     uint64_t seq = 0;
@@ -537,6 +548,7 @@ auto txpath_send_loop(Tx& tx, Pool& pool, const std::vector<FrameTemplate>& fram
         continue;
       }
       p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq));
+      p->flow_hash = flow_hash;
       const bool window = flags.in_window();
       const SendStatus st = me.timed(window, seq, [&] { return tx.send(p); });
       if (window && (st == SendStatus::queued || st == SendStatus::congested))
