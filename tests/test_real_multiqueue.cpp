@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -276,6 +277,21 @@ class MultiQueueVeth : public ::testing::Test {
     return spec;
   }
 
+  // Up to `n` CPUs this process may run on (below 32, so that one mask word names them).
+  static std::vector<int> allowed_cpus(std::size_t n) {
+    cpu_set_t allowed;
+    std::vector<int> cpus;
+    if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return cpus;
+    for (int c = 0; c < 32 && cpus.size() < n; ++c)
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    return cpus;
+  }
+  static std::string cpu_mask(int cpu) {
+    char mask[16];
+    std::snprintf(mask, sizeof mask, "%x", 1u << cpu);
+    return mask;
+  }
+
   void write_xps(uint32_t queue, const std::string& mask) {
     std::ofstream f("/sys/class/net/" + host_ + "/queues/tx-" + std::to_string(queue) + "/xps_cpus");
     f << mask;
@@ -357,11 +373,7 @@ TEST_F(MultiQueueVeth, AfPacketQueuesEachSendOnTheirOwnSocketAndEveryFrameArrive
 // that kicks it is mapped to i.
 TEST_F(MultiQueueVeth, AfPacketFramesTakeTheKernelQueueOfTheKickingCpusXpsMap) {
   if (!up_) return;
-  cpu_set_t allowed;
-  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
-    if (CPU_ISSET(c, &allowed) && c < 32) cpus.push_back(c);
+  const std::vector<int> cpus = allowed_cpus(2);
   ASSERT_FALSE(cpus.empty());
   for (const bool bypass : {true, false}) {
     SCOPED_TRACE(bypass ? "bypass=1" : "bypass=0");
@@ -382,9 +394,7 @@ TEST_F(MultiQueueVeth, AfPacketFramesTakeTheKernelQueueOfTheKickingCpusXpsMap) {
       std::vector<std::pair<uint32_t, int>> expected;  // (txpath queue, kernel queue)
       for (std::size_t k = 0; k < (xps ? cpus.size() : 1); ++k) {
         if (xps) {
-          char mask[16];
-          std::snprintf(mask, sizeof mask, "%x", 1u << cpus[k]);
-          write_xps(static_cast<uint32_t>(2 + k), mask);
+          write_xps(static_cast<uint32_t>(2 + k), cpu_mask(cpus[k]));
           expected.emplace_back(2 + k, static_cast<int>(2 + k));
         } else {
           expected.emplace_back(0, bypass ? cpus[0] % static_cast<int>(kQueues) : -1);
@@ -424,6 +434,75 @@ TEST_F(MultiQueueVeth, AfPacketFramesTakeTheKernelQueueOfTheKickingCpusXpsMap) {
           EXPECT_EQ(where, static_cast<uint32_t>(kernel_queue)) << "txpath queue " << txq;
         }
       }
+    }
+  }
+  for (uint32_t q = 0; q < kQueues; ++q) write_xps(q, "0");
+}
+
+// follow_kernel_tx_queues(): txpath's XPS map made to agree with the kernel's choice for the
+// kicking CPU, so that a pinned sender's frames take the same queue number in txpath and in the
+// kernel, without an explicit queue.
+TEST_F(MultiQueueVeth, FollowingTheKernelsChoicePutsTxpathQueueQOnKernelQueueQ) {
+  if (!up_) return;
+  const std::vector<int> cpus = allowed_cpus(2);
+  ASSERT_FALSE(cpus.empty());
+  EXPECT_FALSE(follow_kernel_tx_queues(*make_net_device("null:queues=4")));
+  for (const bool xps : {false, true}) {
+    SCOPED_TRACE(xps ? "with an XPS map" : "without XPS");
+    for (uint32_t q = 0; q < kQueues; ++q) write_xps(q, "0");
+    // Without XPS the kernel sends CPU c's kicks on queue c mod 4; with it, CPU cpus[k] on
+    // queue 3 - k.
+    const auto queue_for = [&](std::size_t k) {
+      return xps ? static_cast<uint32_t>(3 - k) : static_cast<uint32_t>(cpus[k]) % kQueues;
+    };
+    if (xps) {
+      for (std::size_t k = 0; k < cpus.size(); ++k) write_xps(queue_for(k), cpu_mask(cpus[k]));
+    }
+    const auto by_queue = kernel_tx_queue_cpus(host_);
+    ASSERT_EQ(by_queue.size(), kQueues);
+    auto dev = make_net_device("afpacket:" + host_ + ",queues=4");
+    ASSERT_TRUE(follow_kernel_tx_queues(*dev));
+    for (std::size_t k = 0; k < cpus.size(); ++k) {
+      const auto& on = by_queue[queue_for(k)];
+      EXPECT_NE(std::find(on.begin(), on.end(), static_cast<unsigned>(cpus[k])), on.end())
+          << "CPU " << cpus[k] << " -> kernel queue " << queue_for(k);
+      const auto mapped = dev->xps_cpus(queue_for(k));
+      EXPECT_NE(std::find(mapped.begin(), mapped.end(), static_cast<unsigned>(cpus[k])),
+                mapped.end())
+          << "txpath XPS: CPU " << cpus[k] << " -> queue " << queue_for(k);
+    }
+    QueueObserver seen(netns_, peer_, kQueues);
+    ASSERT_EQ(seen.error(), "");
+    constexpr uint64_t kFrames = 100;
+    FrameSpec spec = frame_spec();
+    dev->tx_queue(0).address_frames(spec);
+    const FrameTemplate tmpl(spec);
+    Pool pool(PoolConfig{.packets = 1024, .buffer_size = 2048, .cache_size = 0});
+    MultiQueueConfig mc;
+    mc.queue.strategy = "busylock";  // each sender runs the driver loop: it kicks from its CPU
+    mc.queue.qdisc = "pfifo limit 100000";
+    auto tx = MultiQueueTx::create(*dev, mc);
+    for (std::size_t k = 0; k < cpus.size(); ++k) {
+      std::thread([&] {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[k], &one);
+        ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+        for (uint64_t seq = 0; seq < kFrames; ++seq) {
+          Packet* p = pool.get();
+          p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(k), seq));
+          ASSERT_EQ(tx->send(p), SendStatus::queued);  // no explicit queue: XPS picks it
+        }
+      }).join();
+    }
+    ASSERT_TRUE(tx->drain(20s));
+    const auto stats = tx->queue_stats();
+    const auto counts = seen.read(kFrames * cpus.size(), static_cast<uint32_t>(cpus.size()));
+    for (std::size_t k = 0; k < cpus.size(); ++k) {
+      EXPECT_EQ(stats[queue_for(k)].sent, kFrames) << "txpath queue " << queue_for(k);
+      EXPECT_EQ(counts[queue_for(k)][k], kFrames)
+          << "CPU " << cpus[k] << ": txpath queue " << queue_for(k) << " on kernel queue "
+          << queue_for(k);
     }
   }
   for (uint32_t q = 0; q < kQueues; ++q) write_xps(q, "0");
