@@ -286,6 +286,13 @@ class MultiQueueVeth : public ::testing::Test {
       if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
     return cpus;
   }
+  // Pins the calling thread to `cpu`.
+  static bool pin_to(int cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return ::sched_setaffinity(0, sizeof one, &one) == 0;
+  }
   static std::string cpu_mask(int cpu) {
     char mask[16];
     std::snprintf(mask, sizeof mask, "%x", 1u << cpu);
@@ -404,10 +411,7 @@ TEST_F(MultiQueueVeth, AfPacketFramesTakeTheKernelQueueOfTheKickingCpusXpsMap) {
       for (std::size_t k = 0; k < expected.size(); ++k) {
         // Txpath queue expected[k].first, written and kicked from CPU cpus[k] alone.
         std::thread([&] {
-          cpu_set_t one;
-          CPU_ZERO(&one);
-          CPU_SET(cpus[k], &one);
-          ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+          ASSERT_TRUE(pin_to(cpus[k]));
           Device& d = dev->tx_queue(expected[k].first);
           {
             std::lock_guard lock(d.tx_lock());
@@ -484,10 +488,7 @@ TEST_F(MultiQueueVeth, FollowingTheKernelsChoicePutsTxpathQueueQOnKernelQueueQ) 
     auto tx = MultiQueueTx::create(*dev, mc);
     for (std::size_t k = 0; k < cpus.size(); ++k) {
       std::thread([&] {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpus[k], &one);
-        ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+        ASSERT_TRUE(pin_to(cpus[k]));
         for (uint64_t seq = 0; seq < kFrames; ++seq) {
           Packet* p = pool.get();
           p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(k), seq));
