@@ -63,7 +63,8 @@ constexpr uint32_t kQueues = 4;
 // --- spec errors and round trips (no privilege) ---------------------------------------------
 
 TEST(RealMultiQueueSpecs, BadQueueCountsAreOneLineConfigErrorsNamingTheSpec) {
-  const std::string pcap = ::testing::TempDir() + "txpath_mq_" + std::to_string(::getpid()) + ".pcap";
+  const std::string pcap =
+      ::testing::TempDir() + "txpath_mq_" + std::to_string(::getpid()) + ".pcap";
   for (const std::string& spec : std::vector<std::string>{
            "afpacket:lo,queues=0", "afpacket:lo,queues=5000", "afpacket:lo,queues=x",
         "afpacket:lo,prio=16", "afpacket:lo,prio=13,queues=4", "udp:127.0.0.1:9,queues=0",
@@ -83,16 +84,17 @@ TEST(RealMultiQueueSpecs, BadQueueCountsAreOneLineConfigErrorsNamingTheSpec) {
   try {
     make_net_device("pcap:" + pcap + ",queues=2");
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "device 'pcap:" + pcap +
-                  ",queues=2': pcap writes one file, so it has one TX queue (queues=2 is not possible)");
+    EXPECT_EQ(std::string(e.what()), "device 'pcap:" + pcap +
+                                         ",queues=2': pcap writes one file, so it has one TX "
+                                         "queue (queues=2 is not possible)");
   }
   // A single-queue Device cannot stand for a device of several.
   EXPECT_THROW(make_device("udp:127.0.0.1:9,queues=2"), ConfigError);
 }
 
 TEST(RealMultiQueueSpecs, PcapTakesQueuesOneAndWritesTheFileItNames) {
-  const std::string pcap = ::testing::TempDir() + "txpath_mq1_" + std::to_string(::getpid()) + ".pcap";
+  const std::string pcap =
+      ::testing::TempDir() + "txpath_mq1_" + std::to_string(::getpid()) + ".pcap";
   auto dev = make_net_device("pcap:" + pcap + ",queues=1");
   ASSERT_EQ(dev->num_tx_queues(), 1u);
   EXPECT_EQ(dev->describe(), "pcap:" + pcap);
@@ -190,7 +192,8 @@ class QueueObserver {
       const int index = static_cast<int>(::if_nametoindex(ifname.c_str()));
       const int group = (::getpid() & 0xffff) | (PACKET_FANOUT_QM << 16);
       for (uint32_t j = 0; j < members && error_.empty(); ++j) {
-        netif::Fd fd(::socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL)));
+        netif::Fd fd(
+            ::socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ALL)));
         sockaddr_ll sll{};
         sll.sll_family = AF_PACKET;
         sll.sll_protocol = htons(ETH_P_ALL);
@@ -300,7 +303,8 @@ class MultiQueueVeth : public ::testing::Test {
   }
 
   void write_xps(uint32_t queue, const std::string& mask) {
-    std::ofstream f("/sys/class/net/" + host_ + "/queues/tx-" + std::to_string(queue) + "/xps_cpus");
+    std::ofstream f("/sys/class/net/" + host_ + "/queues/tx-" + std::to_string(queue) +
+                    "/xps_cpus");
     f << mask;
     f.close();
     ASSERT_TRUE(f) << "xps_cpus of tx-" << queue;
@@ -347,7 +351,8 @@ TEST_F(MultiQueueVeth, AfPacketQueuesEachSendOnTheirOwnSocketAndEveryFrameArrive
     auto dev = make_net_device(spec);
     ASSERT_EQ(dev->num_tx_queues(), kQueues);
     EXPECT_EQ(dev->describe(), spec);
-    expect_distinct_fds<AfPacketDevice>(*dev, [](const AfPacketDevice& d) { return d.socket_fd(); });
+    expect_distinct_fds<AfPacketDevice>(*dev,
+                                        [](const AfPacketDevice& d) { return d.socket_fd(); });
     for (uint32_t q = 0; q < kQueues; ++q) EXPECT_EQ(link_interface(dev->tx_queue(q)), host_);
     QueueObserver seen(netns_, peer_, kQueues);
     ASSERT_EQ(seen.error(), "");

@@ -22,7 +22,7 @@ namespace txpath {
 namespace {
 
 constexpr uint32_t kMinRing = 8, kMaxRing = 65536;
-constexpr int32_t kMaxPriority = 15;         // the priorities a traffic-class map names (TC_BITMASK)
+constexpr int32_t kMaxPriority = 15;         // the priorities a class map names (TC_BITMASK)
 constexpr int kSndBuf = 8 << 20;             // socket send buffer: skbs of in-flight frames
 
 uint32_t load_status(const tpacket2_hdr* h) noexcept {

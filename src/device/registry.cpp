@@ -251,7 +251,8 @@ Queues make_afpacket(const KindSpec& s) {
   for (const auto& o : options) {
     if (o.key == "ring") c.ring = static_cast<uint32_t>(s.parser.u64(o, 8, 65536));
     else if (o.key == "bypass") c.bypass = s.parser.u64(o, 0, 1) != 0;
-    else if (o.key == "prio") c.priority = static_cast<int32_t>(s.parser.u64(o, 0, kMaxSocketPriority));
+    else if (o.key == "prio")
+      c.priority = static_cast<int32_t>(s.parser.u64(o, 0, kMaxSocketPriority));
     else if (o.key == "queues") queues = s.parser.queues(o);
   }
   if (c.priority >= 0 && c.priority + int64_t{queues} - 1 > kMaxSocketPriority)
@@ -276,7 +277,8 @@ Queues make_afxdp(const KindSpec& s) {
   c.ifname = std::string(head.substr(0, sep));
   if (c.ifname.empty()) s.parser.fail("missing interface name (afxdp:IFNAME[:QUEUE])");
   if (sep != std::string_view::npos)
-    c.queue = static_cast<uint32_t>(s.parser.u64({"queue", head.substr(sep + 1)}, 0, kMaxXdpQueueId));
+    c.queue =
+        static_cast<uint32_t>(s.parser.u64({"queue", head.substr(sep + 1)}, 0, kMaxXdpQueueId));
   uint32_t queues = 1;
   for (const auto& o : options) queues = s.parser.queues(o);
   if (c.queue + uint64_t{queues} - 1 > kMaxXdpQueueId)

@@ -98,7 +98,8 @@ TunDevice::Opened TunDevice::open_tun(const TunConfig& config) {
   std::memcpy(ifr.ifr_name, config.ifname.data(), config.ifname.size());  // checked < IFNAMSIZ
   // IFF_MULTI_QUEUE: each descriptor opened with it is one queue of the interface (the first
   // creates it, the others attach); without it, the single-queue tun of a plain tun:IFNAME.
-  ifr.ifr_flags = static_cast<short>(IFF_TUN | IFF_NO_PI | (config.multi_queue ? IFF_MULTI_QUEUE : 0));
+  ifr.ifr_flags =
+      static_cast<short>(IFF_TUN | IFF_NO_PI | (config.multi_queue ? IFF_MULTI_QUEUE : 0));
   if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0) {
     throw DeviceError(spec + "TUNSETIFF: " + hint(errno, "TUNSETIFF"));
   }

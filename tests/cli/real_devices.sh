@@ -40,7 +40,8 @@ bad bench --device udp:10.0.0.1:9,queues=5000 --threads 1 >/dev/null
 bad bench --device tun:x,queues=257 --threads 1 >/dev/null
 bad bench --device afxdp:lo:4095,queues=2 --threads 1 >/dev/null
 out=$(bad bench --device "pcap:$tmp/q.pcap,queues=2" --threads 1)
-case "$out" in *"device 'pcap:$tmp/q.pcap,queues=2': pcap writes one file, so it has one TX queue"*) ;;
+want="device 'pcap:$tmp/q.pcap,queues=2': pcap writes one file, so it has one TX queue"
+case "$out" in *"$want"*) ;;
   *) echo "FAIL: pcap queues=2 message: $out"; fail=1 ;; esac
 
 needs_root "the rest needs root"
