@@ -9,12 +9,15 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "device/fault_device.hpp"
 #include "txpath/frame.hpp"
+#include "txpath/multiqueue.hpp"
+#include "txpath/netdev.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -30,19 +33,31 @@ constexpr int kBursts = 300;
 #endif
 constexpr int kThreads = 3;
 
-class LostWakeup : public ::testing::TestWithParam<std::string> {};
+struct LostWakeupParam {
+  std::string strategy;
+  uint32_t queues;  // TX queues of the device (> 1: a MultiQueueTx, the flow hash spreads)
+};
+
+class LostWakeup : public ::testing::TestWithParam<LostWakeupParam> {};
 
 TEST_P(LostWakeup, BacklogDrainsAfterEveryBurstWithoutFurtherSends) {
   Pool pool(PoolConfig{.packets = 4096, .buffer_size = 256, .cache_size = 16});
-  FaultConfig fcfg;
-  fcfg.busy_prob = 0.03;
-  fcfg.stop_prob = 0.02;
-  fcfg.max_stop_ns = 50'000;
-  FaultDevice dev(fcfg);
-  TxQueueConfig cfg;
-  cfg.strategy = GetParam();
-  cfg.lock = "ttas";
-  auto txq = TxQueue::create(dev, cfg);
+  std::vector<std::unique_ptr<Device>> queues;
+  std::vector<FaultDevice*> faults;
+  for (uint32_t q = 0; q < GetParam().queues; ++q) {
+    FaultConfig fcfg;
+    fcfg.busy_prob = 0.03;
+    fcfg.stop_prob = 0.02;
+    fcfg.max_stop_ns = 50'000;
+    fcfg.seed = 1 + q;
+    queues.push_back(std::make_unique<FaultDevice>(fcfg));
+    faults.push_back(static_cast<FaultDevice*>(queues.back().get()));
+  }
+  NetDevice dev(std::move(queues), "fault");
+  MultiQueueConfig cfg;
+  cfg.queue.strategy = GetParam().strategy;
+  cfg.queue.lock = "ttas";
+  auto txq = MultiQueueTx::create(dev, cfg);
 
   std::barrier start(kThreads + 1);
   std::barrier done(kThreads + 1);
@@ -65,6 +80,7 @@ TEST_P(LostWakeup, BacklogDrainsAfterEveryBurstWithoutFurtherSends) {
           Packet* p = pool.get();
           if (!p) break;
           p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq[t]++));
+          p->flow_hash = static_cast<uint32_t>(rng >> 32) | 1;  // flows spread over the queues
           txq->send(p);
         }
         done.arrive_and_wait();
@@ -82,17 +98,30 @@ TEST_P(LostWakeup, BacklogDrainsAfterEveryBurstWithoutFurtherSends) {
   quit.store(true, std::memory_order_relaxed);  // relaxed: the barrier below orders it
   start.arrive_and_wait();
   for (auto& s : senders) s.join();
-  EXPECT_EQ(dev.order_violations(), 0u);
-  EXPECT_GT(txq->stats().requeues + dev.stats().stops, 0u) << "the faults never fired";
+  uint64_t stops = 0;
+  for (FaultDevice* f : faults) {
+    EXPECT_EQ(f->order_violations(), 0u);
+    stops += f->stats().stops;
+  }
+  EXPECT_GT(txq->stats().requeues + stops, 0u) << "the faults never fired";
 }
 
-INSTANTIATE_TEST_SUITE_P(AllStrategies, LostWakeup,
-                         ::testing::ValuesIn(strategy_names()),  // every registered one
+std::vector<LostWakeupParam> lost_wakeup_params() {
+  std::vector<LostWakeupParam> out;
+  for (const std::string& s : strategy_names()) {  // every registered one
+    out.push_back({s, 1});
+    out.push_back({s, 3});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStrategies, LostWakeup, ::testing::ValuesIn(lost_wakeup_params()),
                          [](const auto& info) {
-                           std::string name = info.param;
+                           std::string name = info.param.strategy;
                            for (char& c : name)
                              if (c == ':') c = '_';
-                           return name;
+                           // One queue keeps the test's old name.
+                           return info.param.queues == 1 ? name : name + "_q" + std::to_string(info.param.queues);
                          });
 
 }  // namespace

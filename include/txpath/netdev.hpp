@@ -97,6 +97,9 @@ class NetDevice {
   uint64_t flows_in_flight() const noexcept;
 
  private:
+  // A queue for a packet whose flow has nothing in flight: classes, XPS, hash.
+  uint32_t choose_queue(const Packet& p, unsigned cpu) const noexcept;
+
   struct Impl;
   // Declared first, destroyed last: the queues' destructors free what their rings hold, which
   // releases flow slots held here.

@@ -108,7 +108,8 @@ std::optional<SinkConfig> resolve_sink(const std::string& text, const Device& de
     tb = find_testbed(TestbedConfig{}.host_if);
     if (tb && tb->peer_ip != frames.dst_ip) tb.reset();
   }
-  if (!tb) return std::nullopt;
+  // An ifb testbed (a null NIC) has no peer to listen on: its own counter checks delivery.
+  if (!tb || tb->config.kind == TestbedKind::ifb) return std::nullopt;
   c.ifname = tb->config.peer_if;
   c.netns = tb->config.netns;
   return c;

@@ -42,7 +42,7 @@ struct NetDevice::Impl {
         xps(std::make_unique<std::atomic<uint64_t>[]>(static_cast<std::size_t>(cpus) * words)),
         slots(std::make_unique<FlowSlot[]>(kFlowSlots)) {}
 
-  std::atomic<uint64_t>* cpu_words(unsigned cpu) noexcept { return &xps[cpu * words]; }
+  std::atomic<uint64_t>* cpu_words(unsigned cpu) const noexcept { return &xps[cpu * words]; }
 
   const uint32_t words;  // XPS bitmap words per CPU
   // XPS: CPU c's map is words [c * words, (c + 1) * words). Relaxed everywhere: a pick may see
@@ -162,19 +162,6 @@ uint32_t NetDevice::pick_tx_queue(Packet& p, unsigned cpu) noexcept {
   if (p.flow_hash == 0) {
     if (const auto h = frame_flow_hash(p.frame())) p.flow_hash = *h;  // as skb_get_hash()
   }
-  QueuePick pick{.num_queues = n, .flow_hash = p.flow_hash};
-  if (impl_->num_tc.load(std::memory_order_relaxed) > 0) {  // see Impl::num_tc
-    const uint8_t tc = impl_->prio_tc[p.priority & 15].load(std::memory_order_relaxed);
-    const uint32_t w = impl_->tc_range[tc & 15].load(std::memory_order_relaxed);
-    pick.class_offset = w >> 16;
-    pick.class_count = w & 0xffff;
-  }
-  std::array<uint64_t, kMaxTxQueues / 64> map;  // the CPU's XPS words, read once
-  if (cpu < cpus_ && impl_->xps_any.load(std::memory_order_relaxed)) {
-    const std::atomic<uint64_t>* words = impl_->cpu_words(cpu);
-    for (uint32_t i = 0; i < impl_->words; ++i) map[i] = words[i].load(std::memory_order_relaxed);
-    pick.xps_mask = std::span<const uint64_t>(map.data(), impl_->words);
-  }
   // The ooo_okay rule: while the flow's slot counts packets in flight, they all went to one
   // queue, and so does this one; otherwise this packet chooses afresh.
   std::atomic<uint64_t>& slot = impl_->slots[p.flow_hash & (kFlowSlots - 1)].word;
@@ -188,13 +175,30 @@ uint32_t NetDevice::pick_tx_queue(Packet& p, unsigned cpu) noexcept {
       q = static_cast<uint32_t>(w >> kQueueShift);
       next = w + 1;
     } else {
-      q = txpath::pick_tx_queue(pick);
+      q = choose_queue(p, cpu);
       next = (uint64_t{q} << kQueueShift) | 1;
     }
     // acquire on both paths: as the load above; the increment itself publishes nothing.
   } while (!slot.compare_exchange_weak(w, next, std::memory_order_acquire));
   p.flow_in_flight = &slot;
   return q;
+}
+
+uint32_t NetDevice::choose_queue(const Packet& p, unsigned cpu) const noexcept {
+  QueuePick pick{.num_queues = num_tx_queues(), .flow_hash = p.flow_hash};
+  if (impl_->num_tc.load(std::memory_order_relaxed) > 0) {  // see Impl::num_tc
+    const uint8_t tc = impl_->prio_tc[p.priority & 15].load(std::memory_order_relaxed);
+    const uint32_t w = impl_->tc_range[tc & 15].load(std::memory_order_relaxed);
+    pick.class_offset = w >> 16;
+    pick.class_count = w & 0xffff;
+  }
+  std::array<uint64_t, kMaxTxQueues / 64> map;  // the CPU's XPS words, read once
+  if (cpu < cpus_ && impl_->xps_any.load(std::memory_order_relaxed)) {  // see Impl::xps_any
+    const std::atomic<uint64_t>* words = impl_->cpu_words(cpu);
+    for (uint32_t i = 0; i < impl_->words; ++i) map[i] = words[i].load(std::memory_order_relaxed);
+    pick.xps_mask = std::span<const uint64_t>(map.data(), impl_->words);
+  }
+  return txpath::pick_tx_queue(pick);
 }
 
 uint64_t NetDevice::flows_in_flight() const noexcept {

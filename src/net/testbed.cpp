@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The veth testbed (see testbed.hpp): drives iproute2 (`ip`, `tc`) as child processes, reads the
-// MACs, and records what it made under /run/txpath/testbed/ (net/testbed_state.hpp).
+// The testbeds (see testbed.hpp): drive iproute2 (`ip`, `tc`) as child processes, read the MACs,
+// and record what they made under /run/txpath/testbed/ (net/testbed_state.hpp).
 //
 // Origin: txpath issue 5, from ip-link(8), ip-netns(8), ip-neighbour(8), tc(8) and veth(4);
-// ownership (only what it made is touched) from issue 12.
+// ownership (only what it made is touched) from issue 12; multi-queue ends under mq (tc-mq(8))
+// and the ifb null NIC (drivers/net/ifb.c) from issue 14.
 // Invariants: names and addresses are validated before anything is run; every failing command
 // becomes one DeviceError line quoting the command (escaped) and its first stderr line; nothing
 // is deleted unless a record says the testbed made it AND the object still carries the proof:
@@ -11,7 +12,8 @@
 // that holds interfaces the testbed did not make is never deleted. Every name already in use
 // that is not ours is refused before any change. A failed testbed_up() removes what it
 // created. up and down serialise on the state directory's flock. Not a hot path; no atomics
-// (the namespace work runs on a joined thread, see netns.hpp).
+// (the namespace work runs on a joined thread, see netns.hpp). An ifb testbed has no namespace:
+// no namespace check or removal runs for one (an empty name would test /run/netns/ itself).
 #include "txpath/testbed.hpp"
 
 #include <arpa/inet.h>
@@ -39,6 +41,7 @@
 #include "net/netns.hpp"
 #include "net/testbed_state.hpp"
 #include "txpath/error.hpp"
+#include "txpath/interface_counters.hpp"
 #include "txpath/text.hpp"
 
 #ifndef SO_NETNS_COOKIE
@@ -225,22 +228,44 @@ void check_name(const char* what, const std::string& name, bool valid, const cha
                       " characters of A-Z a-z 0-9 _ . - (not starting with . or -)");
 }
 
+bool is_veth(const TestbedConfig& c) { return c.kind == TestbedKind::veth; }
+
+// An ifb's target must be routed through the ifb: inside the host address's subnet, and neither
+// its network nor its broadcast address (a UDP socket may not send to that without
+// SO_BROADCAST). Anything else would leave through another interface.
+void check_target(const std::string& host_addr, uint32_t host_ip, int prefix, uint32_t target) {
+  const uint32_t mask = prefix == 32 ? ~0u : ~(~0u >> prefix);
+  const uint32_t net = host_ip & mask;
+  if ((target & mask) != net || (prefix <= 30 && (target == net || target == (net | ~mask))))
+    throw ConfigError("testbed: target address " + ip_string(target) +
+                      " is not a host address in the subnet of " + txpath::quoted(host_addr) +
+                      " (an ifb testbed's target must be sent to through the ifb)");
+}
+
 Validated validate(const TestbedConfig& c) {
   check_name("host interface", c.host_if, net::valid_ifname(c.host_if), "1..15");
-  check_name("peer interface", c.peer_if, net::valid_ifname(c.peer_if), "1..15");
-  check_name("netns", c.netns, net::valid_netns_name(c.netns), "1..64");
+  if (is_veth(c)) {
+    check_name("peer interface", c.peer_if, net::valid_ifname(c.peer_if), "1..15");
+    check_name("netns", c.netns, net::valid_netns_name(c.netns), "1..64");
+  }
+  const char* peer = is_veth(c) ? "peer" : "target";
   Validated v;
-  int prefix = 0;
+  int prefix = 0, peer_prefix = 0;
   if (!parse_cidr(c.host_addr, v.host_ip, prefix))
     throw ConfigError("testbed: host address " + txpath::quoted(c.host_addr) +
                       " is not an IPv4 a.b.c.d/len");
-  if (!parse_cidr(c.peer_addr, v.peer_ip, prefix))
-    throw ConfigError("testbed: peer address " + txpath::quoted(c.peer_addr) +
+  if (!parse_cidr(c.peer_addr, v.peer_ip, peer_prefix))
+    throw ConfigError(std::string("testbed: ") + peer + " address " + txpath::quoted(c.peer_addr) +
                       " is not an IPv4 a.b.c.d/len");
   if (v.host_ip == v.peer_ip)
-    throw ConfigError("testbed: host and peer address are the same (" + ip_string(v.host_ip) + ")");
+    throw ConfigError(std::string("testbed: host and ") + peer + " address are the same (" +
+                      ip_string(v.host_ip) + ")");
+  if (!is_veth(c)) check_target(c.host_addr, v.host_ip, prefix, v.peer_ip);
   if (c.mtu < 68 || c.mtu > 65535)
     throw ConfigError("testbed: mtu " + std::to_string(c.mtu) + " is not in 68..65535");
+  if (c.queues < 1 || c.queues > kMaxTestbedQueues)
+    throw ConfigError("testbed: queues " + std::to_string(c.queues) + " is not in 1.." +
+                      std::to_string(kMaxTestbedQueues));
   if (split_ws(c.qdisc).empty()) throw ConfigError("testbed: empty qdisc");
   const bool printable = std::all_of(c.qdisc.begin(), c.qdisc.end(),
                                      [](char ch) { return ch >= 0x20 && ch <= 0x7e; });
@@ -410,7 +435,7 @@ void check_names_free(const StateDir& state, const TestbedConfig& c,
                       const std::optional<TestbedRecord>& old) {
   if (host_if_exists(c.host_if) && !(old && is_our_host_if(*old)))
     not_ours("interface", c.host_if, "--host-if");
-  if (!netns_exists(c.netns)) return;
+  if (!is_veth(c) || !netns_exists(c.netns)) return;
   const auto owner = netns_owner(state, c.netns);
   if (!owner) not_ours("netns", c.netns, "--netns");
   if (owner->info.config.host_if != c.host_if)
@@ -441,6 +466,10 @@ TestbedRemoval remove_recorded(const StateDir& state, const TestbedRecord& r) {
   } else if (host_if_exists(c.host_if)) {
     out.kept.push_back("interface " + c.host_if +
                        " is no longer the one txpath testbed made (no marker): left alone");
+  }
+  if (!is_veth(c)) {
+    state.remove(c.host_if);
+    return out;
   }
   if (is_our_netns(r)) {
     std::vector<std::string> foreign;
@@ -484,15 +513,34 @@ void undo_up(const StateDir& state, const TestbedConfig& c, bool created_ns,
   }
 }
 
+// The host end's qdiscs: c.qdisc at the root, or with several queues mq at the root (handle 1:)
+// and c.qdisc on each of its classes 1:1 .. 1:N (tc reads the minor in hex). "noqueue" is a
+// veth's own default, and set as the root of an ifb.
+void set_qdiscs(const TestbedConfig& c) {
+  const bool none = c.qdisc == "noqueue";
+  if (none && is_veth(c)) return;
+  auto tc = [&](std::vector<std::string> args, bool with_qdisc) {
+    if (with_qdisc)
+      for (auto& w : split_ws(c.qdisc)) args.push_back(std::move(w));
+    must(args);
+  };
+  if (c.queues == 1 || none) {
+    tc({"tc", "qdisc", "replace", "dev", c.host_if, "root"}, true);
+    return;
+  }
+  tc({"tc", "qdisc", "replace", "dev", c.host_if, "root", "handle", "1:", "mq"}, false);
+  for (uint32_t q = 1; q <= c.queues; ++q) {
+    char parent[16];
+    std::snprintf(parent, sizeof parent, "1:%x", q);
+    tc({"tc", "qdisc", "replace", "dev", c.host_if, "parent", parent}, true);
+  }
+}
+
 // Addresses, the root qdisc, static neighbours both ways, and the links up.
 void configure(const TestbedConfig& c, const Validated& v, const TestbedInfo& info) {
   must({"ip", "addr", "replace", c.host_addr, "dev", c.host_if});
   must({"ip", "-n", c.netns, "addr", "replace", c.peer_addr, "dev", c.peer_if});
-  if (c.qdisc != "noqueue") {
-    std::vector<std::string> tc = {"tc", "qdisc", "replace", "dev", c.host_if, "root"};
-    for (auto& w : split_ws(c.qdisc)) tc.push_back(std::move(w));
-    must(tc);
-  }
+  set_qdiscs(c);
   must({"ip", "neigh", "replace", ip_string(v.peer_ip), "lladdr", mac_text(info.peer_mac),
         "nud", "permanent", "dev", c.host_if});
   must({"ip", "-n", c.netns, "neigh", "replace", ip_string(v.host_ip), "lladdr",
@@ -502,14 +550,34 @@ void configure(const TestbedConfig& c, const Validated& v, const TestbedInfo& in
   must({"ip", "link", "set", "dev", c.host_if, "up"});
 }
 
-// Creates the namespace, the pair and everything on them, recording each step; returns the
-// complete record.
-TestbedRecord create(const StateDir& state, const TestbedConfig& c, const Validated& v) {
+// A new record of the testbed `c` (an ifb's without peer and namespace names), not yet complete.
+TestbedRecord new_record(const TestbedConfig& c, const Validated& v) {
   TestbedRecord rec;
   rec.info.config = c;
+  if (!is_veth(c)) {
+    rec.info.config.peer_if.clear();
+    rec.info.config.netns.clear();
+  }
   rec.info.host_ip = v.host_ip;
   rec.info.peer_ip = v.peer_ip;
   rec.info.id = net::new_testbed_id();
+  return rec;
+}
+
+// `ip link add` arguments for the queue count: none for one queue (the kernel's default).
+void add_queue_args(std::vector<std::string>& args, uint32_t queues) {
+  if (queues == 1) return;
+  const std::string n = std::to_string(queues);
+  for (const char* key : {"numtxqueues", "numrxqueues"}) {
+    args.emplace_back(key);
+    args.push_back(n);
+  }
+}
+
+// Creates the namespace, the pair and everything on them, recording each step; returns the
+// complete record.
+TestbedRecord create_veth(const StateDir& state, const TestbedConfig& c, const Validated& v) {
+  TestbedRecord rec = new_record(c, v);
   const std::string marker = net::testbed_marker(rec.info.id);
   bool created_ns = false, created_link = false;
   try {
@@ -521,8 +589,12 @@ TestbedRecord create(const StateDir& state, const TestbedConfig& c, const Valida
     rec.netns_ino = id.ino;
     state.write(rec);
     const std::string mtu = std::to_string(c.mtu);
-    must({"ip", "link", "add", c.host_if, "mtu", mtu, "type", "veth", "peer", "name", c.peer_if,
-          "mtu", mtu, "netns", c.netns});  // fails if host_if appeared meanwhile
+    std::vector<std::string> add = {"ip", "link", "add", c.host_if, "mtu", mtu};
+    add_queue_args(add, c.queues);
+    add.insert(add.end(), {"type", "veth", "peer", "name", c.peer_if, "mtu", mtu});
+    add_queue_args(add, c.queues);
+    add.insert(add.end(), {"netns", c.netns});
+    must(add);  // fails if host_if appeared meanwhile
     created_link = true;
     must({"ip", "link", "set", "dev", c.host_if, "alias", marker});
     must({"ip", "-n", c.netns, "link", "set", "dev", c.peer_if, "alias", marker});
@@ -547,7 +619,58 @@ TestbedRecord create(const StateDir& state, const TestbedConfig& c, const Valida
   return rec;
 }
 
+// The txqueuelen of an ifb testbed: a veth's (the ifb driver's own is 32, which pfifo_fast would
+// take as its limit).
+constexpr const char* kIfbTxQueueLen = "1000";
+
+// Creates the ifb and everything on it, recording each step; returns the complete record.
+TestbedRecord create_ifb(const StateDir& state, const TestbedConfig& c, const Validated& v) {
+  TestbedRecord rec = new_record(c, v);
+  bool created_link = false;
+  try {
+    state.write(rec);
+    std::vector<std::string> add = {"ip", "link", "add", c.host_if, "mtu", std::to_string(c.mtu),
+                                    "txqueuelen", kIfbTxQueueLen};
+    add_queue_args(add, c.queues);
+    add.insert(add.end(), {"type", "ifb"});
+    must(add);  // fails if host_if appeared meanwhile
+    created_link = true;
+    must({"ip", "link", "set", "dev", c.host_if, "alias", net::testbed_marker(rec.info.id)});
+    disable_ipv6_here(c.host_if);  // before the link is up: nothing but our frames reaches it
+    rec.info.host_mac = read_host_mac(c.host_if);
+    // The target's neighbour entry: the ifb's own MAC, which the kernel would use anyway (ifb
+    // is IFF_NOARP), made permanent so that it holds even with ARP turned on.
+    rec.info.peer_mac = rec.info.host_mac;
+    must({"ip", "addr", "replace", c.host_addr, "dev", c.host_if});
+    set_qdiscs(c);
+    must({"ip", "neigh", "replace", ip_string(v.peer_ip), "lladdr", mac_text(rec.info.peer_mac),
+          "nud", "permanent", "dev", c.host_if});
+    must({"ip", "link", "set", "dev", c.host_if, "up"});
+    rec.complete = true;
+    state.write(rec);
+  } catch (...) {
+    undo_up(state, rec.info.config, false, created_link);
+    throw;
+  }
+  return rec;
+}
+
 }  // namespace
+
+const char* testbed_kind_name(TestbedKind kind) noexcept {
+  return kind == TestbedKind::ifb ? "ifb" : "veth";
+}
+
+TestbedConfig ifb_testbed_config() {
+  TestbedConfig c;
+  c.kind = TestbedKind::ifb;
+  c.host_if = "txpifb0";
+  c.peer_if.clear();
+  c.netns.clear();
+  c.host_addr = "10.88.0.1/24";
+  c.peer_addr = "10.88.0.2/24";
+  return c;
+}
 
 TestbedInfo testbed_up(const TestbedConfig& config, TestbedRemoval* replaced) {
   const Validated v = validate(config);
@@ -558,7 +681,7 @@ TestbedInfo testbed_up(const TestbedConfig& config, TestbedRemoval* replaced) {
   TestbedRemoval removal;
   if (old) removal = remove_recorded(state, *old);
   if (replaced) *replaced = removal;
-  return create(state, config, v).info;
+  return (is_veth(config) ? create_veth(state, config, v) : create_ifb(state, config, v)).info;
 }
 
 TestbedRemoval testbed_down(const TestbedConfig& config) {
@@ -571,7 +694,7 @@ TestbedRemoval testbed_down(const TestbedConfig& config) {
   if (host_if_exists(config.host_if))
     out.kept.push_back("interface " + config.host_if +
                        " exists but was not made by txpath testbed: left alone");
-  if (netns_exists(config.netns) && !netns_owner(state, config.netns))
+  if (is_veth(config) && netns_exists(config.netns) && !netns_owner(state, config.netns))
     out.kept.push_back("netns " + config.netns +
                        " exists but was not made by txpath testbed: left alone");
   return out;
@@ -588,13 +711,26 @@ std::optional<TestbedInfo> find_testbed(std::string_view host_if) {
     return std::nullopt;
   // Still up, and still ours? The host end must carry our marker and the recorded MAC, and the
   // namespace must be there.
-  if (!is_our_host_if(*rec) || !netns_exists(info.config.netns)) return std::nullopt;
+  if (!is_our_host_if(*rec) || (is_veth(info.config) && !netns_exists(info.config.netns)))
+    return std::nullopt;
   try {
     if (read_host_mac(name) != info.host_mac) return std::nullopt;
   } catch (const DeviceError&) {
     return std::nullopt;
   }
   return info;
+}
+
+std::optional<TestbedInfo> find_null_nic(std::string_view ifname) {
+  auto info = find_testbed(ifname);
+  if (info && info->config.kind != TestbedKind::ifb) info.reset();
+  return info;
+}
+
+uint64_t null_nic_frames(std::string_view ifname) {
+  // ifb_xmit() counts a frame that tc did not redirect to the device in rx_dropped (and
+  // rx_packets) and frees it; tx_packets counts only redirected frames it passed on.
+  return read_interface_counter(ifname, "rx_dropped");
 }
 
 }  // namespace txpath

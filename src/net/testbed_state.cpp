@@ -71,11 +71,21 @@ bool parse_u64(const std::string& s, uint64_t& v) {
   return errno == 0;
 }
 
+bool parse_kind(const std::string& s, TestbedKind& kind) {
+  for (const TestbedKind k : {TestbedKind::veth, TestbedKind::ifb})
+    if (s == testbed_kind_name(k)) {
+      kind = k;
+      return true;
+    }
+  return false;
+}
+
 // A record from the file's text; nullopt if it is not a complete, valid one.
 std::optional<TestbedRecord> parse_record(const std::string& text, const std::string& host_if) {
   TestbedRecord r;
   TestbedConfig& c = r.info.config;
   bool have_id = false, have_netns = false, have_host_mac = false, have_peer_mac = false;
+  bool known_kind = true;  // a record without kind= is a veth testbed's (before issue 14)
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
@@ -87,6 +97,9 @@ std::optional<TestbedRecord> parse_record(const std::string& text, const std::st
     const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
     uint64_t n = 0;
     if (key == "id") have_id = hex_id(value), r.info.id = value;
+    else if (key == "kind") known_kind = parse_kind(value, c.kind);
+    else if (key == "queues" && parse_u64(value, n) && n >= 1 && n <= kMaxTestbedQueues)
+      c.queues = static_cast<uint32_t>(n);
     else if (key == "host_if") c.host_if = value;
     else if (key == "peer_if") c.peer_if = value;
     else if (key == "netns") have_netns = true, c.netns = value;
@@ -100,9 +113,13 @@ std::optional<TestbedRecord> parse_record(const std::string& text, const std::st
     else if (key == "host_mac") have_host_mac = parse_mac(value, r.info.host_mac);
     else if (key == "peer_mac") have_peer_mac = parse_mac(value, r.info.peer_mac);
   }
-  if (!have_id || !have_netns || c.host_if != host_if || !valid_ifname(c.peer_if) ||
-      !valid_netns_name(c.netns))
+  if (!have_id || !known_kind || c.host_if != host_if) return std::nullopt;
+  if (c.kind == TestbedKind::ifb) {
+    c.peer_if.clear();
+    c.netns.clear();
+  } else if (!have_netns || !valid_ifname(c.peer_if) || !valid_netns_name(c.netns)) {
     return std::nullopt;
+  }
   r.complete = have_host_mac && have_peer_mac;
   return r;
 }
@@ -111,16 +128,20 @@ std::string format_record(const TestbedRecord& r) {
   const TestbedConfig& c = r.info.config;
   std::string s = "# txpath testbed: what `txpath testbed up` made; key=value\n";
   s += "id=" + r.info.id + "\n";
+  s += std::string("kind=") + testbed_kind_name(c.kind) + "\n";
   s += "host_if=" + c.host_if + "\n";
-  s += "peer_if=" + c.peer_if + "\n";
-  s += "netns=" + c.netns + "\n";
-  s += "netns_cookie=" + std::to_string(r.netns_cookie) + "\n";
-  s += "netns_dev=" + std::to_string(r.netns_dev) + "\n";
-  s += "netns_ino=" + std::to_string(r.netns_ino) + "\n";
+  if (c.kind == TestbedKind::veth) {
+    s += "peer_if=" + c.peer_if + "\n";
+    s += "netns=" + c.netns + "\n";
+    s += "netns_cookie=" + std::to_string(r.netns_cookie) + "\n";
+    s += "netns_dev=" + std::to_string(r.netns_dev) + "\n";
+    s += "netns_ino=" + std::to_string(r.netns_ino) + "\n";
+  }
   s += "host_addr=" + c.host_addr + "\n";
   s += "peer_addr=" + c.peer_addr + "\n";
   s += "qdisc=" + c.qdisc + "\n";
   s += "mtu=" + std::to_string(c.mtu) + "\n";
+  s += "queues=" + std::to_string(c.queues) + "\n";
   if (r.complete) {
     s += "host_mac=" + mac_text(r.info.host_mac) + "\n";
     s += "peer_mac=" + mac_text(r.info.peer_mac) + "\n";

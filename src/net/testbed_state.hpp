@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Private to the veth testbed (testbed.cpp): the records of what `txpath testbed up` made.
 //
-// One file per testbed, /run/txpath/testbed/HOST_IF, key=value lines: the names and addresses,
-// the marker id (the interfaces carry the alias "txpath-testbed ID"), the identity of the
-// namespace (its SO_NETNS_COOKIE, never reused while the system runs, and the inode of
-// /run/netns/NAME) and, once the testbed is complete, both MACs.
+// One file per testbed, /run/txpath/testbed/HOST_IF, key=value lines: the kind (veth, ifb), the
+// names and addresses, the queue count, the marker id (the interfaces carry the alias
+// "txpath-testbed ID"), for a veth testbed the identity of the namespace (its SO_NETNS_COOKIE,
+// never reused while the system runs, and the inode of /run/netns/NAME) and, once the testbed
+// is complete, both MACs. A record without kind= or queues= (written before issue 14) is a veth
+// testbed with one queue; one with a kind this version does not know is not a record.
 //
 // Origin: txpath issue 12 (the testbed touches only what it made).
 // Trust: /run/txpath and /run/txpath/testbed must be real directories owned by root and not
