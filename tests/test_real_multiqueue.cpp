@@ -174,6 +174,17 @@ TEST(UdpMultiQueue, EachQueueSendsOnItsOwnConnectedSocket) {
   for (uint32_t q = 0; q < kQueues; ++q) EXPECT_EQ(next[q], kPerQueue) << "queue " << q;
 }
 
+TEST(RealMultiQueueSpecs, XpsCpuMasksReadAsTheKernelWritesThem) {
+  using V = std::vector<unsigned>;
+  EXPECT_EQ(netif::parse_cpu_mask("0"), V{});
+  EXPECT_EQ(netif::parse_cpu_mask("5"), (V{0, 2}));
+  EXPECT_EQ(netif::parse_cpu_mask("00000000,80000003"), (V{0, 1, 31}));
+  EXPECT_EQ(netif::parse_cpu_mask("1,00000000"), V{32});
+  EXPECT_EQ(netif::parse_cpu_mask("ff,0,1"), (V{0, 64, 65, 66, 67, 68, 69, 70, 71}));
+  for (const char* bad : {"", "x", "1,,2", ",1", "1,", "100000000"})
+    EXPECT_EQ(netif::parse_cpu_mask(bad), V{}) << bad;
+}
+
 // --- on a veth pair with 4 TX and 4 RX queues (root) -----------------------------------------
 
 // Frames seen on one interface, sorted by the kernel queue they came with (a PACKET_FANOUT_QM

@@ -5,12 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "device/afpacket_device.hpp"
@@ -37,34 +35,6 @@ std::optional<SocketPeer> socket_peer(const Device& device) {
   return peer;
 }
 
-namespace {
-
-// A sysfs CPU mask ("00000000,0000000f": 32-bit hex words, most significant first) as the
-// CPUs it names; empty for an empty, missing or unreadable file.
-std::vector<unsigned> read_cpu_mask(const std::string& path) {
-  std::ifstream in(path);
-  std::string text;
-  if (!in || !std::getline(in, text)) return {};
-  std::vector<uint32_t> words;  // least significant first
-  std::size_t end = text.size();
-  while (end > 0) {
-    const std::size_t comma = text.rfind(',', end - 1);
-    const std::size_t begin = comma == std::string::npos ? 0 : comma + 1;
-    uint32_t word = 0;
-    const auto r = std::from_chars(text.data() + begin, text.data() + end, word, 16);
-    if (r.ec != std::errc() || r.ptr != text.data() + end) return {};
-    words.push_back(word);
-    end = comma == std::string::npos ? 0 : comma;
-  }
-  std::vector<unsigned> cpus;
-  for (std::size_t w = 0; w < words.size(); ++w)
-    for (unsigned b = 0; b < 32; ++b)
-      if (words[w] >> b & 1u) cpus.push_back(static_cast<unsigned>(w * 32 + b));
-  return cpus;
-}
-
-}  // namespace
-
 std::vector<std::vector<unsigned>> kernel_tx_queue_cpus(std::string_view ifname) {
   const std::string name(ifname);
   const std::string spec = "afpacket:" + name;
@@ -78,7 +48,10 @@ std::vector<std::vector<unsigned>> kernel_tx_queue_cpus(std::string_view ifname)
   // How many XPS maps name each CPU, and the last queue that did.
   std::vector<uint32_t> maps(cpus, 0), queue_of(cpus, 0);
   for (uint32_t q = 0; q < count; ++q) {
-    for (const unsigned c : read_cpu_mask(queues_dir + std::to_string(q) + "/xps_cpus")) {
+    std::ifstream in(queues_dir + std::to_string(q) + "/xps_cpus");
+    std::string mask;  // unreadable or missing (a single-queue device): no map
+    if (!in || !std::getline(in, mask)) continue;
+    for (const unsigned c : netif::parse_cpu_mask(mask)) {
       if (c >= cpus) continue;
       ++maps[c];
       queue_of[c] = q;
