@@ -350,14 +350,7 @@ TEST(RealDeviceErrors, BadSpecsAreConfigErrors) {
         "afpacket:lo,color=1", "afpacket:this-name-is-far-too-long", "udp:", "udp:10.0.0.1",
         "udp:10.0.0.1:0", "udp:10.0.0.1:70000", "udp::9000", "udp:[::1:9000", "udp:10.0.0.1:9,batch=0",
         "udp:10.0.0.1:9,depth=3"}) {
-    try {
-      make_device(spec);
-      ADD_FAILURE() << "accepted " << spec;
-    } catch (const ConfigError& e) {
-      const std::string what = e.what();
-      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-      EXPECT_EQ(what.rfind("device '" + spec + "'", 0), 0u) << what;
-    }
+    test::expect_spec_error([](const std::string& s) { make_device(s); }, spec);
   }
 }
 
