@@ -8,8 +8,11 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "txpath/device.hpp"
+#include "txpath/netdev.hpp"
 
 namespace txpath {
 
@@ -23,6 +26,25 @@ struct SocketPeer {
   socklen_t len = 0;
 };
 std::optional<SocketPeer> socket_peer(const Device& device);
+
+// The CPUs whose AF_PACKET kicks with PACKET_QDISC_BYPASS the kernel sends on each TX queue of
+// interface `ifname` (docs/background.md, "Which kernel TX queue an AF_PACKET socket uses"):
+// element q lists the CPUs c whose XPS map (/sys/class/net/IF/queues/tx-Q/xps_cpus) names queue q
+// alone, or, for a CPU no map names, those with c mod (TX queue count) == q. A CPU that several
+// maps name is in none (the kernel spreads it over them by flow hash). One element per TX queue
+// of the interface. Where the interface has traffic classes (mqprio) or its driver chooses the
+// queue itself (ndo_select_queue), the kernel may choose otherwise. Throws DeviceError (one line)
+// when the interface does not exist.
+std::vector<std::vector<unsigned>> kernel_tx_queue_cpus(std::string_view ifname);
+
+// Makes the XPS map of an afpacket device follow the kernel's choice above: TX queue q (q < the
+// interface's TX queue count) gets the CPUs whose kicks the kernel sends on its queue q, the
+// other queues none. A sender pinned to CPU c then picks the txpath queue whose frames its own
+// kicks put on the same kernel queue, so txpath queue q lands on kernel queue q whenever the
+// thread that kicks it is such a sender (the strategies whose senders run the driver loop).
+// Returns false, changing nothing, for any device that is not afpacket:IFNAME. Throws as
+// kernel_tx_queue_cpus().
+bool follow_kernel_tx_queues(NetDevice& device);
 
 // A device that writes a file (pcap:FILE). finish_output() completes the file once nothing
 // transmits any more (the capture is renamed into place) and throws FileError, one line naming

@@ -22,6 +22,7 @@ namespace txpath {
 namespace {
 
 constexpr uint32_t kMinRing = 8, kMaxRing = 65536;
+constexpr int32_t kMaxPriority = 15;         // the priorities a class map names (TC_BITMASK)
 constexpr int kSndBuf = 8 << 20;             // socket send buffer: skbs of in-flight frames
 
 uint32_t load_status(const tpacket2_hdr* h) noexcept {
@@ -42,6 +43,7 @@ std::string spec_of(const AfPacketConfig& c) {
   std::string s = "afpacket:" + c.ifname;
   if (c.ring != AfPacketConfig{}.ring) s += ",ring=" + std::to_string(c.ring);
   if (c.bypass != AfPacketConfig{}.bypass) s += c.bypass ? ",bypass=1" : ",bypass=0";
+  if (c.priority >= 0) s += ",prio=" + std::to_string(c.priority);
   return s;
 }
 
@@ -56,6 +58,9 @@ AfPacketDevice::AfPacketDevice(const AfPacketConfig& config)
   if (cfg_.ring < kMinRing || cfg_.ring > kMaxRing || !std::has_single_bit(cfg_.ring))
     netif::fail(spec_, "ring=" + std::to_string(cfg_.ring) + " must be a power of two in [" +
                            std::to_string(kMinRing) + ", " + std::to_string(kMaxRing) + "]");
+  if (cfg_.priority < -1 || cfg_.priority > kMaxPriority)
+    netif::fail(spec_, "prio=" + std::to_string(cfg_.priority) + " is out of range [0, " +
+                           std::to_string(kMaxPriority) + "]");
   ifc_ = netif::lookup(spec_, cfg_.ifname);
   if (ifc_.arp_type != 1)  // ARPHRD_ETHER: our frames carry an Ethernet header
     netif::fail(spec_, "interface '" + cfg_.ifname + "' is not an Ethernet device (link type " +
@@ -73,6 +78,11 @@ AfPacketDevice::AfPacketDevice(const AfPacketConfig& config)
     netif::fail_errno(spec_, "setsockopt(PACKET_QDISC_BYPASS)", errno);
   if (::setsockopt(fd_.get(), SOL_PACKET, PACKET_LOSS, &one, sizeof one) < 0)
     netif::fail_errno(spec_, "setsockopt(PACKET_LOSS)", errno);
+  // The kernel copies the socket's priority into every skb of the ring (tpacket_fill_skb); with
+  // traffic classes on the interface it selects the class, and so the range of TX queues.
+  if (cfg_.priority >= 0 && ::setsockopt(fd_.get(), SOL_SOCKET, SO_PRIORITY, &cfg_.priority,
+                                         sizeof cfg_.priority) < 0)
+    netif::fail_errno(spec_, "setsockopt(SO_PRIORITY)", errno);  // the spec names prio=P
   // Best effort: the default send buffer holds only ~100 in-flight frames' skbs.
   if (::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUFFORCE, &kSndBuf, sizeof kSndBuf) < 0)
     (void)::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUF, &kSndBuf, sizeof kSndBuf);

@@ -1,5 +1,11 @@
 // SPDX-License-Identifier: MIT
-// `afpacket:IFNAME[,ring=N][,bypass=0|1]`: AF_PACKET with a PACKET_TX_RING (TPACKET_V2).
+// `afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,queues=N]`: AF_PACKET with a PACKET_TX_RING
+// (TPACKET_V2). With queues=N the device has N of these, one socket and ring per TX queue; each
+// queue's doorbell kicks only its own socket, so queues never share a kernel socket or ring.
+// Which kernel TX queue a socket's frames take is the kernel's choice (docs/background.md,
+// "Which kernel TX queue an AF_PACKET socket uses"): with bypass, the kicking CPU's XPS queue or
+// the CPU number modulo the queue count; without, XPS or the frame's flow hash; in both, within
+// the traffic class of the socket's priority (prio=P) when the interface has classes.
 //
 // The ring is the NIC's descriptor ring, the send() kick is the doorbell:
 //  * xmit() copies the frame into the next ring frame, sets its tp_len and then its tp_status to
@@ -56,6 +62,8 @@ class AfPacketDevice final : public ConfiguredDevice<AfPacketConfig> {
 
   // Kicks the kernel refused with something other than EAGAIN/ENOBUFS (e.g. ENETDOWN).
   uint64_t kick_errors() const noexcept { return kick_errors_.load(std::memory_order_relaxed); }
+  // The AF_PACKET socket this queue kicks (for tests and diagnostics).
+  int socket_fd() const noexcept { return fd_.get(); }
 
  private:
   struct Mapping {

@@ -221,6 +221,8 @@ void AfXdpDevice::reap() noexcept {
   }
 }
 
+int AfXdpDevice::socket_fd() const noexcept { return xsk_socket__fd(xsk_->socket); }
+
 #else  // !TXPATH_HAVE_LIBXDP
 
 struct AfXdpDevice::Xsk {};
@@ -234,6 +236,7 @@ XmitResult AfXdpDevice::xmit(Packet*, bool) noexcept { return XmitResult::busy; 
 void AfXdpDevice::doorbell() noexcept {}
 void AfXdpDevice::kick() noexcept {}
 void AfXdpDevice::reap() noexcept {}
+int AfXdpDevice::socket_fd() const noexcept { return -1; }
 
 #endif
 

@@ -45,6 +45,8 @@ class AfXdpDevice final : public ConfiguredDevice<AfXdpConfig> {
   void address_frames(FrameSpec& spec) const override;
 
   bool zero_copy() const noexcept { return zero_copy_; }
+  // The XSK's socket descriptor, the one its doorbell kicks (for tests and diagnostics).
+  int socket_fd() const noexcept;
 
  private:
   struct Xsk;  // libxdp state (afxdp_device.cpp)

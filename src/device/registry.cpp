@@ -8,13 +8,20 @@
 //   fault                   [busy=P, stop=P, stop_ns=NS, seed=N, mtu=N, queues=N]
 // queues=N (1..kMaxTxQueues): the device's TX queues, one Device each (make_net_device(); a
 // device spec with more than one is refused by make_device()). nic's queues share one wire of
-// `rate` unless wire=queue; fault's queue i draws from seed + i.
+// `rate` unless wire=queue; fault's queue i draws from seed + i; the real devices open one
+// context (socket, ring, descriptor) per queue.
 //   pcap:FILE               frames appended to a nanosecond pcap file (FILE: the rest of
-//                           the spec after the first ':', non-empty)
-//   tun:IFNAME              a TUN interface (1..15 characters, no '/', no whitespace)
-//   afpacket:IFNAME         [ring=N (power of two, 8..65536), bypass=0|1]  AF_PACKET TX ring
-//   udp:HOST:PORT           [batch=N (1..1024)]  connected UDP socket; HOST may be [IPv6]
-//   afxdp:IFNAME[:QUEUE]    AF_XDP socket, TX only (QUEUE: 0..4095, default 0)
+//                           the spec after the first ':', non-empty; a last item ",queues=N"
+//                           is read as the option: pcap has one queue, so only queues=1)
+//   tun:IFNAME              [queues=N (1..256)]  a TUN interface (1..15 characters, no '/',
+//                           ',' or whitespace); queues > 1: IFF_MULTI_QUEUE, one fd per queue
+//   afpacket:IFNAME         [ring=N (power of two, 8..65536), bypass=0|1, prio=P (0..15),
+//                           queues=N]  AF_PACKET TX ring, one socket per queue (queue i at
+//                           priority P + i, P + N - 1 <= 15)
+//   udp:HOST:PORT           [batch=N (1..1024), queues=N]  connected UDP socket per queue; HOST
+//                           may be [IPv6]
+//   afxdp:IFNAME[:QUEUE]    [queues=N]  AF_XDP socket, TX only, one per queue id QUEUE ..
+//                           QUEUE + N - 1 (QUEUE: 0..4095, default 0; the last <= 4095)
 // Numbers: unsigned decimal integers, except rate/busy/stop (decimal floating point). Ranges:
 // ring a power of two in [2, 2^20] (slot = index & mask, as real rings are sized); clean in
 // [1, ring]; rate in [1e-5, 1e4] Gbit/s; probabilities in [0, 1]; mtu in [68, 9000] (the IPv4
@@ -184,51 +191,111 @@ struct KindSpec {
 };
 
 Queues make_pcap(const KindSpec& s) {
-  // Everything after the first ':' is the path (it may hold ',', '=' or ':').
-  if (s.opts.empty()) s.parser.fail("missing file name (pcap:FILE)");
-  return one_queue(make_pcap_device(PcapConfig{.path = std::string(s.opts)}));  // DeviceError as is
+  // Everything after the first ':' is the path (it may hold ',', '=' or ':'), except a last
+  // ",queues=N": the option every kind takes, which a pcap file (one stream) can only have as 1.
+  std::string_view path = s.opts;
+  if (const std::size_t comma = path.rfind(',');
+      comma != std::string_view::npos && path.substr(comma + 1).starts_with("queues=")) {
+    const uint32_t queues = s.parser.queues({"queues", path.substr(comma + 8)});
+    if (queues != 1)
+      s.parser.fail("pcap writes one file, so it has one TX queue (queues=" +
+                    std::to_string(queues) + " is not possible)");
+    path = path.substr(0, comma);
+  }
+  if (path.empty()) s.parser.fail("missing file name (pcap:FILE)");
+  return one_queue(make_pcap_device(PcapConfig{.path = std::string(path)}));  // DeviceError as is
 }
 
+// "HEAD[,KEY=VALUE...]", the form of the real devices' specs: the head (up to the first ',')
+// and the options after it.
+struct HeadAndOptions {
+  std::string_view head;
+  std::vector<SpecParser::Option> options;
+};
+HeadAndOptions head_and_options(const KindSpec& s, std::initializer_list<std::string_view> known) {
+  const std::size_t comma = s.opts.find(',');
+  HeadAndOptions out{s.opts.substr(0, comma), {}};
+  if (comma != std::string_view::npos)
+    out.options = s.parser.options(s.opts.substr(comma + 1), s.kind, known);
+  return out;
+}
+
+constexpr uint64_t kMaxTunQueues = 256;  // the kernel's limit for one tun (MAX_TAP_QUEUES)
+
 Queues make_tun(const KindSpec& s) {
-  if (s.opts.empty()) s.parser.fail("missing interface name (tun:IFNAME)");
-  if (s.opts.size() > 15) s.parser.fail("interface name longer than 15 characters");
-  for (const char c : s.opts) {
+  // tun:IFNAME[,queues=N]
+  const auto [name, options] = head_and_options(s, {"queues"});
+  if (name.empty()) s.parser.fail("missing interface name (tun:IFNAME)");
+  if (name.size() > 15) s.parser.fail("interface name longer than 15 characters");
+  for (const char c : name) {
     if (c == '/' || c == ' ' || (c >= '\t' && c <= '\r')) {
       s.parser.fail("invalid character in interface name");
     }
   }
-  return one_queue(make_tun_device(TunConfig{.ifname = std::string(s.opts)}));  // DeviceError as is
+  uint32_t queues = 1;
+  for (const auto& o : options) queues = static_cast<uint32_t>(s.parser.u64(o, 1, kMaxTunQueues));
+  // queues=1: today's single-queue open; more: one IFF_MULTI_QUEUE descriptor per queue.
+  const TunConfig c{.ifname = std::string(name), .multi_queue = queues > 1};
+  return queues_of(queues, [&](uint32_t) { return make_tun_device(c); });  // DeviceError as is
 }
+
+constexpr int64_t kMaxSocketPriority = 15;  // the priorities a traffic-class map names
 
 Queues make_afpacket(const KindSpec& s) {
   // afpacket:IFNAME[,KEY=VALUE...]
-  const std::size_t comma = s.opts.find(',');
+  const auto [name, options] = head_and_options(s, {"ring", "bypass", "prio", "queues"});
   AfPacketConfig c;
-  c.ifname = std::string(s.opts.substr(0, comma));
+  c.ifname = std::string(name);
   if (c.ifname.empty()) s.parser.fail("missing interface name (afpacket:IFNAME)");
-  if (comma != std::string_view::npos) {
-    for (const auto& o : s.parser.options(s.opts.substr(comma + 1), s.kind, {"ring", "bypass"})) {
-      if (o.key == "ring") c.ring = static_cast<uint32_t>(s.parser.u64(o, 8, 65536));
-      else if (o.key == "bypass") c.bypass = s.parser.u64(o, 0, 1) != 0;
-    }
+  uint32_t queues = 1;
+  for (const auto& o : options) {
+    if (o.key == "ring") c.ring = static_cast<uint32_t>(s.parser.u64(o, 8, 65536));
+    else if (o.key == "bypass") c.bypass = s.parser.u64(o, 0, 1) != 0;
+    else if (o.key == "prio")
+      c.priority = static_cast<int32_t>(s.parser.u64(o, 0, kMaxSocketPriority));
+    else if (o.key == "queues") queues = s.parser.queues(o);
   }
-  return one_queue(make_afpacket_device(c));  // DeviceError as is
+  if (c.priority >= 0 && c.priority + int64_t{queues} - 1 > kMaxSocketPriority)
+    s.parser.fail("prio=" + std::to_string(c.priority) + " with queues=" + std::to_string(queues) +
+                  " needs priorities up to " + std::to_string(c.priority + queues - 1) +
+                  " (at most " + std::to_string(kMaxSocketPriority) + ")");
+  // Queue i: its own socket and ring, at priority prio + i when prio is given.
+  return queues_of(queues, [&](uint32_t i) {
+    AfPacketConfig qc = c;
+    if (qc.priority >= 0) qc.priority += static_cast<int32_t>(i);
+    return make_afpacket_device(qc);
+  });  // DeviceError as is
 }
 
+constexpr uint64_t kMaxXdpQueueId = 4095;
+
 Queues make_afxdp(const KindSpec& s) {
-  const std::size_t sep = s.opts.find(':');
+  // afxdp:IFNAME[:QUEUE][,queues=N]
+  const auto [head, options] = head_and_options(s, {"queues"});
+  const std::size_t sep = head.find(':');
   AfXdpConfig c;
-  c.ifname = std::string(s.opts.substr(0, sep));
+  c.ifname = std::string(head.substr(0, sep));
   if (c.ifname.empty()) s.parser.fail("missing interface name (afxdp:IFNAME[:QUEUE])");
   if (sep != std::string_view::npos)
-    c.queue = static_cast<uint32_t>(s.parser.u64({"queue", s.opts.substr(sep + 1)}, 0, 4095));
-  return one_queue(make_afxdp_device(c));  // DeviceError as is
+    c.queue =
+        static_cast<uint32_t>(s.parser.u64({"queue", head.substr(sep + 1)}, 0, kMaxXdpQueueId));
+  uint32_t queues = 1;
+  for (const auto& o : options) queues = s.parser.queues(o);
+  if (c.queue + uint64_t{queues} - 1 > kMaxXdpQueueId)
+    s.parser.fail("queues=" + std::to_string(queues) + " from queue " + std::to_string(c.queue) +
+                  " would need queue ids up to " + std::to_string(c.queue + queues - 1) +
+                  " (at most " + std::to_string(kMaxXdpQueueId) + ")");
+  // TX queue i: its own XSK (and UMEM) on the interface's queue id QUEUE + i.
+  return queues_of(queues, [&](uint32_t i) {
+    AfXdpConfig qc = c;
+    qc.queue += i;
+    return make_afxdp_device(qc);
+  });  // DeviceError as is
 }
 
 Queues make_udp(const KindSpec& s) {
   // udp:HOST:PORT[,KEY=VALUE...], HOST an IPv4 address, a name, or [IPv6]
-  const std::size_t comma = s.opts.find(',');
-  const std::string_view addr = s.opts.substr(0, comma);
+  const auto [addr, options] = head_and_options(s, {"batch", "queues"});
   UdpConfig c;
   std::string_view host, port;
   if (addr.starts_with('[')) {
@@ -246,11 +313,13 @@ Queues make_udp(const KindSpec& s) {
   if (host.empty()) s.parser.fail("missing host (udp:HOST:PORT)");
   c.host = std::string(host);
   c.port = static_cast<uint16_t>(s.parser.u64({"port", port}, 1, 65535));
-  if (comma != std::string_view::npos) {
-    for (const auto& o : s.parser.options(s.opts.substr(comma + 1), s.kind, {"batch"}))
-      c.batch = static_cast<uint32_t>(s.parser.u64(o, 1, 1024));
+  uint32_t queues = 1;
+  for (const auto& o : options) {
+    if (o.key == "batch") c.batch = static_cast<uint32_t>(s.parser.u64(o, 1, 1024));
+    else if (o.key == "queues") queues = s.parser.queues(o);
   }
-  return one_queue(make_udp_device(c));  // DeviceError as is
+  // One connected socket per queue (each its own local port).
+  return queues_of(queues, [&](uint32_t) { return make_udp_device(c); });  // DeviceError as is
 }
 
 Queues make_null(const KindSpec& s) {
@@ -331,14 +400,19 @@ constexpr KindEntry kDeviceKinds[] = {
     {{"fault", "fault[:busy=P,stop=P,stop_ns=NS,seed=N,mtu=N,queues=N]",
       "answers busy and stops its queue at random (for testing the driver loop)"},
      make_fault},
-    {{"pcap", "pcap:FILE", "frames appended to a nanosecond pcap file"}, make_pcap},
-    {{"tun", "tun:IFNAME", "a TUN interface (IP packets, no Ethernet header)"}, make_tun},
-    {{"afpacket", "afpacket:IFNAME[,ring=N,bypass=0|1]",
-      "AF_PACKET TX ring (PACKET_TX_RING), past the kernel's qdisc unless bypass=0"},
+    {{"pcap", "pcap:FILE", "frames appended to a nanosecond pcap file (one TX queue)"}, make_pcap},
+    {{"tun", "tun:IFNAME[,queues=N]",
+      "a TUN interface (IP packets, no Ethernet header); queues=N: IFF_MULTI_QUEUE, one fd each"},
+     make_tun},
+    {{"afpacket", "afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,queues=N]",
+      "AF_PACKET TX ring (PACKET_TX_RING) per queue, past the kernel's qdisc unless bypass=0"},
      make_afpacket},
-    {{"udp", "udp:HOST:PORT[,batch=N]", "a connected UDP socket, one sendmmsg per doorbell"},
+    {{"udp", "udp:HOST:PORT[,batch=N,queues=N]",
+      "a connected UDP socket per queue, one sendmmsg per doorbell"},
      make_udp},
-    {{"afxdp", "afxdp:IFNAME[:QUEUE]", "an AF_XDP socket, TX only"}, make_afxdp},
+    {{"afxdp", "afxdp:IFNAME[:QUEUE][,queues=N]",
+      "an AF_XDP socket per queue id QUEUE.., TX only"},
+     make_afxdp},
 };
 constexpr auto kAbout = [] {
   std::array<DeviceKind, std::size(kDeviceKinds)> about{};

@@ -44,7 +44,8 @@ std::string hint(int err, std::string_view what) {
   } else if (err == EBUSY && what == "TUNSETIFF") {
     s += " (the tun is already attached to another process)";
   } else if (err == EINVAL && what == "TUNSETIFF") {
-    s += " (an interface of that name exists and is not a tun)";
+    s += " (an interface of that name exists and is not a tun, or is a tun of the other queue "
+         "mode: single- or multi-queue, or has as many queues as it may)";
   }
   return s;
 }
@@ -95,7 +96,10 @@ TunDevice::Opened TunDevice::open_tun(const TunConfig& config) {
 
   ifreq ifr{};
   std::memcpy(ifr.ifr_name, config.ifname.data(), config.ifname.size());  // checked < IFNAMSIZ
-  ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+  // IFF_MULTI_QUEUE: each descriptor opened with it is one queue of the interface (the first
+  // creates it, the others attach); without it, the single-queue tun of a plain tun:IFNAME.
+  ifr.ifr_flags =
+      static_cast<short>(IFF_TUN | IFF_NO_PI | (config.multi_queue ? IFF_MULTI_QUEUE : 0));
   if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0) {
     throw DeviceError(spec + "TUNSETIFF: " + hint(errno, "TUNSETIFF"));
   }

@@ -10,6 +10,10 @@
 //  * opens /dev/net/tun O_RDWR | O_NONBLOCK, TUNSETIFF(IFF_TUN | IFF_NO_PI): attaches to an
 //    existing (persistent) tun of that name, or creates a non-persistent one that disappears
 //    when the device is destroyed;
+//  * `tun:IFNAME,queues=N` (N > 1) makes N devices, one per TX queue, each opened with
+//    IFF_MULTI_QUEUE too: the first creates the multi-queue tun (or attaches to a persistent
+//    one), the others attach to it as further queues (the kernel allows 256); the kernel receives
+//    each descriptor's packets on that descriptor's own queue. queues=1 is the plain open above;
 //  * brings the interface up and takes its MTU as the device MTU (max frame = MTU + 14).
 //
 // Transmit: TUN carries IP packets, so xmit() strips the 14-byte Ethernet header of each frame
@@ -69,6 +73,8 @@ class TunDevice final : public PolledDevice {
   void poll() noexcept override;
 
   const std::string& ifname() const noexcept { return ifname_; }
+  // The /dev/net/tun descriptor this queue writes (for tests and diagnostics).
+  int fd() const noexcept { return fd_; }
   // errno of the last failed write other than EAGAIN (0 if none). Under tx_lock or quiescent.
   int last_write_error() const noexcept { return last_errno_; }
 

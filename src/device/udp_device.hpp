@@ -42,6 +42,8 @@ class UdpDevice final : public ConfiguredDevice<UdpConfig> {
   // The connected peer, for a kernel-path comparison that sends to the same place.
   const sockaddr_storage& remote() const noexcept { return remote_; }
   socklen_t remote_len() const noexcept { return remote_len_; }
+  // The connected socket this queue sends on (for tests and diagnostics).
+  int socket_fd() const noexcept { return fd_.get(); }
 
  private:
   // Sends what is staged; returns false if the kernel refused for now (retry later).

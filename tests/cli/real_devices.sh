@@ -34,6 +34,15 @@ bad bench --device udp:10.0.0.1 --threads 1 >/dev/null
 bad bench --device pcap: --threads 1 >/dev/null
 bad bench --device afxdp: --threads 1 >/dev/null
 bad bench --device null --sink "x@" --threads 1 >/dev/null
+# queues=N: out of range, past a kind's own limit, or on pcap (one file, one queue).
+bad bench --device afpacket:lo,queues=0 --threads 1 >/dev/null
+bad bench --device udp:10.0.0.1:9,queues=5000 --threads 1 >/dev/null
+bad bench --device tun:x,queues=257 --threads 1 >/dev/null
+bad bench --device afxdp:lo:4095,queues=2 --threads 1 >/dev/null
+out=$(bad bench --device "pcap:$tmp/q.pcap,queues=2" --threads 1)
+want="device 'pcap:$tmp/q.pcap,queues=2': pcap writes one file, so it has one TX queue"
+case "$out" in *"$want"*) ;;
+  *) echo "FAIL: pcap queues=2 message: $out"; fail=1 ;; esac
 
 needs_root "the rest needs root"
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "txpath/error.hpp"
 #include "txpath/testbed.hpp"
 
 namespace txpath::test {
@@ -55,6 +56,20 @@ inline TestbedConfig unique_testbed(char tag) {
   c.host_addr = "10.78." + std::to_string(x) + ".1/24";
   c.peer_addr = "10.78." + std::to_string(x) + ".2/24";
   return c;
+}
+
+// Expects make(spec) to throw a ConfigError (DeviceError included) whose message is one line
+// starting "device 'SPEC': ".
+template <class Make>
+void expect_spec_error(Make make, const std::string& spec) {
+  try {
+    make(spec);
+    ADD_FAILURE() << "accepted " << spec;
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_EQ(what.rfind("device '" + spec + "': ", 0), 0u) << what;
+  }
 }
 
 inline bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
