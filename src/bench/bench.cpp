@@ -32,6 +32,7 @@
 #include "txpath/pool.hpp"
 #include "txpath/sink.hpp"
 #include "txpath/queue_select.hpp"
+#include "txpath/real_device.hpp"
 #include "txpath/spin.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
@@ -334,6 +335,12 @@ void apply_xps(NetDevice& device, const BenchConfig& cfg) {
   device.clear_xps();
   if (n == 1 || cfg.xps.mode == XpsPolicy::Mode::off) return;
   std::vector<std::vector<unsigned>> cpus_of(n);  // queue -> the CPUs that send on it
+  // On an AF_PACKET device whose interface has at least as many TX queues, the map follows the
+  // kernel's own CPU -> queue choice for bypass kicks, so txpath queue q is kernel queue q.
+  const std::string ifname = link_interface(device.tx_queue(0));
+  if (cfg.xps.mode == XpsPolicy::Mode::automatic && device.kind() == "afpacket" &&
+      kernel_tx_queue_cpus(ifname).size() >= n && follow_kernel_tx_queues(device))
+    return;
   if (cfg.xps.mode == XpsPolicy::Mode::automatic) {
     const std::vector<unsigned> order = sender_cpu_order(cfg.nodes);
     const auto c = static_cast<uint32_t>(order.size());
