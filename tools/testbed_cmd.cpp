@@ -30,7 +30,7 @@ void print_info(const TestbedInfo& info) {
   } else {
     fmt::print("host: {} {} {} (ifb: a null NIC, netns of the caller)\n", c.host_if, c.host_addr,
                mac(info.host_mac));
-    fmt::print("target: {} {} (static neighbour; nothing receives: {} counts each frame in rx_dropped)\n",
+    fmt::print("target: {} {} (static neighbour; nothing receives: {} counts each frame in rx_packets)\n",
                c.peer_addr, mac(info.peer_mac), c.host_if);
   }
   if (c.queues > 1 && c.qdisc != "noqueue")

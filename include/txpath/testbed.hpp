@@ -115,9 +115,10 @@ std::optional<TestbedInfo> find_testbed(std::string_view host_if);
 // (txpath/real_device.hpp), i.e. `afpacket:IF` and `afxdp:IF` on an ifb testbed.
 std::optional<TestbedInfo> find_null_nic(std::string_view ifname);
 
-// The frames the null NIC `ifname` consumed since it was made: its rx_dropped counter, which
-// the ifb driver raises for every frame handed to its transmit function that tc did not
-// redirect to it (AF_PACKET with or without PACKET_QDISC_BYPASS, AF_XDP, UDP sockets; frames
+// The frames the null NIC `ifname` consumed since it was made: its rx_packets counter, which
+// the ifb driver raises for every frame handed to its transmit function (rx_dropped too, for
+// those tc did not redirect to it, but as a racy device-wide increment that loses counts when
+// several TX queues transmit at once) (AF_PACKET with or without PACKET_QDISC_BYPASS, AF_XDP, UDP sockets; frames
 // the qdisc dropped never reach it). Read it before and after a run: the difference is what the
 // kernel really transmitted (docs/background.md, "ifb: a null NIC"). Throws DeviceError, one
 // line, if the counter cannot be read.

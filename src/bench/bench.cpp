@@ -34,6 +34,7 @@
 #include "txpath/queue_select.hpp"
 #include "txpath/real_device.hpp"
 #include "txpath/spin.hpp"
+#include "txpath/testbed.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
 #include "txpath/topology.hpp"
@@ -146,20 +147,59 @@ bool sleep_unless_stopped(const BenchConfig& cfg, std::chrono::duration<double> 
 constexpr auto kSinkQuiet = std::chrono::milliseconds(300);
 constexpr auto kSinkTimeout = std::chrono::milliseconds(5000);
 
-// Fills the sink part of `r` once a run's senders are done and its queue drained.
-void check_sink(Sink* sink, uint64_t sent, Run& r) {
-  if (!sink) return;
-  sink->wait_for(sent, kSinkQuiet, kSinkTimeout);
-  const SinkReport rep = sink->report();
-  r.sink_checked = true;
-  r.sink_received = rep.received;
-  r.sink_lost = sent > rep.received ? sent - rep.received : 0;
-  r.sink_duplicated = rep.duplicated;
-  r.sink_out_of_order = rep.out_of_order;
-  r.sink_socket_drops = rep.socket_drops;
-}
+// Where a run's frames are counted on arrival: a sink on the testbed's peer, or, on an ifb
+// testbed (a null NIC: its transmit frees each frame and counts it in rx_dropped), that
+// interface's own counter. Either or neither.
+class Delivery {
+ public:
+  Sink* sink = nullptr;
+  std::string null_nic;  // the ifb testbed's interface, else empty
 
-uint64_t sink_cpu_ns(const Sink* sink) { return sink ? sink->cpu_ns() : 0; }
+  // Before a run: zero the sink, or take the counter's baseline.
+  void reset() {
+    if (sink) sink->reset();
+    if (!null_nic.empty()) baseline_ = null_nic_frames(null_nic);
+  }
+  // Fills the delivery part of `r` once a run's senders are done and its queue drained.
+  void check(uint64_t sent, Run& r) const {
+    if (sink) {
+      sink->wait_for(sent, kSinkQuiet, kSinkTimeout);
+      const SinkReport rep = sink->report();
+      fill(r, sent, rep.received);
+      r.sink_duplicated = rep.duplicated;
+      r.sink_out_of_order = rep.out_of_order;
+      r.sink_socket_drops = rep.socket_drops;
+    } else if (!null_nic.empty()) {
+      fill(r, sent, counted_by_null_nic(sent));
+    }
+  }
+  // CPU time of the sink's thread (not ours).
+  uint64_t cpu_ns() const { return sink ? sink->cpu_ns() : 0; }
+
+ private:
+  static void fill(Run& r, uint64_t sent, uint64_t received) {
+    r.sink_checked = true;
+    r.sink_received = received;
+    r.sink_lost = sent > received ? sent - received : 0;
+  }
+  // The frames the null NIC counted since reset(), once it has counted `sent` (a datagram of
+  // the kernel row may still be in the kernel's deferred transmit when the senders return), or
+  // it stopped moving for kSinkQuiet, or kSinkTimeout passed.
+  uint64_t counted_by_null_nic(uint64_t sent) const {
+    const auto start = std::chrono::steady_clock::now();
+    auto moved = start;
+    uint64_t last = 0;
+    for (;;) {
+      const uint64_t now = null_nic_frames(null_nic) - baseline_;
+      const auto t = std::chrono::steady_clock::now();
+      if (now != last) moved = t;
+      last = now;
+      if (now >= sent || t - moved >= kSinkQuiet || t - start >= kSinkTimeout) return now;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  uint64_t baseline_ = 0;
+};
 
 // Per-sender state, each on its own cache line (48 bytes: what a sender writes per packet shares
 // one line).
@@ -217,7 +257,7 @@ struct Window {
 // sends while flags.running()); once all have started, warms up, measures for cfg.duration_s with
 // `sample()` at both edges, then stops and joins the senders.
 template <class SendLoop, class Sample>
-auto measure(const BenchConfig& cfg, int threads, const Sink* sink, SendLoop&& send_loop,
+auto measure(const BenchConfig& cfg, int threads, const Delivery& delivery, SendLoop&& send_loop,
              Sample&& sample) {
   Window<std::invoke_result_t<Sample&>> w;
   RunFlags flags;
@@ -235,11 +275,11 @@ auto measure(const BenchConfig& cfg, int threads, const Sink* sink, SendLoop&& s
   w.whole = sleep_unless_stopped(cfg, warmup);
   flags.measuring.store(true, std::memory_order_relaxed);
   w.start = sample();
-  w.cpu0 = process_cpu_ns() - sink_cpu_ns(sink);
+  w.cpu0 = process_cpu_ns() - delivery.cpu_ns();
   const auto t0 = std::chrono::steady_clock::now();
   w.whole = w.whole && sleep_unless_stopped(cfg, std::chrono::duration<double>(cfg.duration_s));
   w.end = sample();
-  w.cpu1 = process_cpu_ns() - sink_cpu_ns(sink);
+  w.cpu1 = process_cpu_ns() - delivery.cpu_ns();
   w.length = std::chrono::steady_clock::now() - t0;
   flags.measuring.store(false, std::memory_order_relaxed);
   flags.stop.store(true, std::memory_order_relaxed);
@@ -379,7 +419,7 @@ class Probe {
 };
 
 // The kernel row: every sender sends the same frames' UDP payloads through its own UDP socket.
-Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
+Run run_kernel_once(const BenchConfig& cfg, int threads, Delivery& delivery) {
   std::optional<Probe> probe(std::in_place, cfg.device);
   const FrameSpec spec = frames_for(probe->device(), cfg.payload);
   const FrameTemplate tmpl(spec);
@@ -392,7 +432,7 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
   for (int t = 0; t < threads; ++t)
     sockets.push_back(std::make_unique<bench_detail::KernelSender>(*route));
   auto senders = make_senders(threads);
-  if (sink) sink->reset();
+  delivery.reset();
   const auto send_loop = [&](int t, RunFlags& flags) {
     Sender& me = senders[static_cast<std::size_t>(t)];
     bench_detail::KernelSender& sock = *sockets[static_cast<std::size_t>(t)];
@@ -418,7 +458,7 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
     for (auto& s : senders) n += s.sent.load(std::memory_order_relaxed);  // relaxed: likewise
     return n;
   };
-  const Window<uint64_t> w = measure(cfg, threads, sink, send_loop, sum_sent);
+  const Window<uint64_t> w = measure(cfg, threads, delivery, send_loop, sum_sent);
 
   Run r;
   r.lock = "-";
@@ -430,7 +470,7 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Sink* sink) {
   }
   r.submitted = r.sent + r.dropped;
   r.conserved = true;
-  check_sink(sink, r.sent, r);
+  delivery.check(r.sent, r);
   return r;
 }
 
@@ -567,7 +607,7 @@ auto txpath_send_loop(Tx& tx, Pool& pool, const std::vector<FrameTemplate>& fram
 
 // One TX queue: a TxQueue on the device, the seed experiment's path.
 Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, int threads,
-                          Sink* sink) {
+                          Delivery& delivery) {
   Pool pool(pool_config(cfg, threads, 1));
   auto device = make_device(cfg.device);  // after the pool: destroyed first, it returns its ring
 
@@ -577,15 +617,15 @@ Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, i
   std::unique_ptr<tc::LiveStats> live = serve_live_stats(cfg, *txq, tc_tree, live_note);
   const auto frames = sender_frames(frames_for(*device, cfg.payload), threads, false);
 
-  if (sink) sink->reset();
+  delivery.reset();
   auto senders = make_senders(threads);
-  const auto w = measure(cfg, threads, sink, txpath_send_loop(*txq, pool, frames, senders),
+  const auto w = measure(cfg, threads, delivery, txpath_send_loop(*txq, pool, frames, senders),
                          [&] { return std::vector<TxQueueStats>{txq->stats()}; });
 
   const bool drained = txq->drain(std::chrono::seconds(10));
   Run r = summarize_run(txq->lock_kind(), drained, {txq->stats()}, senders, w);
   r.live_note = std::move(live_note);
-  check_sink(sink, r.sent, r);
+  delivery.check(r.sent, r);
   // Nothing transmits once the queue is gone: the device's output (pcap:FILE) is complete.
   live.reset();
   txq.reset();
@@ -596,7 +636,7 @@ Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, i
 // Several TX queues: the device built with queues=N, its XPS map set from cfg.xps, and a
 // MultiQueueTx with the run's strategy, lock and qdisc on every queue.
 Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, int threads,
-                         uint32_t queues, Sink* sink) {
+                         uint32_t queues, Delivery& delivery) {
   Pool pool(pool_config(cfg, threads, queues));
   auto device = make_net_device(spec_with_queues(cfg.device, queues));  // after the pool, as above
   apply_xps(*device, cfg);
@@ -605,16 +645,16 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
   auto tx = MultiQueueTx::create(*device, mq_cfg);
   const auto frames = sender_frames(frames_for(device->tx_queue(0), cfg.payload), threads, true);
 
-  if (sink) sink->reset();
+  delivery.reset();
   auto senders = make_senders(threads);
-  const auto w = measure(cfg, threads, sink, txpath_send_loop(*tx, pool, frames, senders),
+  const auto w = measure(cfg, threads, delivery, txpath_send_loop(*tx, pool, frames, senders),
                          [&] { return tx->queue_stats(); });
 
   const bool drained = tx->drain(std::chrono::seconds(10));
   Run r = summarize_run(tx->queue(0).lock_kind(), drained, tx->queue_stats(), senders, w);
   // tc -s reads one TxQueue's tree; a run on several serves none.
   if (!cfg.tc_config.empty()) r.live_note = "a run on several TX queues serves none";
-  check_sink(sink, r.sent, r);
+  delivery.check(r.sent, r);
   tx.reset();
   for (uint32_t q = 0; q < queues && r.output_error.empty(); ++q)
     r.output_error = bench_detail::finish_output(device->tx_queue(q));
@@ -622,10 +662,10 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
 }
 
 Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, uint32_t queues,
-             Sink* sink) {
-  if (strategy == kKernelStrategy) return run_kernel_once(cfg, threads, sink);
-  if (queues == 1) return run_single_queue_once(cfg, strategy, threads, sink);
-  return run_multi_queue_once(cfg, strategy, threads, queues, sink);
+             Delivery& delivery) {
+  if (strategy == kKernelStrategy) return run_kernel_once(cfg, threads, delivery);
+  if (queues == 1) return run_single_queue_once(cfg, strategy, threads, delivery);
+  return run_multi_queue_once(cfg, strategy, threads, queues, delivery);
 }
 
 // The counters a point sums over its runs, and the figures it takes the median of.
@@ -805,7 +845,7 @@ struct RoundProgress {
 };
 
 // One round at one thread count: every (queues, park, strategy) once, into `runs`.
-void run_round(const BenchConfig& cfg, int threads, int round, Sink* sink,
+void run_round(const BenchConfig& cfg, int threads, int round, Delivery& delivery,
                const std::function<void(const std::string&)>& progress, RoundProgress& counter,
                RunsByPoint& runs) {
   for (const uint32_t queues : cfg.queues) {
@@ -816,7 +856,7 @@ void run_round(const BenchConfig& cfg, int threads, int round, Sink* sink,
         if (progress)
           progress(progress_line(cfg, counter.done, counter.total, strategy, threads, queues, park, round));
         set_spin_park(park);  // no waiter of an earlier run is left: its queue is gone
-        Run run = run_once(cfg, strategy, threads, queues, sink);
+        Run run = run_once(cfg, strategy, threads, queues, delivery);
         if (progress && !run.live_note.empty() && run.live_note != counter.last_live_note)
           progress("no live counters for txpath tc -s: " + run.live_note);
         counter.last_live_note = run.live_note;
@@ -1036,12 +1076,16 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
   const BenchConfig cfg = resolve_bench_config(config);
   const SpinParkRestore restore_policy;
   std::unique_ptr<Sink> sink;
+  Delivery delivery;
   {
     Probe probe(cfg.device);
     if (auto sink_cfg = bench_detail::resolve_sink(cfg.sink, probe.device(),
                                                    frames_for(probe.device(), cfg.payload))) {
       sink = std::make_unique<Sink>(*sink_cfg);
       sink->start();
+      delivery.sink = sink.get();
+    } else if (cfg.sink == "auto") {
+      delivery.null_nic = bench_detail::null_nic_of(probe.device());
     }
   }
   std::vector<BenchPoint> points;
@@ -1053,7 +1097,7 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
     RunsByPoint runs;
     // Interleaved: round 1 runs every (queues, park, strategy) once, then round 2, ... (A B A B).
     for (int round = 0; round < cfg.repeat && !stop_requested(cfg); ++round)
-      run_round(cfg, threads, round, sink.get(), progress, counter, runs);
+      run_round(cfg, threads, round, delivery, progress, counter, runs);
     append_points(cfg, threads, runs, points);
   }
   return points;

@@ -88,6 +88,11 @@ KernelSender::Result KernelSender::send(std::span<const std::byte> payload) noex
   return Result::dropped;
 }
 
+std::string null_nic_of(const Device& device) {
+  const std::string ifname = link_interface(device);
+  return !ifname.empty() && find_null_nic(ifname) ? ifname : std::string();
+}
+
 std::optional<SinkConfig> resolve_sink(const std::string& text, const Device& device,
                                        const FrameSpec& frames) {
   if (text == "none") return std::nullopt;

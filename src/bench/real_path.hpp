@@ -44,6 +44,10 @@ class KernelSender {
   netif::Fd fd_;  // the socket, open for the sender's lifetime
 };
 
+// The interface of `device` when it is an ifb testbed (a null NIC, txpath/testbed.hpp), whose
+// own counter then checks delivery; empty for every other device.
+std::string null_nic_of(const Device& device);
+
 // The sink for `spec_text` ("auto", "none", "IF", "IF@NETNS"); nullopt for none.
 std::optional<SinkConfig> resolve_sink(const std::string& spec_text, const Device& device,
                                        const FrameSpec& frames);

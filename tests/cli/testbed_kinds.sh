@@ -82,7 +82,7 @@ ip link del dev "$ifb"
   { fail_with "ifb up"; cat "$tmp/up"; }
 mac=$(cat "/sys/class/net/$ifb/address" 2>/dev/null)
 [ "$(cat "$tmp/up")" = "host: $ifb 10.87.$x.1/24 $mac (ifb: a null NIC, netns of the caller)
-target: 10.87.$x.2/24 $mac (static neighbour; nothing receives: $ifb counts each frame in rx_dropped)
+target: 10.87.$x.2/24 $mac (static neighbour; nothing receives: $ifb counts each frame in rx_packets)
 qdisc: mq (root of $ifb), pfifo_fast on each of its 4 queues
 mtu: 1500
 queues: 4" ] || { fail_with "ifb up output"; cat "$tmp/up"; }
