@@ -2,16 +2,26 @@
 // Pieces of the tc layer shared between its files (not public API).
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "txpath/qdisc.hpp"
 
 namespace txpath::tc {
 
 // A batch or configuration line split as tc's makeargs does: whitespace-separated words, double
 // quotes group a word, '#' starts a comment (config.cpp).
 std::vector<std::string> batch_words(std::string_view line);
+// mq or mqprio: a root with one child per TX queue (config.cpp).
+bool is_multiqueue_kind(std::string_view kind) noexcept;
+// The key of a qdisc in a live document: its handle, and for a handle-0 qdisc below the root
+// (mq's default children) its parent too (show.cpp).
+std::string qdisc_key(uint32_t handle, uint32_t parent);
+// The counters tc shows for qdisc q: mq's and mqprio's are the sum of their children's.
+QdiscStats shown_stats(const Qdisc& q);
 // True if words[0] is a tc object (qdisc, class or link, or a prefix tc accepts for one).
 bool is_tc_command(std::span<const std::string> words);
 
