@@ -42,6 +42,17 @@ struct QdiscStats {
   uint64_t qlen = 0;
 };
 
+// Adds s's counters into sum, every field (qlen and backlog too: Linux's mq sums its children's).
+inline void add_counts(QdiscStats& sum, const QdiscStats& s) noexcept {
+  sum.bytes += s.bytes;
+  sum.packets += s.packets;
+  sum.drops += s.drops;
+  sum.overlimits += s.overlimits;
+  sum.requeues += s.requeues;
+  sum.backlog += s.backlog;
+  sum.qlen += s.qlen;
+}
+
 // Device facts a qdisc needs to pick its defaults (Linux: dev->tx_queue_len, psched_mtu()).
 struct QdiscEnv {
   uint32_t txqueuelen = 1000;  // default limit of fifo-like queues

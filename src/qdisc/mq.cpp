@@ -17,16 +17,6 @@ std::unique_ptr<Qdisc> default_child(const QdiscEnv& env) {
   return std::make_unique<PfifoFastQdisc>(env.txqueuelen);
 }
 
-void add_into(QdiscStats& sum, const QdiscStats& s) noexcept {
-  sum.bytes += s.bytes;
-  sum.packets += s.packets;
-  sum.drops += s.drops;
-  sum.overlimits += s.overlimits;
-  sum.requeues += s.requeues;
-  sum.backlog += s.backlog;
-  sum.qlen += s.qlen;
-}
-
 }  // namespace
 
 MqQdisc::MqQdisc(uint32_t queues, const Mapping& mapping, const QdiscEnv& env)
@@ -131,7 +121,7 @@ uint64_t MqQdisc::watchdog_ns() const noexcept {
 
 QdiscStats MqQdisc::children_stats() const noexcept {
   QdiscStats sum;
-  for (const auto& c : children_) add_into(sum, c->stats());
+  for (const auto& c : children_) add_counts(sum, c->stats());
   return sum;
 }
 
@@ -185,7 +175,7 @@ QdiscStats MqQdisc::class_stats(uint16_t minor) const {
     const TrafficClasses::Range& r = mapping_.tc_queues[minor - kTcClassBase];
     QdiscStats sum;
     for (uint32_t q = r.offset; q < r.offset + r.count && q < children_.size(); ++q)
-      add_into(sum, children_[q]->stats());
+      add_counts(sum, children_[q]->stats());
     return sum;
   }
   if (minor == 0 || minor > children_.size()) return {};

@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <span>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -287,7 +289,7 @@ TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
   TreeCounters out;
   for (const TreeNode& n : nodes) {
     const Qdisc& q = *n.qdisc;
-    const QdiscStats s = n.parent == kRoot && root ? *root : shown_stats(q);
+    const QdiscStats s = &n == &nodes.front() && root ? *root : shown_stats(q);
     out.entries.push_back({n.handle, n.parent, false, s, q.xstats()});
     const uint32_t major = n.handle & 0xFFFF0000u;
     if (const ClassOps* ops = q.class_ops())
@@ -295,6 +297,46 @@ TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
         out.entries.push_back({major | info.minor, kRoot, true, ops->class_stats(info.minor),
                                ops->class_xstats(info.minor)});
   }
+  return out;
+}
+
+TreeCounters merge_queue_counters(const QueueTrees& trees, std::span<const TreeCounters> queues) {
+  TreeCounters out;
+  std::map<std::pair<bool, std::string>, std::size_t> index;  // (is_class, key) -> entry
+  const auto add = [&](const TreeCounters::Entry& e) {
+    const std::string key = e.is_class ? format_handle(e.handle) : qdisc_key(e.handle, e.parent);
+    const auto [it, fresh] = index.emplace(std::make_pair(e.is_class, key), out.entries.size());
+    if (fresh) {
+      out.entries.push_back(e);
+      return;
+    }
+    TreeCounters::Entry& into = out.entries[it->second];
+    add_counts(into.stats, e.stats);
+    if (into.xstats.size() == e.xstats.size())
+      for (std::size_t k = 0; k < e.xstats.size(); ++k) into.xstats[k].second += e.xstats[k].second;
+  };
+  if (is_multiqueue_kind(trees.root_kind)) {
+    // Queue i's first entry is its top qdisc, mq's child at class root:i+1 (Linux's mq_dump and
+    // mq_dump_class_stats read the same numbers).
+    std::vector<QdiscStats> top(queues.size());
+    TreeCounters::Entry root{trees.root_handle, kRoot, false, {}, {}};
+    for (std::size_t i = 0; i < queues.size(); ++i) {
+      if (!queues[i].entries.empty()) top[i] = queues[i].entries.front().stats;
+      add_counts(root.stats, top[i]);
+    }
+    add(root);
+    const TrafficClasses& tcs = trees.traffic_classes;
+    for (uint32_t t = 0; t < tcs.num_tc && t < tcs.tc_queues.size(); ++t) {
+      TreeCounters::Entry c{trees.root_handle | (MqQdisc::kTcClassBase + t), kRoot, true, {}, {}};
+      const TrafficClasses::Range& r = tcs.tc_queues[t];
+      for (uint32_t q = r.offset; q < r.offset + r.count && q < top.size(); ++q) add_counts(c.stats, top[q]);
+      add(c);
+    }
+    for (std::size_t i = 0; i < top.size(); ++i)
+      add({trees.root_handle | static_cast<uint32_t>(i + 1), kRoot, true, top[i], {}});
+  }
+  for (const TreeCounters& q : queues)
+    for (const TreeCounters::Entry& e : q.entries) add(e);
   return out;
 }
 
