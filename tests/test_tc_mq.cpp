@@ -58,7 +58,7 @@ std::vector<std::string> listed(const std::string& show) {
   return out;
 }
 
-const std::string kFast = "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 \n";
+const std::string kFast = "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n";
 
 TEST(TcMqLink, NumTxQueuesIsKeptAndWrittenOnlyWhenNotOne) {
   Config cfg;
@@ -205,7 +205,7 @@ TEST(TcMq, RefusalsAndTheirExitStatuses) {
 TEST(TcMq, NonMqRootOnAMultiQueueDeviceIsHeldByEveryQueue) {
   Config cfg = with_queues(4);
   exec(cfg, "qdisc replace dev eth0 root handle 1: pfifo");
-  EXPECT_EQ(exec(cfg, "qdisc show dev eth0"), "qdisc pfifo 1: root refcnt 5 limit 32p \n");
+  EXPECT_EQ(exec(cfg, "qdisc show dev eth0"), "qdisc pfifo 1: root refcnt 5 limit 32p\n");
   EXPECT_EQ(exec(cfg, "class show dev eth0"), "");
   std::string what;
   EXPECT_EQ(status_of(cfg, "qdisc add dev eth0 root handle 2: mq"), 2);
@@ -350,7 +350,7 @@ TEST(TcMqSetup, LiveCountersOfTheQueuesAddUpAtTheRoot) {
             "qdisc mq 1: root \n Sent 303 bytes 3 pkt (dropped 0, overlimits 0 requeues 0) \n"
             " backlog 304b 3p requeues 0\n")
       << text;
-  EXPECT_NE(text.find("qdisc pfifo 20: parent 1:2 limit 32p \n Sent 101 bytes 1 pkt (dropped 0, "
+  EXPECT_NE(text.find("qdisc pfifo 20: parent 1:2 limit 32p\n Sent 101 bytes 1 pkt (dropped 0, "
                       "overlimits 0 requeues 0) \n backlog 202b 2p requeues 0\n"),
             std::string::npos)
       << text;

@@ -90,12 +90,20 @@ void add_stats_json(Json& j, const QdiscStats& s, const Xstats& x) {
   for (const auto& [k, v] : x) j[k] = v;  // tc -j puts xstats at the top level
 }
 
-// One text entry: "HEAD OPTIONS \n", then with -s the counters and the xstats lines. Options
-// that run over several lines (mqprio's) end their last line themselves, as tc's printer does.
-void print_entry(std::ostream& out, const std::string& head, const std::string& opts,
-                 bool stats, const Counters& c, const std::string& xstats_text) {
+// Whether tc's printer for `kind` ends its options with a space (iproute2 6.1: tbf, fq_codel
+// and fq do; the fifos, prio and pfifo_fast, htb and mqprio do not).
+bool options_end_with_space(std::string_view kind) {
+  return kind != "pfifo" && kind != "bfifo" && kind != "pfifo_head_drop" && kind != "prio" &&
+         kind != "pfifo_fast" && kind != "htb" && kind != "mqprio";
+}
+
+// One text entry: "HEAD OPTIONS\n" (a space after the options where tc prints one), then with -s
+// the counters and the xstats lines.
+void print_entry(std::ostream& out, const std::string& head, std::string_view kind,
+                 const std::string& opts, bool stats, const Counters& c,
+                 const std::string& xstats_text) {
   out << head << opts;
-  if (!opts.empty() && opts.find('\n') == std::string::npos) out << " ";
+  if (!opts.empty() && options_end_with_space(kind)) out << " ";
   out << "\n";
   if (stats) {
     print_stats_text(out, c.stats);
@@ -234,7 +242,8 @@ void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOption
       if (!only) head += "dev " + d.config.name + " ";
       head += n.parent == kRoot ? std::string("root ") : "parent " + format_handle(n.parent) + " ";
       if (n.parent == kRoot && refcnt) head += "refcnt " + std::to_string(*refcnt) + " ";
-      print_entry(out, head, q.options(), show.stats, c, show.stats ? q.format_xstats(c.xstats) : "");
+      print_entry(out, head, q.kind(), q.options(), show.stats, c,
+                  show.stats ? q.format_xstats(c.xstats) : "");
     }
     note_not_live(show, d.config.name, not_live);
   }
@@ -274,7 +283,7 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
       head += info.print_root ? std::string("root ")
                               : "parent " + (info.parent_none ? std::string("none") : format_handle(parent)) + " ";
       if (leaf) head += "leaf " + format_handle(*leaf) + " ";
-      print_entry(out, head, ops->class_options(info.minor), show.stats, c,
+      print_entry(out, head, "class " + std::string(q.kind()), ops->class_options(info.minor), show.stats, c,
                   show.stats ? ops->format_class_xstats(c.xstats) : "");
     }
   }
