@@ -35,6 +35,7 @@
 #include "tc/qdisc_spec.hpp"
 #include "txpath/error.hpp"
 #include "tc/internal.hpp"
+#include "tc/tc_units.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
 
@@ -664,6 +665,20 @@ bool Config::execute(std::span<const std::string> args, std::ostream& out, const
                     " is unknown, try \"txpath tc help\" (known: qdisc, class, link)");
 }
 
+namespace {
+
+// ip's `numtxqueues N`: a number (else ip's argument error, 255) in 1..kMaxTxQueues (else the
+// kernel's refusal, 2).
+uint32_t parse_tx_queues(const std::string& v) {
+  const auto n = parse_u32(v);
+  if (!n) throw TcArgError("argument " + quoted(v) + " is wrong: Invalid \"numtxqueues\" value");
+  if (*n < 1 || *n > kMaxTxQueues)
+    rejected("Invalid number of transmit queues (1.." + std::to_string(kMaxTxQueues) + ").");
+  return *n;
+}
+
+}  // namespace
+
 bool Config::link_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out) {
   DeviceConfig dc;
   bool have_dev = false;
@@ -687,14 +702,7 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
       mtu = number(next_arg(args, i), "mtu");
       if (*mtu < 68 || *mtu > 65535) rejected("mtu " + std::to_string(*mtu) + " is out of range (68..65535)");
     } else if (a == "numtxqueues") {
-      const std::string& v = next_arg(args, i);
-      const bool digits = !v.empty() && v.size() <= 10 &&
-                          std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-      if (!digits || std::stoull(v) > 0xFFFFFFFFull)
-        throw TcArgError("argument " + quoted(v) + " is wrong: Invalid \"numtxqueues\" value");
-      tx_queues = static_cast<uint32_t>(std::stoull(v));
-      if (*tx_queues < 1 || *tx_queues > kMaxTxQueues)
-        rejected("Invalid number of transmit queues (1.." + std::to_string(kMaxTxQueues) + ").");
+      tx_queues = parse_tx_queues(next_arg(args, i));
     } else if (a == "type") {
       (void)next_arg(args, i);  // dummy, veth ...: every configured device is the same to tc
     } else if (!have_dev && !a.empty() && a[0] != '-') {
