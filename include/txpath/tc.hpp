@@ -10,6 +10,11 @@
 //   auto txq  = txpath::TxQueue::create(dev, txq_cfg);
 //   txpath::tc::LiveStats live("txpath.tc", "eth0", *txq, tree);  // tc -s reads it now
 //
+// A device with several TX queues (`link add dev eth0 numtxqueues 4`) has mq as its default root
+// and takes mq or mqprio (software mode) as a configured one: one child qdisc per TX queue.
+// Config::multiqueue() gives a MultiQueueTx (txpath/multiqueue.hpp) each queue's root, and
+// LiveStats over the MultiQueueTx serves the device's counters (mq's = the sum of its children).
+//
 // The file is a tc batch file: one command per line, '#' comments. txpath tc rewrites it in a
 // canonical form after every change (devices, then each device's qdiscs and classes, parents
 // first): a new file is written beside it and renamed over it (txpath/file.hpp), under an
