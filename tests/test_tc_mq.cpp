@@ -232,11 +232,16 @@ TEST(TcMqprio, SoftwareModeShowsItsMappingAndClasses) {
   const auto j = nlohmann::ordered_json::parse(exec(cfg, "qdisc show dev eth0", json));
   EXPECT_EQ(j[0]["options"].dump(),
             R"({"tc":3,"map":[0,0,1,1,2,2,0,0,0,0,0,0,0,0,0,0],"queues":[[0,1],[2,3],[4,7]],"mode":"dcb","shaper":"dcb"})");
+  // mqprio has no change operation: the mapping stays until the qdisc is replaced by another.
+  std::string what;
+  EXPECT_EQ(status_of(cfg, "qdisc change dev eth0 root handle 1: mqprio num_tc 1 map 0 queues 8@0 hw 0", &what), 2);
+  EXPECT_EQ(what, "Change operation not supported by specified qdisc.");
+  EXPECT_EQ(status_of(cfg, "qdisc replace dev eth0 root handle 1: mqprio num_tc 1 map 0 queues 8@0 hw 0"), 2);
   // A queue outside every class's range has no parent class.
-  exec(cfg, "qdisc replace dev eth0 root handle 1: mqprio num_tc 2 map 0 1 queues 2@0 2@2 hw 0");
-  EXPECT_NE(exec(cfg, "class show dev eth0").find("class mqprio 1:5 parent none \n"), std::string::npos);
-  exec(cfg, "qdisc add dev eth0 parent 1:5 handle 50: pfifo");
-  EXPECT_NE(exec(cfg, "qdisc show dev eth0").find("qdisc pfifo 50: parent 1:5 limit 32p"), std::string::npos);
+  exec(cfg, "qdisc replace dev eth0 root handle 2: mqprio num_tc 2 map 0 1 queues 2@0 2@2 hw 0");
+  EXPECT_NE(exec(cfg, "class show dev eth0").find("class mqprio 2:5 parent none \n"), std::string::npos);
+  exec(cfg, "qdisc add dev eth0 parent 2:5 handle 50: pfifo");
+  EXPECT_NE(exec(cfg, "qdisc show dev eth0").find("qdisc pfifo 50: parent 2:5 limit 32p"), std::string::npos);
 }
 
 TEST(TcMqprio, KernelChecksAndTcParseErrors) {

@@ -798,6 +798,14 @@ struct Config::QdiscEdit {
   bool add_new();
 };
 
+// A qdisc without the kernel's change operation refuses a change with options: mqprio (tc always
+// sends its options; mq has none to send).
+namespace {
+void refuse_changing(std::string_view kind) {
+  if (kind == "mqprio") rejected("Change operation not supported by specified qdisc.");
+}
+}  // namespace
+
 uint32_t Config::QdiscEdit::checked_parent() const {
   if (!t.parent) rejected("a parent is needed: \"root\" or \"parent ID\"");
   const uint32_t parent = *t.parent;
@@ -867,6 +875,7 @@ bool Config::QdiscEdit::change() {
   if (existing->kind == "fq_codel" &&
       std::find(t.options.begin(), t.options.end(), "flows") != t.options.end())
     rejected("fq_codel: the number of flows cannot be changed");
+  refuse_changing(existing->kind);
   existing->options = merge_options(existing->kind, existing->options, t.options);
   cfg.validate(d);
   return true;
@@ -885,6 +894,7 @@ bool Config::QdiscEdit::replace() {
   const uint32_t parent = checked_parent();
   QdiscConfig* cur = d.qdisc_at(parent);
   if (cur && cur->kind == t.kind && (!t.handle || *t.handle == cur->handle)) {
+    refuse_changing(cur->kind);
     cur->options = merge_options(cur->kind, cur->options, t.options);
     cfg.validate(d);
     return true;
