@@ -177,11 +177,12 @@ std::unique_ptr<Qdisc> make_mqprio(const QdiscOptions& options, const QdiscEnv& 
 std::string MqQdisc::options() const {
   if (mapping_.num_tc == 0) return {};
   std::string s = "tc " + std::to_string(mapping_.num_tc) + " map ";
-  for (uint8_t p : mapping_.prio_tc) s += std::to_string(p) + " ";
+  for (uint8_t p : mapping_.prio_tc) s.append(std::to_string(p)).append(" ");
   s += "\n             queues:";
   for (uint32_t t = 0; t < mapping_.num_tc; ++t) {
     const TrafficClasses::Range& r = mapping_.tc_queues[t];
-    s += "(" + std::to_string(r.offset) + ":" + std::to_string(r.offset + r.count - 1) + ") ";
+    s.append("(").append(std::to_string(r.offset)).append(":");
+    s.append(std::to_string(r.offset + r.count - 1)).append(") ");
   }
   s += "\n             mode:dcb\n             shaper:dcb";
   return s;
@@ -191,11 +192,12 @@ std::string MqQdisc::options_json() const {
   if (mapping_.num_tc == 0) return "{}";
   std::string s = "{\"tc\":" + std::to_string(mapping_.num_tc) + ",\"map\":[";
   for (std::size_t p = 0; p < mapping_.prio_tc.size(); ++p)
-    s += (p ? "," : "") + std::to_string(mapping_.prio_tc[p]);
+    s.append(p ? "," : "").append(std::to_string(mapping_.prio_tc[p]));
   s += "],\"queues\":[";
   for (uint32_t t = 0; t < mapping_.num_tc; ++t) {
     const TrafficClasses::Range& r = mapping_.tc_queues[t];
-    s += (t ? ",[" : "[") + std::to_string(r.offset) + "," + std::to_string(r.offset + r.count - 1) + "]";
+    s.append(t ? ",[" : "[").append(std::to_string(r.offset)).append(",");
+    s.append(std::to_string(r.offset + r.count - 1)).append("]");
   }
   s += "],\"mode\":\"dcb\",\"shaper\":\"dcb\"}";
   return s;
