@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `txpath tc` against the running kernel's own tc for mq on a multi-queue device: the same
 # commands go to an ifb device with 4 (and 16) TX queues and to a txpath configuration with the
-# same device, and tc's text (qdisc show, class show, -s with the numbers masked, -j) and exit
+# same device, and tc's text (qdisc show, class show, -s with the numbers masked, -j, -d) and exit
 # statuses must agree: the default root (mq 0:), mq 1: with its default children, grafts,
 # replace, refusals, deleting the root, and the order Linux lists a root's children in.
 # Outputs are compared byte for byte (with -s, the counters masked: the kernel's devices see
@@ -76,6 +76,8 @@ views() {
   same "$1" -s qdisc show dev "$dev"
   same "$1" -s class show dev "$dev"
   same "$1" -j qdisc show dev "$dev"
+  same "$1" -d qdisc show dev "$dev"
+  same "$1" -s -d class show dev "$dev"
 }
 
 make_dev "$dev" 4
