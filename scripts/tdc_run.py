@@ -10,7 +10,9 @@ scratch configuration file (TXPATH_TC), with
     $IP    -> "<txpath> tc"            ("$IP link add dev X type dummy" adds a device to the file)
     $DUMMY -> dummy1, $DEV0 -> v0p0, $DEV1 -> v0p1
 and nsPlugin's part (a netns holding $DUMMY and $DEV1) is played by adding those two devices
-first. A case passes when cmdUnderTest exits with expExitCode and, if it did, verifyCmd's output
+first. A netdevsim device ('echo "ID PORTS [QUEUES]" > /sys/bus/netdevsim/new_device', whose
+port is $ETH) becomes "link add dev $ETH numtxqueues QUEUES" (1 when not given) in the scratch
+configuration, and its del_device "link del dev $ETH". A case passes when cmdUnderTest exits with expExitCode and, if it did, verifyCmd's output
 has exactly matchCount matches of matchPattern (Python re.findall, DOTALL | MULTILINE), as tdc
 checks it. Skipped, with the reason: cases that need packets (scapyPlugin) and files of qdiscs
 txpath does not implement.
@@ -38,11 +40,11 @@ IMPLEMENTED = {
     "fq_codel.json": "fq_codel",
     "htb.json": "htb",
     "fq.json": "fq",
+    "mq.json": "mq",
 }
 NOT_IMPLEMENTED = {
     "codel.json": "qdisc codel is not implemented in txpath",
     "red.json": "qdisc red is not implemented in txpath",
-    "mq.json": "qdisc mq (and netdevsim multi-queue devices) is not implemented in txpath",
 }
 # Where the case files come from, for --help and for the error without them.
 TDC_SOURCE = ("the qdisc cases of the kernel's tc-testing suite, "
@@ -56,7 +58,22 @@ def requires(case):
     return [req] if isinstance(req, str) else list(req)
 
 
+NETDEVSIM_NEW = re.compile(r'^\s*echo\s+"?\s*\d+\s+\d+(?:\s+(\d+))?\s*"?\s*>\s*/sys/bus/netdevsim/new_device\s*$')
+NETDEVSIM_DEL = re.compile(r'^\s*echo\s+"?\s*\d+\s*"?\s*>\s*/sys/bus/netdevsim/del_device\s*$')
+
+
+def netdevsim(cmd):
+    """A netdevsim new_device / del_device line as the txpath tc link command it stands for."""
+    m = NETDEVSIM_NEW.match(cmd)
+    if m:
+        return "$IP link add dev $ETH numtxqueues %s" % (m.group(1) or "1")
+    if NETDEVSIM_DEL.match(cmd):
+        return "$IP link del dev $ETH"
+    return cmd
+
+
 def expand(cmd, tc):
+    cmd = netdevsim(cmd)
     def sub(m):
         name = m.group(1)
         if name in ("TC", "IP"):

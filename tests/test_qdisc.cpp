@@ -601,18 +601,18 @@ void expect_error(const std::string& spec, const std::string& expected, const Qd
 }
 
 TEST(Registry, EmptySpec) {
-  const std::string m = "empty spec (known kinds: pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq)";
+  const std::string m = "empty spec (known kinds: pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq, mq, mqprio)";
   expect_error("", "qdisc \"\": " + m);
   expect_error("   \t\n ", "qdisc \"\": " + m);
 }
 
 TEST(Registry, UnknownKind) {
   expect_error("foo", "qdisc \"foo\": unknown qdisc kind \"foo\" (known: pfifo_fast, pfifo, bfifo, "
-                      "pfifo_head_drop, prio, tbf, fq_codel, htb, fq)");
+                      "pfifo_head_drop, prio, tbf, fq_codel, htb, fq, mq, mqprio)");
   expect_error("PFIFO limit 3", "qdisc \"PFIFO limit 3\": unknown qdisc kind \"PFIFO\" (known: "
-                                "pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq)");
+                                "pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq, mq, mqprio)");
   expect_error("limit 5", "qdisc \"limit 5\": unknown qdisc kind \"limit\" (known: pfifo_fast, "
-                          "pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq)");
+                          "pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq, mq, mqprio)");
 }
 
 TEST(Registry, LimitNeedsValue) {
@@ -698,7 +698,7 @@ TEST(Registry, MessagesStayOnOneLine) {
                "qdisc \"pfifo limit 1\\x01\": invalid limit \"1\\x01\"");
   expect_error(std::string("fo\x1bo"),
                "qdisc \"fo\\x1bo\": unknown qdisc kind \"fo\\x1bo\" (known: pfifo_fast, pfifo, "
-               "bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq)");
+               "bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq, mq, mqprio)");
   expect_error("pfifo limit \"5\"",
                "qdisc \"pfifo limit \\\"5\\\"\": invalid limit \"\\\"5\\\"\"");
 }

@@ -75,7 +75,7 @@ TEST(TcHandle, ParseAndFormat) {
 TEST(TcConfig, DefaultRootAndShow) {
   Config cfg = with_dev();
   EXPECT_EQ(exec(cfg, "qdisc show dev eth0"),
-            "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1 \n");
+            "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n");
   exec(cfg, "qdisc add dev eth0 root handle 1: fq_codel");
   EXPECT_EQ(exec(cfg, "qdisc show dev eth0"),
             "qdisc fq_codel 1: root refcnt 2 limit 10240p flows 1024 quantum 1514 target 5ms "
@@ -141,7 +141,7 @@ TEST(TcConfig, ChildQdiscsOnClasses) {
   exec(cfg, "qdisc add dev eth0 parent 1:2 handle 20: pfifo limit 7");
   const std::string show = exec(cfg, "qdisc show dev eth0");
   EXPECT_NE(show.find("qdisc prio 1: root refcnt 2 bands 3"), std::string::npos) << show;
-  EXPECT_NE(show.find("qdisc pfifo 20: parent 1:2 limit 7p \n"), std::string::npos) << show;
+  EXPECT_NE(show.find("qdisc pfifo 20: parent 1:2 limit 7p\n"), std::string::npos) << show;
   const std::string classes = exec(cfg, "class show dev eth0");
   EXPECT_NE(classes.find("class prio 1:1 parent 1: \n"), std::string::npos) << classes;
   EXPECT_NE(classes.find("class prio 1:2 parent 1: leaf 20: \n"), std::string::npos) << classes;
@@ -229,7 +229,7 @@ TEST_F(TcRun, ExitStatusesAndOneLineErrors) {
   EXPECT_EQ(tc("qdisc add dev d0 root handle 1: bfifo limit 3000b"), 0);
   EXPECT_NE(file().find("qdisc add dev d0 root handle 1: bfifo limit 3000b"), std::string::npos) << file();
   EXPECT_EQ(tc("qdisc show dev d0"), 0);
-  EXPECT_EQ(out_.str(), "qdisc bfifo 1: root refcnt 2 limit 3000b \n");
+  EXPECT_EQ(out_.str(), "qdisc bfifo 1: root refcnt 2 limit 3000b\n");
   const std::string before = file();
   const std::pair<const char*, int> bad[] = {
       {"qdisc add dev d0 root handle 1: bfifo", 2},

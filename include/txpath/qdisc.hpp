@@ -42,6 +42,17 @@ struct QdiscStats {
   uint64_t qlen = 0;
 };
 
+// Adds s's counters into sum, every field (qlen and backlog too: Linux's mq sums its children's).
+inline void add_counts(QdiscStats& sum, const QdiscStats& s) noexcept {
+  sum.bytes += s.bytes;
+  sum.packets += s.packets;
+  sum.drops += s.drops;
+  sum.overlimits += s.overlimits;
+  sum.requeues += s.requeues;
+  sum.backlog += s.backlog;
+  sum.qlen += s.qlen;
+}
+
 // Device facts a qdisc needs to pick its defaults (Linux: dev->tx_queue_len, psched_mtu()).
 struct QdiscEnv {
   uint32_t txqueuelen = 1000;  // default limit of fifo-like queues
@@ -53,6 +64,9 @@ struct QdiscEnv {
   // The major number of the qdisc's handle (tc "handle 1:"), 0 = none. Classful qdiscs name their
   // classes major:minor and classify a packet whose priority is one of their classids (prio, htb).
   uint16_t handle_major = 0;
+  // The device's TX queues (Linux: dev->num_tx_queues): mq and mqprio make one child per queue
+  // and are refused on a device with one.
+  uint32_t tx_queues = 1;
 };
 
 // tc's extended statistics (TCA_STATS_APP / xstats) as named values, in tc's print order, e.g.
@@ -65,6 +79,7 @@ struct QdiscClassInfo {
   uint16_t parent_minor = 0;  // 0: a top-level class (its parent is the qdisc itself)
   bool print_root = false;    // tc prints "root" instead of "parent H:" (htb's top-level classes)
   bool leaf = true;           // a leaf class: it has a child qdisc (graft() replaces it)
+  bool parent_none = false;   // tc prints "parent none" (mqprio's queue outside every class)
 };
 
 class Qdisc;

@@ -10,6 +10,11 @@
 //   auto txq  = txpath::TxQueue::create(dev, txq_cfg);
 //   txpath::tc::LiveStats live("txpath.tc", "eth0", *txq, tree);  // tc -s reads it now
 //
+// A device with several TX queues (`link add dev eth0 numtxqueues 4`) has mq as its default root
+// and takes mq or mqprio (software mode) as a configured one: one child qdisc per TX queue.
+// Config::multiqueue() gives a MultiQueueTx (txpath/multiqueue.hpp) each queue's root, and
+// LiveStats over the MultiQueueTx serves the device's counters (mq's = the sum of its children).
+//
 // The file is a tc batch file: one command per line, '#' comments. txpath tc rewrites it in a
 // canonical form after every change (devices, then each device's qdiscs and classes, parents
 // first): a new file is written beside it and renamed over it (txpath/file.hpp), under an
@@ -36,10 +41,12 @@
 #include <vector>
 
 #include "txpath/error.hpp"
+#include "txpath/netdev.hpp"  // TrafficClasses, kMaxTxQueues
 #include "txpath/qdisc.hpp"
 
 namespace txpath {
 class TxQueue;
+class MultiQueueTx;
 }
 
 namespace txpath::tc {
@@ -82,6 +89,9 @@ struct DeviceConfig {
   std::string name;
   uint32_t txqueuelen = 1000;
   uint32_t mtu = 1500;
+  // TX queues (ip link add ... numtxqueues N): 1..kMaxTxQueues, fixed once the device exists. A
+  // device with more than one has mq as its default root (as Linux gives a multi-queue device).
+  uint32_t tx_queues = 1;
 };
 
 // A qdisc of a device's tree as configured: what tc was told, tokens as given (after `change`,
@@ -109,6 +119,17 @@ struct TreeNode {
 struct Tree {
   std::unique_ptr<Qdisc> root;
   std::vector<TreeNode> nodes;  // nodes[0] is the root, parents before children
+};
+
+// The trees a multi-queue device's TX queues run (Config::multiqueue): queues[i].nodes is TX
+// queue i's subtree — with an mq or mqprio root, mq's child for that queue and what is below it;
+// with any other root, a copy of the whole tree (each TX queue runs its own). The roots are owned
+// by the TxQueues. LiveStats reads them; each factory call writes only its own queues[i].
+struct QueueTrees {
+  std::string root_kind;         // the device's root qdisc kind ("mq", "mqprio", "htb", ...)
+  uint32_t root_handle = 0;      // its handle (major:0; 0 for the default root)
+  TrafficClasses traffic_classes;  // mqprio's (num_tc 0 otherwise)
+  std::vector<Tree> queues;      // one per TX queue
 };
 
 class Config {
@@ -166,6 +187,26 @@ class Config {
   // in *tree (root ownership goes to the TxQueue). Throws ConfigError for an unknown device.
   std::function<std::unique_ptr<Qdisc>(const QdiscEnv&)> root_factory(
       std::string_view dev, std::shared_ptr<Tree> tree) const;
+
+  // What a MultiQueueTx (txpath/multiqueue.hpp) of device `dev` needs:
+  //   auto trees = std::make_shared<txpath::tc::QueueTrees>();
+  //   auto mq    = cfg.multiqueue("eth0", trees);   // mq.tx_queues: make the NetDevice with them
+  //   dev->set_traffic_classes(mq.traffic_classes);
+  //   auto tx    = txpath::MultiQueueTx::create(*dev, {.queue = q, .queue_qdisc = mq.queue_qdisc});
+  //   txpath::tc::LiveStats live("txpath.tc", "eth0", *tx, trees);
+  // queue_qdisc(i, env) builds TX queue i's root: with an mq or mqprio root, mq's child for queue
+  // i (the default pfifo_fast, or what was grafted there, with its subtree); with any other root
+  // (or the default one of a single-queue device) the whole tree, one copy per queue — Linux
+  // shares one root between the queues, txpath gives each queue its own. The device's tree is
+  // built once, on the first call, with that call's env, and each call takes its queue's child
+  // from it. The built nodes are left in trees->queues[i]. Throws ConfigError for an unknown
+  // device (now) or an index >= tx_queues (from the factory).
+  struct MultiQueueSetup {
+    uint32_t tx_queues = 1;
+    TrafficClasses traffic_classes;  // mqprio's mapping; num_tc 0 for mq or one queue
+    std::function<std::unique_ptr<Qdisc>(uint32_t index, const QdiscEnv&)> queue_qdisc;
+  };
+  MultiQueueSetup multiqueue(std::string_view dev, std::shared_ptr<QueueTrees> trees) const;
 
  private:
   // A device's configured qdiscs and classes, indexed by handle, parent and class id; `seq`
@@ -259,6 +300,7 @@ std::string stats_document(const std::vector<TreeNode>& nodes,
 struct TreeCounters {
   struct Entry {
     uint32_t handle = 0;  // a qdisc's major:0 or a class id
+    uint32_t parent = kRoot;  // a qdisc's parent: names mq's default children (all handle 0)
     bool is_class = false;
     QdiscStats stats;
     Xstats xstats;
@@ -287,6 +329,13 @@ class LiveStats {
  public:
   LiveStats(const std::string& config_path, const std::string& dev, TxQueue& txq,
             std::shared_ptr<const Tree> tree);
+  // A multi-queue device (Config::multiqueue): each TX queue's snapshot is taken in its own
+  // TxQueue::inspect_qdisc, one queue after the other; an mq or mqprio root gets the sum of its
+  // children (Linux's mq_dump), its per-queue classes their child's counters and mqprio's traffic
+  // classes the sum of their queues'. With any other root each queue runs a copy of the tree and
+  // every qdisc and class shows the sum over the copies (xstats summed too).
+  LiveStats(const std::string& config_path, const std::string& dev, MultiQueueTx& tx,
+            std::shared_ptr<const QueueTrees> trees);
   ~LiveStats();
   LiveStats(const LiveStats&) = delete;
   LiveStats& operator=(const LiveStats&) = delete;

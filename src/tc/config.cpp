@@ -20,7 +20,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <ostream>
 #include <span>
 #include <sstream>
@@ -29,9 +31,11 @@
 #include <utility>
 #include <vector>
 
+#include "qdisc/mq.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "txpath/error.hpp"
 #include "tc/internal.hpp"
+#include "tc/tc_units.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
 
@@ -268,7 +272,21 @@ void preparse_class(const std::string& kind, const ClassConfig& c) {
   }
 }
 
+// TX queue i's default child of an mq or mqprio qdisc `q` (handle `handle`), one node per queue
+// whose class has no configured qdisc (`grafted`): Linux lists them (handle 0, parent MAJ:i).
+template <class Grafted>
+void add_default_children(Tree& tree, Qdisc& q, uint32_t handle, Grafted&& grafted) {
+  auto* mq = dynamic_cast<MqQdisc*>(&q);
+  if (!mq) return;
+  for (uint32_t i = 1; i <= mq->queues(); ++i) {
+    const uint32_t classid = handle | i;
+    if (!grafted(classid)) tree.nodes.push_back({0, classid, mq->child(static_cast<uint16_t>(i))});
+  }
+}
+
 }  // namespace
+
+bool is_multiqueue_kind(std::string_view kind) noexcept { return kind == "mq" || kind == "mqprio"; }
 
 void check_device_name(std::string_view name) {
   bool ok = !name.empty() && name.size() <= 15 && name != "." && name != "..";
@@ -457,12 +475,15 @@ Tree Config::build(std::string_view dev, QdiscEnv env) const { return build(need
 Tree Config::build(const Device& d, QdiscEnv env) const {
   env.txqueuelen = d.config.txqueuelen;
   env.mtu = d.config.mtu;
+  env.tx_queues = d.config.tx_queues;
   Tree tree;
   const QdiscConfig* root = d.root();
   if (!root) {
+    // Linux's default root: pfifo_fast, or mq 0: with a pfifo_fast per TX queue.
     env.handle_major = 0;
-    tree.root = make_qdisc("pfifo_fast", env);
+    tree.root = make_qdisc(env.tx_queues > 1 ? "mq" : "pfifo_fast", env);
     tree.nodes.push_back({0, kRoot, tree.root.get()});
+    add_default_children(tree, *tree.root, 0, [](uint32_t) { return false; });
     return tree;
   }
   // Depth first with an explicit stack (never recursion on the input's depth): a qdisc is made
@@ -480,10 +501,13 @@ Tree Config::build(const Device& d, QdiscEnv env) const {
     if (stack.size() >= static_cast<std::size_t>(kMaxNestedQdiscs))
       rejected("qdisc " + format_handle(qc.handle) + " is nested too deep (at most " +
                std::to_string(kMaxNestedQdiscs) + " nested qdiscs)");
+    if (is_multiqueue_kind(qc.kind) && qc.parent != kRoot)
+      rejected("Operation not supported: " + qc.kind + " can only be the root qdisc");
     QdiscEnv e = env;
     e.handle_major = static_cast<uint16_t>(major_of(qc.handle));
     std::unique_ptr<Qdisc> q = make_qdisc(join(qc.kind, qc.options), e);
     tree.nodes.push_back({qc.handle, qc.parent, q.get()});
+    add_default_children(tree, *q, qc.handle, [&](uint32_t classid) { return d.qdisc_parents.count(classid) != 0; });
     std::size_t classes = 0;
     for (const ClassConfig* c : d.classes_of(qc.handle)) {
       if (c->kind != qc.kind)
@@ -538,6 +562,82 @@ std::function<std::unique_ptr<Qdisc>(const QdiscEnv&)> Config::root_factory(
   };
 }
 
+namespace {
+
+// The nodes of the subtree at mq class `classid`: the qdisc attached there and everything below
+// it (nodes are in pre-order, parents first).
+std::vector<TreeNode> subtree_at(const std::vector<TreeNode>& nodes, uint32_t classid) {
+  std::vector<TreeNode> out;
+  std::set<uint32_t> inside;  // handles of the qdiscs taken so far
+  for (const TreeNode& n : nodes) {
+    const bool top = n.parent == classid;
+    if (!top && (n.parent == kRoot || !inside.count(range_first(n.parent)))) continue;
+    out.push_back(n);
+    if (n.handle != 0) inside.insert(n.handle);
+  }
+  return out;
+}
+
+// What Config::multiqueue's factory shares between its calls.
+struct QueueFactoryState {
+  std::shared_ptr<const Config> config;
+  std::string dev;
+  uint32_t tx_queues = 1;
+  bool per_queue_child = false;  // an mq or mqprio root: queue i runs child i
+  uint32_t root_handle = 0;
+  std::shared_ptr<QueueTrees> trees;
+  std::mutex lock;
+  std::optional<Tree> built;  // the whole tree, built on the first call (per_queue_child)
+};
+
+std::unique_ptr<Qdisc> build_queue_root(QueueFactoryState& st, uint32_t index, const QdiscEnv& env) {
+  const std::lock_guard guard(st.lock);
+  if (index >= st.tx_queues)
+    throw ConfigError("dev " + quoted(st.dev) + " has " + std::to_string(st.tx_queues) +
+                      " TX queues: there is no TX queue " + std::to_string(index));
+  std::unique_ptr<Qdisc> root;
+  std::vector<TreeNode> nodes;
+  if (st.per_queue_child) {
+    if (!st.built) st.built = st.config->build(st.dev, env);
+    auto& mq = dynamic_cast<MqQdisc&>(*st.built->root);
+    nodes = subtree_at(st.built->nodes, st.root_handle | (index + 1));
+    root = mq.take_child(static_cast<uint16_t>(index + 1));
+  } else {
+    Tree t = st.config->build(st.dev, env);
+    root = std::move(t.root);
+    nodes = std::move(t.nodes);
+  }
+  if (st.trees) st.trees->queues[index].nodes = std::move(nodes);
+  return root;
+}
+
+}  // namespace
+
+Config::MultiQueueSetup Config::multiqueue(std::string_view dev, std::shared_ptr<QueueTrees> trees) const {
+  const Device& d = need(dev);
+  Tree probe = build(d, QdiscEnv{});  // refuses a configuration that does not build, now
+  auto st = std::make_shared<QueueFactoryState>();
+  st->config = std::make_shared<Config>(*this);
+  st->dev = d.config.name;
+  st->tx_queues = d.config.tx_queues;
+  const auto* mq = dynamic_cast<const MqQdisc*>(probe.root.get());
+  st->per_queue_child = mq != nullptr;
+  st->root_handle = probe.nodes[0].handle;
+  st->trees = trees;
+  MultiQueueSetup setup;
+  setup.tx_queues = d.config.tx_queues;
+  if (mq) setup.traffic_classes = mq->mapping();
+  if (trees) {
+    trees->root_kind = std::string(probe.root->kind());
+    trees->root_handle = st->root_handle;
+    trees->traffic_classes = setup.traffic_classes;
+    trees->queues.clear();
+    trees->queues.resize(d.config.tx_queues);
+  }
+  setup.queue_qdisc = [st](uint32_t index, const QdiscEnv& env) { return build_queue_root(*st, index, env); };
+  return setup;
+}
+
 void Config::validate(const Device& d) const {
   if (!defer_validation_) (void)build(d, QdiscEnv{});
 }
@@ -565,10 +665,24 @@ bool Config::execute(std::span<const std::string> args, std::ostream& out, const
                     " is unknown, try \"txpath tc help\" (known: qdisc, class, link)");
 }
 
+namespace {
+
+// ip's `numtxqueues N`: a number (else ip's argument error, 255) in 1..kMaxTxQueues (else the
+// kernel's refusal, 2).
+uint32_t parse_tx_queues(const std::string& v) {
+  const auto n = parse_u32(v);
+  if (!n) throw TcArgError("argument " + quoted(v) + " is wrong: Invalid \"numtxqueues\" value");
+  if (*n < 1 || *n > kMaxTxQueues)
+    rejected("Invalid number of transmit queues (1.." + std::to_string(kMaxTxQueues) + ").");
+  return *n;
+}
+
+}  // namespace
+
 bool Config::link_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out) {
   DeviceConfig dc;
   bool have_dev = false;
-  std::optional<uint32_t> txqueuelen, mtu;
+  std::optional<uint32_t> txqueuelen, mtu, tx_queues;
   auto number = [](const std::string& v, const char* what) {
     uint64_t n = 0;
     const bool digits = !v.empty() && v.size() <= 10 &&
@@ -587,6 +701,8 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
     } else if (a == "mtu") {
       mtu = number(next_arg(args, i), "mtu");
       if (*mtu < 68 || *mtu > 65535) rejected("mtu " + std::to_string(*mtu) + " is out of range (68..65535)");
+    } else if (a == "numtxqueues") {
+      tx_queues = parse_tx_queues(next_arg(args, i));
     } else if (a == "type") {
       (void)next_arg(args, i);  // dummy, veth ...: every configured device is the same to tc
     } else if (!have_dev && !a.empty() && a[0] != '-') {
@@ -600,7 +716,9 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
   if (matches(cmd, "show") || matches(cmd, "list")) {
     for (const auto& d : devs_) {
       if (have_dev && d.config.name != dc.name) continue;
-      out << d.config.name << ": txqueuelen " << d.config.txqueuelen << " mtu " << d.config.mtu << "\n";
+      out << d.config.name << ": txqueuelen " << d.config.txqueuelen << " mtu " << d.config.mtu;
+      if (d.config.tx_queues != 1) out << " numtxqueues " << d.config.tx_queues;
+      out << "\n";
     }
     if (have_dev && !find(dc.name)) need(dc.name);
     return false;
@@ -610,6 +728,7 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
     if (find(dc.name)) rejected("device " + quoted(dc.name) + " already exists");
     dc.txqueuelen = txqueuelen.value_or(1000);
     dc.mtu = mtu.value_or(1500);
+    dc.tx_queues = tx_queues.value_or(1);
     devs_.emplace_back().config = dc;
     by_name_.emplace(dc.name, std::prev(devs_.end()));
     return true;
@@ -623,6 +742,9 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
   }
   if (cmd == "set" || matches(cmd, "change")) {
     Device& d = need(dc.name);
+    if (tx_queues && *tx_queues != d.config.tx_queues)
+      rejected("the TX queues of a device are fixed when it is added (numtxqueues " +
+               std::to_string(d.config.tx_queues) + "): delete and add it again");
     const DeviceConfig before = d.config;
     if (txqueuelen) d.config.txqueuelen = *txqueuelen;
     if (mtu) d.config.mtu = *mtu;
@@ -676,6 +798,14 @@ struct Config::QdiscEdit {
   bool add_new();
 };
 
+// A qdisc without the kernel's change operation refuses a change with options: mqprio (tc always
+// sends its options; mq has none to send).
+namespace {
+void refuse_changing(std::string_view kind) {
+  if (kind == "mqprio") rejected("Change operation not supported by specified qdisc.");
+}
+}  // namespace
+
 uint32_t Config::QdiscEdit::checked_parent() const {
   if (!t.parent) rejected("a parent is needed: \"root\" or \"parent ID\"");
   const uint32_t parent = *t.parent;
@@ -711,6 +841,14 @@ bool Config::QdiscEdit::del() {
     q = d.qdisc_at(*t.parent);
     if (!q) {
       if (*t.parent == kRoot) rejected("Cannot delete qdisc with handle of zero.");
+      // A TX queue's default child of mq / mqprio: Linux's qdisc with handle 0.
+      const QdiscConfig* owner = d.qdisc(range_first(*t.parent));
+      if (owner && is_multiqueue_kind(owner->kind)) {
+        if (minor_of(*t.parent) == 0 || minor_of(*t.parent) > d.config.tx_queues)
+          rejected("Specified class not found.");
+        if (t.handle && *t.handle != 0) rejected("Invalid handle.");
+        rejected("Cannot delete qdisc with handle of zero.");
+      }
       rejected("Failed to find qdisc with specified classid.");
     }
     if (t.handle && q->handle != *t.handle) rejected("Invalid handle.");
@@ -737,6 +875,7 @@ bool Config::QdiscEdit::change() {
   if (existing->kind == "fq_codel" &&
       std::find(t.options.begin(), t.options.end(), "flows") != t.options.end())
     rejected("fq_codel: the number of flows cannot be changed");
+  refuse_changing(existing->kind);
   existing->options = merge_options(existing->kind, existing->options, t.options);
   cfg.validate(d);
   return true;
@@ -755,6 +894,7 @@ bool Config::QdiscEdit::replace() {
   const uint32_t parent = checked_parent();
   QdiscConfig* cur = d.qdisc_at(parent);
   if (cur && cur->kind == t.kind && (!t.handle || *t.handle == cur->handle)) {
+    refuse_changing(cur->kind);
     cur->options = merge_options(cur->kind, cur->options, t.options);
     cfg.validate(d);
     return true;
@@ -875,9 +1015,12 @@ bool Config::class_command(std::string_view cmd, std::span<const std::string> ar
 std::string Config::serialize() const {
   std::ostringstream s;
   s << "# txpath tc configuration: tc batch syntax (txpath tc -batch), rewritten by `txpath tc`\n";
-  for (const auto& d : devs_)
+  for (const auto& d : devs_) {
     s << "link add dev " << d.config.name << " txqueuelen " << d.config.txqueuelen << " mtu "
-      << d.config.mtu << "\n";
+      << d.config.mtu;
+    if (d.config.tx_queues != 1) s << " numtxqueues " << d.config.tx_queues;  // old files stay
+    s << "\n";
+  }
   for (const auto& d : devs_) {
     // Tree order: a qdisc, its classes, then the qdiscs on its classes — depth first with an
     // explicit stack, never recursion on the input's depth.

@@ -67,6 +67,7 @@ std::string format_handle(uint32_t h) {
   if (h == kRoot) return "root";
   char buf[16];
   if (minor_of(h) == 0) std::snprintf(buf, sizeof buf, "%x:", major_of(h));
+  else if (major_of(h) == 0) std::snprintf(buf, sizeof buf, ":%x", minor_of(h));  // tc's form
   else std::snprintf(buf, sizeof buf, "%x:%x", major_of(h), minor_of(h));
   return buf;
 }

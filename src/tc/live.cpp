@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// LiveStats: the counters of a running TxQueue's qdisc tree, served to `txpath tc -s`.
+// LiveStats: the counters of a running TxQueue's qdisc tree (or of every TX queue of a
+// MultiQueueTx, merged into the device's tree), served to `txpath tc -s`.
 //
 // Each request takes one snapshot inside TxQueue::inspect_qdisc() — the driver-loop owner's
 // context, as Linux dumps qdisc statistics under the root lock — so the qdiscs' xstats need no
@@ -12,10 +13,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "tc/internal.hpp"
 #include "tc/stats_socket.hpp"
+#include "txpath/multiqueue.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
 #include "txpath/txqueue.hpp"
@@ -32,40 +37,63 @@ std::string error_document(const std::string& why) {
   return doc.dump();
 }
 
+// The document of `counters`, or an error document past the size limit.
+std::string finished_document(const TreeCounters& counters) {
+  const std::string doc = stats_document(counters);
+  if (doc.size() > kMaxDocument)
+    return error_document("the counters take " + std::to_string(doc.size()) +
+                          " bytes, more than the limit of " + std::to_string(kMaxDocument));
+  return doc;
+}
+
+std::string timed_out(const std::string& what) {
+  return error_document(what + " did not answer within " + std::to_string(kSnapshotTimeout.count()) +
+                        " ms");
+}
+
+// One queue's counters, copied inside its qdisc's serialised context; false if it did not answer.
+bool queue_counters(TxQueue& txq, const std::vector<TreeNode>& nodes, TreeCounters& out) {
+  // The root's generic counters as the TxQueue sees them (requeue list and a nolock qdisc's
+  // per-thread counts included); read from counters any thread may read, just before.
+  const QdiscStats root = txq.stats().qdisc;
+  // Inside: a copy of the counters only; the JSON is built after the qdisc runs again.
+  return txq.inspect_qdisc([&](const Qdisc&) { out = collect_counters(nodes, root); },
+                           kSnapshotTimeout);
+}
+
 }  // namespace
 
 struct LiveStats::Impl {
-  Impl(const std::string& config_path, const std::string& dev, TxQueue& q,
-       std::shared_ptr<const Tree> t)
-      : txq(q), tree(std::move(t)),
+  Impl(const std::string& config_path, const std::string& dev, std::function<std::string()> take)
+      : snapshot(std::move(take)),
         server(stats_endpoint(config_path, dev, /*create=*/true), [this] { return snapshot(); }) {}
 
-  std::string snapshot() {
-    // The root's generic counters as the TxQueue sees them (requeue list and a nolock qdisc's
-    // per-thread counts included); read from counters any thread may read, just before.
-    const QdiscStats root = txq.stats().qdisc;
-    // Inside: a copy of the counters only; the JSON is built after the qdisc runs again.
-    TreeCounters counters;
-    const bool ok = txq.inspect_qdisc(
-        [&](const Qdisc&) { counters = collect_counters(tree->nodes, root); }, kSnapshotTimeout);
-    if (!ok)
-      return error_document("the queue did not answer within " +
-                            std::to_string(kSnapshotTimeout.count()) + " ms");
-    const std::string doc = stats_document(counters);
-    if (doc.size() > kMaxDocument)
-      return error_document("the counters take " + std::to_string(doc.size()) +
-                            " bytes, more than the limit of " + std::to_string(kMaxDocument));
-    return doc;
-  }
-
-  TxQueue& txq;
-  std::shared_ptr<const Tree> tree;
+  std::function<std::string()> snapshot;  // answers one request
   StatsServer server;  // last: stops serving before the rest goes
 };
 
 LiveStats::LiveStats(const std::string& config_path, const std::string& dev, TxQueue& txq,
                      std::shared_ptr<const Tree> tree)
-    : impl_(std::make_unique<Impl>(config_path, dev, txq, std::move(tree))) {}
+    : impl_(std::make_unique<Impl>(config_path, dev, [&txq, tree = std::move(tree)] {
+        TreeCounters counters;
+        if (!queue_counters(txq, tree->nodes, counters)) return timed_out("the queue");
+        return finished_document(counters);
+      })) {}
+
+// Each TX queue's snapshot in its own serialised context, one after the other: the sum is not one
+// instant's (Linux's mq_dump takes the children's locks one by one as well).
+LiveStats::LiveStats(const std::string& config_path, const std::string& dev, MultiQueueTx& tx,
+                     std::shared_ptr<const QueueTrees> trees)
+    : impl_(std::make_unique<Impl>(config_path, dev, [&tx, trees = std::move(trees)] {
+        std::vector<TreeCounters> queues(tx.num_queues());
+        for (uint32_t i = 0; i < tx.num_queues(); ++i) {
+          static const std::vector<TreeNode> kNone;
+          const auto& nodes = i < trees->queues.size() ? trees->queues[i].nodes : kNone;
+          if (!queue_counters(tx.queue(i), nodes, queues[i]))
+            return timed_out("TX queue " + std::to_string(i));
+        }
+        return finished_document(merge_queue_counters(*trees, queues));
+      })) {}
 
 LiveStats::~LiveStats() = default;
 

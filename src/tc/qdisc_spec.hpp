@@ -46,5 +46,8 @@ std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& options, const QdiscEnv
 std::unique_ptr<Qdisc> make_prio(const QdiscOptions& options, const QdiscEnv& env);
 std::unique_ptr<Qdisc> make_htb(const QdiscOptions& options, const QdiscEnv& env);
 std::unique_ptr<Qdisc> make_fq(const QdiscOptions& options, const QdiscEnv& env);
+// mq and mqprio (src/tc/qdisc_mq.cpp): one child per TX queue of env.tx_queues.
+std::unique_ptr<Qdisc> make_mq(const QdiscOptions& options, const QdiscEnv& env);
+std::unique_ptr<Qdisc> make_mqprio(const QdiscOptions& options, const QdiscEnv& env);
 
 }  // namespace txpath

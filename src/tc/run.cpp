@@ -235,8 +235,8 @@ const char* kUsage =
     "       qdisc show [ dev NAME ]\n"
     "       class { add | change | replace | del } dev NAME parent ID classid ID KIND [ OPTIONS ]\n"
     "       class show dev NAME\n"
-    "       link { add | set | del } dev NAME [ txqueuelen N ] [ mtu N ];  link show [ dev NAME ]\n"
-    "       KIND := { pfifo_fast | pfifo | bfifo | pfifo_head_drop | prio | tbf | fq_codel | htb | fq }\n"
+    "       link { add | set | del } dev NAME [ txqueuelen N ] [ mtu N ] [ numtxqueues N ];  link show [ dev NAME ]\n"
+    "       KIND := { pfifo_fast | pfifo | bfifo | pfifo_head_drop | prio | tbf | fq_codel | htb | fq | mq | mqprio }\n"
     "The configuration file is --config FILE, else $TXPATH_TC, else ./txpath.tc.\n";
 
 }  // namespace

@@ -12,11 +12,16 @@
 // JSON:  [{"kind":"fq_codel","handle":"1:","root":true,"refcnt":2,"options":{...},"bytes":0,...}]
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <map>
 #include <optional>
+#include <span>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "qdisc/mq.hpp"
+#include "tc/internal.hpp"
 #include "tc/tc_units.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
@@ -85,11 +90,20 @@ void add_stats_json(Json& j, const QdiscStats& s, const Xstats& x) {
   for (const auto& [k, v] : x) j[k] = v;  // tc -j puts xstats at the top level
 }
 
-// One text entry: "HEAD OPTIONS \n", then with -s the counters and the xstats lines.
-void print_entry(std::ostream& out, const std::string& head, const std::string& opts,
-                 bool stats, const Counters& c, const std::string& xstats_text) {
-  out << head;
-  if (!opts.empty()) out << opts << " ";
+// Whether tc's printer for `kind` ends its options with a space (iproute2 6.1: tbf, fq_codel
+// and fq do; the fifos, prio and pfifo_fast, htb and mqprio do not).
+bool options_end_with_space(std::string_view kind) {
+  return kind != "pfifo" && kind != "bfifo" && kind != "pfifo_head_drop" && kind != "prio" &&
+         kind != "pfifo_fast" && kind != "htb" && kind != "mqprio";
+}
+
+// One text entry: "HEAD OPTIONS\n" (a space after the options where tc prints one), then with -s
+// the counters and the xstats lines.
+void print_entry(std::ostream& out, const std::string& head, std::string_view kind,
+                 const std::string& opts, bool stats, const Counters& c,
+                 const std::string& xstats_text) {
+  out << head << opts;
+  if (!opts.empty() && options_end_with_space(kind)) out << " ";
   out << "\n";
   if (stats) {
     print_stats_text(out, c.stats);
@@ -153,7 +167,45 @@ void emit_json(std::ostream& out, const Json& arr, bool pretty) {
   out << (pretty ? arr.dump(4) : arr.dump()) << "\n";
 }
 
+// Linux's qdisc hash (dev->qdisc_hash, 16 buckets, hash_32 of the handle): `tc qdisc show`
+// lists the root, then every other qdisc bucket by bucket, the newest first in each bucket.
+unsigned hash_bucket(uint32_t handle) noexcept { return (handle * 0x61C88647u) >> 28; }
+
+// The nodes in the order Linux lists them. Below an mq / mqprio root that is the hash order, with
+// `age(node)` giving each qdisc's creation order (larger: newer); other trees keep their tree
+// order (their qdiscs were made in it).
+template <class Age>
+std::vector<const TreeNode*> listing_order(const Tree& tree, Age&& age) {
+  std::vector<const TreeNode*> out;
+  for (const TreeNode& n : tree.nodes) out.push_back(&n);
+  if (out.size() < 2 || !dynamic_cast<const MqQdisc*>(tree.nodes[0].qdisc)) return out;
+  std::stable_sort(out.begin() + 1, out.end(), [&](const TreeNode* a, const TreeNode* b) {
+    const unsigned ba = hash_bucket(a->handle), bb = hash_bucket(b->handle);
+    if (ba != bb) return ba < bb;
+    return age(*a) > age(*b);
+  });
+  return out;
+}
+
+// The root's reference count as tc prints it ("refcnt N" when not 1): the device holds a root
+// once and every TX queue once more, but mq and mqprio are held by the device alone.
+std::optional<uint32_t> root_refcnt(const Qdisc& root, uint32_t tx_queues) {
+  if (dynamic_cast<const MqQdisc*>(&root)) return std::nullopt;
+  return tx_queues + 1;
+}
+
 }  // namespace
+
+std::string qdisc_key(uint32_t handle, uint32_t parent) {
+  // mq's default children all have handle 0: their parent tells them apart.
+  if (handle != 0 || parent == kRoot) return format_handle(handle);
+  return format_handle(handle) + "@" + format_handle(parent);
+}
+
+QdiscStats shown_stats(const Qdisc& q) {
+  if (const auto* mq = dynamic_cast<const MqQdisc*>(&q)) return mq->children_stats();
+  return q.stats();
+}
 
 void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOptions& show) const {
   Json arr = Json::array();
@@ -162,10 +214,19 @@ void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOption
     const Tree tree = build(d, QdiscEnv{});
     const std::optional<Json> doc = live_document(show, d.config.name);
     std::size_t not_live = 0;
-    for (const TreeNode& n : tree.nodes) {
+    // A qdisc's age: its configuration's sequence number; a default child of mq (handle 0) was
+    // made with mq, the one of the highest queue last.
+    const auto age = [&](const TreeNode& n) -> std::pair<uint64_t, uint32_t> {
+      const auto it = d.qdiscs.find(n.handle != 0 ? n.handle : (n.parent & 0xFFFF0000u));
+      return {it == d.qdiscs.end() ? 0 : it->second.seq + 1, n.handle == 0 ? minor_of(n.parent) : 0};
+    };
+    const std::optional<uint32_t> refcnt = root_refcnt(*tree.root, d.config.tx_queues);
+    for (const TreeNode* node : listing_order(tree, age)) {
+      const TreeNode& n = *node;
       const Qdisc& q = *n.qdisc;
       const std::string handle = format_handle(n.handle);
-      const Counters c = shown_counters(doc, "qdiscs", handle, {q.stats(), q.xstats()}, not_live);
+      const Counters c = shown_counters(doc, "qdiscs", qdisc_key(n.handle, n.parent),
+                                        {shown_stats(q), q.xstats()}, not_live);
       if (show.json) {
         Json j;
         j["kind"] = std::string(q.kind());
@@ -173,14 +234,16 @@ void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOption
         if (!only) j["dev"] = d.config.name;
         if (n.parent == kRoot) j["root"] = true;
         else j["parent"] = format_handle(n.parent);
-        if (n.parent == kRoot) j["refcnt"] = 2;
+        if (n.parent == kRoot && refcnt) j["refcnt"] = *refcnt;
         push_json(arr, std::move(j), q.options_json(), c, show);
         continue;
       }
       std::string head = "qdisc " + std::string(q.kind()) + " " + handle + " ";
       if (!only) head += "dev " + d.config.name + " ";
-      head += n.parent == kRoot ? std::string("root refcnt 2 ") : "parent " + format_handle(n.parent) + " ";
-      print_entry(out, head, q.options(), show.stats, c, show.stats ? q.format_xstats(c.xstats) : "");
+      head += n.parent == kRoot ? std::string("root ") : "parent " + format_handle(n.parent) + " ";
+      if (n.parent == kRoot && refcnt) head += "refcnt " + std::to_string(*refcnt) + " ";
+      print_entry(out, head, q.kind(), q.options(), show.stats, c,
+                  show.stats ? q.format_xstats(c.xstats) : "");
     }
     note_not_live(show, d.config.name, not_live);
   }
@@ -203,7 +266,7 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
       const uint32_t parent = major | info.parent_minor;
       std::optional<uint32_t> leaf;
       for (const TreeNode& child : tree.nodes)
-        if (child.parent == classid) leaf = child.handle;
+        if (child.parent == classid && child.handle != 0) leaf = child.handle;  // tc: "leaf" if not 0
       const Counters c = shown_counters(
           doc, "classes", id, {ops->class_stats(info.minor), ops->class_xstats(info.minor)}, not_live);
       if (show.json) {
@@ -211,15 +274,16 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
         j["class"] = std::string(q.kind());
         j["handle"] = id;
         if (info.print_root) j["root"] = true;
-        else j["parent"] = format_handle(parent);
+        else j["parent"] = info.parent_none ? std::string("none") : format_handle(parent);
         if (leaf) j["leaf"] = format_handle(*leaf);
         push_json(arr, std::move(j), ops->class_options_json(info.minor), c, show);
         continue;
       }
       std::string head = "class " + std::string(q.kind()) + " " + id + " ";
-      head += info.print_root ? std::string("root ") : "parent " + format_handle(parent) + " ";
+      head += info.print_root ? std::string("root ")
+                              : "parent " + (info.parent_none ? std::string("none") : format_handle(parent)) + " ";
       if (leaf) head += "leaf " + format_handle(*leaf) + " ";
-      print_entry(out, head, ops->class_options(info.minor), show.stats, c,
+      print_entry(out, head, "class " + std::string(q.kind()), ops->class_options(info.minor), show.stats, c,
                   show.stats ? ops->format_class_xstats(c.xstats) : "");
     }
   }
@@ -234,14 +298,54 @@ TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
   TreeCounters out;
   for (const TreeNode& n : nodes) {
     const Qdisc& q = *n.qdisc;
-    const QdiscStats s = n.parent == kRoot && root ? *root : q.stats();
-    out.entries.push_back({n.handle, false, s, q.xstats()});
+    const QdiscStats s = &n == &nodes.front() && root ? *root : shown_stats(q);
+    out.entries.push_back({n.handle, n.parent, false, s, q.xstats()});
     const uint32_t major = n.handle & 0xFFFF0000u;
     if (const ClassOps* ops = q.class_ops())
       for (const QdiscClassInfo& info : ops->classes())
-        out.entries.push_back(
-            {major | info.minor, true, ops->class_stats(info.minor), ops->class_xstats(info.minor)});
+        out.entries.push_back({major | info.minor, kRoot, true, ops->class_stats(info.minor),
+                               ops->class_xstats(info.minor)});
   }
+  return out;
+}
+
+TreeCounters merge_queue_counters(const QueueTrees& trees, std::span<const TreeCounters> queues) {
+  TreeCounters out;
+  std::map<std::pair<bool, std::string>, std::size_t> index;  // (is_class, key) -> entry
+  const auto add = [&](const TreeCounters::Entry& e) {
+    const std::string key = e.is_class ? format_handle(e.handle) : qdisc_key(e.handle, e.parent);
+    const auto [it, fresh] = index.emplace(std::make_pair(e.is_class, key), out.entries.size());
+    if (fresh) {
+      out.entries.push_back(e);
+      return;
+    }
+    TreeCounters::Entry& into = out.entries[it->second];
+    add_counts(into.stats, e.stats);
+    if (into.xstats.size() == e.xstats.size())
+      for (std::size_t k = 0; k < e.xstats.size(); ++k) into.xstats[k].second += e.xstats[k].second;
+  };
+  if (is_multiqueue_kind(trees.root_kind)) {
+    // Queue i's first entry is its top qdisc, mq's child at class root:i+1 (Linux's mq_dump and
+    // mq_dump_class_stats read the same numbers).
+    std::vector<QdiscStats> top(queues.size());
+    TreeCounters::Entry root{trees.root_handle, kRoot, false, {}, {}};
+    for (std::size_t i = 0; i < queues.size(); ++i) {
+      if (!queues[i].entries.empty()) top[i] = queues[i].entries.front().stats;
+      add_counts(root.stats, top[i]);
+    }
+    add(root);
+    const TrafficClasses& tcs = trees.traffic_classes;
+    for (uint32_t t = 0; t < tcs.num_tc && t < tcs.tc_queues.size(); ++t) {
+      TreeCounters::Entry c{trees.root_handle | (MqQdisc::kTcClassBase + t), kRoot, true, {}, {}};
+      const TrafficClasses::Range& r = tcs.tc_queues[t];
+      for (uint32_t q = r.offset; q < r.offset + r.count && q < top.size(); ++q) add_counts(c.stats, top[q]);
+      add(c);
+    }
+    for (std::size_t i = 0; i < top.size(); ++i)
+      add({trees.root_handle | static_cast<uint32_t>(i + 1), kRoot, true, top[i], {}});
+  }
+  for (const TreeCounters& q : queues)
+    for (const TreeCounters::Entry& e : q.entries) add(e);
   return out;
 }
 
@@ -255,7 +359,8 @@ std::string stats_document(const TreeCounters& counters) {
     Json xs = Json::array();  // [name, value] pairs: keeps tc's order and repeated names
     for (const auto& [k, v] : e.xstats) xs.push_back(Json::array({k, v}));
     j["xstats"] = std::move(xs);
-    doc[e.is_class ? "classes" : "qdiscs"][format_handle(e.handle)] = std::move(j);
+    doc[e.is_class ? "classes" : "qdiscs"][e.is_class ? format_handle(e.handle) : qdisc_key(e.handle, e.parent)] =
+        std::move(j);
   }
   return doc.dump();
 }
