@@ -456,3 +456,39 @@ TEST(BenchQueues, XpsSpreadsPinnedSendersOverTheQueues) {
 
 }  // namespace
 }  // namespace txpath
+
+// A tc configuration whose device has several TX queues (an mq root with a graft): the bench
+// runs on that many queues with mq's children, conserves on each, and refuses another count.
+namespace txpath {
+
+TEST(BenchQueues, AnMqTcConfigurationRunsOnItsQueues) {
+  const std::string path = ::testing::TempDir() + "bench_mq_" + std::to_string(::getpid()) + ".tc";
+  {
+    std::ofstream f(path);
+    f << "link add dev m0 numtxqueues 2\n"
+         "qdisc add dev m0 root handle 1: mq\n"
+         "qdisc add dev m0 parent 1:2 handle 20: pfifo limit 50\n";
+  }
+  BenchConfig cfg;
+  cfg.device = "null";
+  cfg.tc_config = path;
+  cfg.strategies = {"busylock", "llist"};
+  cfg.threads = {2};
+  cfg.duration_s = 0.05;
+  cfg.repeat = 1;
+  const BenchConfig resolved = resolve_bench_config(cfg);
+  EXPECT_EQ(resolved.queues, std::vector<uint32_t>{2});
+  EXPECT_EQ(resolved.qdisc.rfind("mq (tc config", 0), 0u) << resolved.qdisc;
+  for (const BenchPoint& p : run_bench(cfg)) {
+    SCOPED_TRACE(p.strategy);
+    EXPECT_EQ(p.queues, 2u);
+    EXPECT_TRUE(p.conserved);
+    ASSERT_EQ(p.per_queue.size(), 2u);
+    EXPECT_GT(p.per_queue[0].sent + p.per_queue[1].sent, 0u);
+  }
+  cfg.queues = {1};
+  EXPECT_THROW(resolve_bench_config(cfg), ConfigError);
+  std::remove(path.c_str());
+}
+
+}  // namespace txpath

@@ -31,6 +31,8 @@
 #include "tc/internal.hpp"
 #include "tc/stats_socket.hpp"
 #include "txpath/device.hpp"
+#include "txpath/multiqueue.hpp"
+#include "txpath/netdev.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/txqueue.hpp"
@@ -110,6 +112,48 @@ TEST_F(TcLive, ARunningProcessIsShownWithoutANote) {
   EXPECT_NE(out_.str().find(" Sent 1000 bytes 10 pkt"), std::string::npos) << out_.str();
   EXPECT_EQ(err_.str(), "");
   TearDownQueue();
+}
+
+// A multi-queue device with an mq root and a graft: each TX queue's child shows its own live
+// counters, mq's root their sum, and each mq class its queue's.
+TEST_F(TcLive, AnMqRootSumsItsQueuesWhileTheyRun) {
+  ASSERT_EQ(tc("link add dev d0 numtxqueues 4"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: mq"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 parent 1:2 handle 20: pfifo limit 100"), 0);
+  auto device = make_net_device("null:queues=4");
+  auto trees = std::make_shared<QueueTrees>();
+  const Config::MultiQueueSetup setup = Config::load(path_).multiqueue("d0", trees);
+  ASSERT_EQ(setup.tx_queues, 4u);
+  MultiQueueConfig mc;
+  mc.queue.strategy = "busylock";
+  mc.queue_qdisc = setup.queue_qdisc;
+  auto tx = MultiQueueTx::create(*device, mc);
+  auto live = std::make_unique<LiveStats>(path_, "d0", *tx, trees);
+  Pool pool(PoolConfig{});
+  const int per_queue[4] = {1, 2, 3, 4};  // packets of 100 bytes sent on queue q
+  for (uint32_t q = 0; q < 4; ++q) {
+    for (int i = 0; i < per_queue[q]; ++i) {
+      Packet* p = pool.get();
+      ASSERT_NE(p, nullptr);
+      p->len = 100;
+      p->tx_queue = q;
+      tx->send(p);
+    }
+  }
+  ASSERT_TRUE(tx->drain(30s));
+  ASSERT_EQ(tc("-s qdisc show dev d0"), 0);
+  const std::string out = out_.str();
+  EXPECT_NE(out.find("qdisc mq 1: root \n Sent 1000 bytes 10 pkt"), std::string::npos) << out;
+  EXPECT_NE(out.find("qdisc pfifo 20: parent 1:2 limit 100p\n Sent 200 bytes 2 pkt"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("parent 1:4 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n Sent 400 bytes 4 pkt"),
+            std::string::npos) << out;
+  EXPECT_EQ(err_.str(), "");
+  ASSERT_EQ(tc("-s class show dev d0"), 0);
+  EXPECT_NE(out_.str().find("class mq 1:3 root \n Sent 300 bytes 3 pkt"), std::string::npos)
+      << out_.str();
+  live.reset();
+  tx.reset();
 }
 
 // A snapshot the queue did not answer in time (no service thread, nobody sends) is not shown as

@@ -633,16 +633,51 @@ Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, i
   return r;
 }
 
+// The per-queue trees of cfg.tc_config's device when it has `queues` TX queues (an mq or
+// mqprio root, or a tree each queue runs a copy of): sets the device's traffic classes and
+// returns mq's child factory, its nodes left in *trees. Empty when there is no tc configuration,
+// or when its device has another queue count (then every queue runs a copy of its root tree:
+// queue_config()'s root_qdisc).
+std::function<std::unique_ptr<Qdisc>(uint32_t, const QdiscEnv&)> tc_queue_trees(
+    const BenchConfig& cfg, NetDevice& device, const std::shared_ptr<tc::QueueTrees>& trees) {
+  if (cfg.tc_config.empty()) return {};
+  tc::Config::MultiQueueSetup setup = tc::Config::load(cfg.tc_config).multiqueue(cfg.tc_dev, trees);
+  if (setup.tx_queues != device.num_tx_queues()) return {};
+  if (setup.traffic_classes.num_tc > 0) device.set_traffic_classes(setup.traffic_classes);
+  return std::move(setup.queue_qdisc);
+}
+
+// tc -s reads a multi-queue run's counters (each queue's tree, mq's sums) while it runs; see
+// serve_live_stats() for why it may not.
+std::unique_ptr<tc::LiveStats> serve_live_stats(const BenchConfig& cfg, MultiQueueTx& tx,
+                                                const std::shared_ptr<tc::QueueTrees>& trees,
+                                                std::string& note) {
+  try {
+    return std::make_unique<tc::LiveStats>(cfg.tc_config, cfg.tc_dev, tx, trees);
+  } catch (const ConfigError& e) {
+    note = e.what();
+    return nullptr;
+  }
+}
+
 // Several TX queues: the device built with queues=N, its XPS map set from cfg.xps, and a
-// MultiQueueTx with the run's strategy, lock and qdisc on every queue.
+// MultiQueueTx with the run's strategy, lock and qdisc on every queue (or cfg.tc_config's
+// per-queue trees: mq's children).
 Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, int threads,
                          uint32_t queues, Delivery& delivery) {
   Pool pool(pool_config(cfg, threads, queues));
   auto device = make_net_device(spec_with_queues(cfg.device, queues));  // after the pool, as above
   apply_xps(*device, cfg);
-  const MultiQueueConfig mq_cfg{.queue = queue_config(cfg, strategy, std::make_shared<tc::Tree>()),
-                                .queue_qdisc = {}};
+  auto trees = std::make_shared<tc::QueueTrees>();
+  MultiQueueConfig mq_cfg{.queue = queue_config(cfg, strategy, std::make_shared<tc::Tree>()),
+                          .queue_qdisc = tc_queue_trees(cfg, *device, trees)};
+  const bool per_queue_trees = static_cast<bool>(mq_cfg.queue_qdisc);
   auto tx = MultiQueueTx::create(*device, mq_cfg);
+  std::string live_note;
+  std::unique_ptr<tc::LiveStats> live;
+  if (per_queue_trees && tx->queue(0).qdisc()) live = serve_live_stats(cfg, *tx, trees, live_note);
+  if (!cfg.tc_config.empty() && !per_queue_trees)
+    live_note = "the tc device has another TX queue count than this run";
   const auto frames = sender_frames(frames_for(device->tx_queue(0), cfg.payload), threads, true);
 
   delivery.reset();
@@ -652,9 +687,9 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
 
   const bool drained = tx->drain(std::chrono::seconds(10));
   Run r = summarize_run(tx->queue(0).lock_kind(), drained, tx->queue_stats(), senders, w);
-  // tc -s reads one TxQueue's tree; a run on several serves none.
-  if (!cfg.tc_config.empty()) r.live_note = "a run on several TX queues serves none";
+  r.live_note = std::move(live_note);
   delivery.check(r.sent, r);
+  live.reset();
   tx.reset();
   for (uint32_t q = 0; q < queues && r.output_error.empty(); ++q)
     r.output_error = bench_detail::finish_output(device->tx_queue(q));
@@ -891,8 +926,17 @@ void resolve_tc_config(BenchConfig& cfg) {
                         " devices: name one with --tc-dev");
     cfg.tc_dev = devs[0].name;
   }
+  // A device with several TX queues in the file runs on that many (mq's children, one each).
+  const uint32_t tc_queues = tcc.device(cfg.tc_dev) ? tcc.device(cfg.tc_dev)->tx_queues : 1;
+  if (tc_queues > 1) {
+    if (cfg.queues.empty()) cfg.queues = {tc_queues};
+    if (cfg.queues != std::vector<uint32_t>{tc_queues})
+      throw ConfigError("tc device " + txpath::quoted(cfg.tc_dev) + " has " + std::to_string(tc_queues) +
+                        " TX queues: run it with --queues " + std::to_string(tc_queues));
+  }
   const tc::Tree tree = tcc.build(cfg.tc_dev, QdiscEnv{.txqueuelen = cfg.txqueuelen});
-  cfg.qdisc = std::string(tree.root->kind()) + " " + tree.root->options() + " (tc config " +
+  const std::string options = tree.root->options();
+  cfg.qdisc = std::string(tree.root->kind()) + (options.empty() ? "" : " " + options) + " (tc config " +
               txpath::quoted(cfg.tc_config) + ", dev " + txpath::quoted(cfg.tc_dev) + ")";
 }
 
