@@ -216,11 +216,7 @@ class OrderedQueue final : public Device {
     tx_packets_.add(1);
     tx_bytes_.add(p->len);
     pending_.push_back(p);
-    if (!more) {
-      doorbells_.add(1);
-      completed_.add(pending_.size());
-      free_packets(std::move(pending_));
-    }
+    if (!more) ring_and_complete(pending_);
     return XmitResult::ok;
   }
 

@@ -419,11 +419,7 @@ class GateDevice : public Device {
     seqs_.push_back(info ? info->sender * 1000 + info->seq : ~0ull);  // under tx_lock
     tx_packets_.add(1);
     pending_.push_back(p);
-    if (!more) {
-      doorbells_.add(1);
-      completed_.add(pending_.size());
-      free_packets(std::move(pending_));
-    }
+    if (!more) ring_and_complete(pending_);
     return XmitResult::ok;
   }
 

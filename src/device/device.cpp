@@ -16,6 +16,7 @@
 #include "txpath/device.hpp"
 
 #include "txpath/error.hpp"
+#include "txpath/pool.hpp"
 
 namespace txpath {
 
@@ -86,6 +87,14 @@ void Device::bql_completed(uint64_t packets, uint64_t bytes, uint64_t now_ns) no
   // Wake only if the driver does not hold the queue as well (netif_schedule_queue() checks
   // netif_xmit_stopped()); otherwise its wake_queue() will notify.
   if (prev == kStackXoff) notify_wake();
+}
+
+void Device::ring_and_complete(PacketList& batch) noexcept {
+  if (batch.empty()) return;
+  doorbells_.add(1);
+  const uint64_t n = batch.size();
+  free_packets(std::move(batch));
+  completed_.add(n);
 }
 
 void Device::enable_bql(const Dql::Config& config) {

@@ -17,13 +17,7 @@ XmitResult NullDevice::xmit(Packet* p, bool more) noexcept {
   tx_packets_.add(1);
   tx_bytes_.add(p->len);
   pending_.push_back(p);
-  if (!more) {
-    // The doorbell: everything announced completes at once.
-    doorbells_.add(1);
-    const uint64_t n = pending_.size();
-    free_packets(std::move(pending_));
-    completed_.add(n);
-  }
+  if (!more) ring_and_complete(pending_);  // the doorbell: everything announced completes
   return XmitResult::ok;
 }
 

@@ -15,17 +15,6 @@ root_cleanup() {
   "$bin" testbed down "${names[@]}" >/dev/null 2>&1
 }
 
-bad() {
-  local err rc lines
-  err=$("$bin" "$@" 2>&1 >/dev/null)
-  rc=$?
-  lines=$(printf '%s' "$err" | grep -c '')
-  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ]; then
-    echo "FAIL: txpath $* -> exit $rc, $lines stderr line(s): $err"
-    fail=1
-  fi
-  printf '%s\n' "$err"
-}
 
 # Spec errors need no privilege.
 bad bench --device afpacket: --threads 1 >/dev/null

@@ -24,27 +24,19 @@ root_cleanup() {
 }
 fail_with() { echo "FAIL: $*"; fail=1; }
 
-# exactly one stderr line, exit 2; the line is left in $err.
-bad() {
-  local rc lines
-  err=$("$bin" "$@" 2>&1 >/dev/null)
-  rc=$?
-  lines=$(printf '%s' "$err" | grep -c '')
-  [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] || fail_with "txpath $* -> exit $rc, $lines stderr line(s): $err"
-}
 
 # Validation: no root needed.
-bad testbed up "${veth_names[@]}" --queues 0
-bad testbed up "${veth_names[@]}" --queues 257
-bad testbed up "${veth_names[@]}" --queues x
-bad testbed up --kind nosuch --host-if "$ifb"
-bad testbed show --kind nosuch
-bad testbed up "${ifb_names[@]}" --peer-if "$peer_if"
+bad testbed up "${veth_names[@]}" --queues 0 >/dev/null
+bad testbed up "${veth_names[@]}" --queues 257 >/dev/null
+bad testbed up "${veth_names[@]}" --queues x >/dev/null
+bad testbed up --kind nosuch --host-if "$ifb" >/dev/null
+bad testbed show --kind nosuch >/dev/null
+err=$(bad testbed up "${ifb_names[@]}" --peer-if "$peer_if")
 [ "$err" = "txpath: error: --peer-if is for --kind veth: an ifb testbed has no peer interface or netns" ] ||
   fail_with "ifb with --peer-if said: $err"
-bad testbed up "${ifb_names[@]}" --netns "$netns"
-bad testbed down "${ifb_names[@]}" --netns "$netns"
-bad testbed up "${ifb_names[@]}" --host-addr "10.87.$x.1/24" --peer-addr "10.86.$x.2/24"
+bad testbed up "${ifb_names[@]}" --netns "$netns" >/dev/null
+bad testbed down "${ifb_names[@]}" --netns "$netns" >/dev/null
+err=$(bad testbed up "${ifb_names[@]}" --host-addr "10.87.$x.1/24" --peer-addr "10.86.$x.2/24")
 printf '%s' "$err" | grep -q "target address 10.86.$x.2 is not a host address in the subnet" ||
   fail_with "ifb target outside the subnet said: $err"
 "$bin" testbed up --help | grep -q -- "--queues" || fail_with "testbed up --help lacks --queues"
@@ -68,7 +60,7 @@ ip -n "$netns" -d link show dev "$peer_if" | grep -q "numtxqueues 3 numrxqueues 
 
 # ifb: a user's interface with the chosen name is refused and left alone.
 ip link add "$ifb" type ifb || exit 1
-bad testbed up "${ifb_names[@]}" "${ifb_addrs[@]}"
+err=$(bad testbed up "${ifb_names[@]}" "${ifb_addrs[@]}")
 [ "$err" = "txpath: error: testbed: interface \"$ifb\" exists and was not made by txpath testbed: choose another name with --host-if" ] ||
   fail_with "user's ifb message: $err"
 out=$("$bin" testbed down "${ifb_names[@]}")

@@ -19,16 +19,6 @@ root_cleanup() {
   rm -f "/run/txpath/testbed/$host_if"
 }
 
-bad() {
-  local err rc lines
-  err=$("$bin" "$@" 2>&1 >/dev/null)
-  rc=$?
-  lines=$(printf '%s' "$err" | grep -c '')
-  if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ]; then
-    echo "FAIL: txpath $* -> exit $rc, $lines stderr line(s): $err"
-    fail=1
-  fi
-}
 
 # Validation: no root needed.
 bad testbed

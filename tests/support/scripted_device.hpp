@@ -65,12 +65,7 @@ class ScriptedDevice : public Device {
   }
 
  private:
-  void flush() {
-    if (pending_.empty()) return;
-    doorbells_.add(1);
-    completed_.add(pending_.size());
-    free_packets(std::move(pending_));
-  }
+  void flush() { ring_and_complete(pending_); }
 
   uint64_t calls_ = 0;
   std::optional<uint64_t> busy_at_;

@@ -29,7 +29,8 @@ needs_root() {
 }
 
 # bad ARGS...: `txpath ARGS` (the binary in $bin) must fail as bad usage: exit 2 and exactly one
-# line on stderr.
+# line on stderr, which is printed on stdout (out=$(bad ...) to look at it; a failure found in
+# such a subshell is printed, and the caller's check of $out fails with it).
 bad() {
   local err rc lines
   err=$("$bin" "$@" 2>&1 >/dev/null)
@@ -39,4 +40,5 @@ bad() {
     echo "FAIL: txpath $* -> exit $rc, $lines stderr line(s): $err"
     fail=1
   fi
+  printf '%s\n' "$err"
 }
