@@ -488,6 +488,25 @@ TEST(BenchQueues, AnMqTcConfigurationRunsOnItsQueues) {
   }
   cfg.queues = {1};
   EXPECT_THROW(resolve_bench_config(cfg), ConfigError);
+  // An XPS map in the file replaces the bench's: every CPU on queue 1, queue 0 idle.
+  {
+    std::ofstream f(path, std::ios::app);
+    f << "link set dev m0 txqueue 1 xps_cpus " << std::hex << ((1u << std::min(sysconf(_SC_NPROCESSORS_CONF), 31L)) - 1) << "\n";
+  }
+  cfg.queues.clear();
+  for (const BenchPoint& p : run_bench(cfg)) {
+    SCOPED_TRACE(p.strategy);
+    ASSERT_EQ(p.per_queue.size(), 2u);
+    EXPECT_EQ(p.per_queue[0].submitted, 0u);
+    EXPECT_GT(p.per_queue[1].sent, 0u);
+  }
+  {
+    std::ofstream f(path, std::ios::app);
+    f << "link set dev m0 txqueue 0 xps_cpus 1";
+    for (int w = 0; w < 127; ++w) f << ",0";  // CPU 4064
+    f << "\n";
+  }
+  EXPECT_THROW(resolve_bench_config(cfg), ConfigError);  // CPU 4064: not on this machine
   std::remove(path.c_str());
 }
 

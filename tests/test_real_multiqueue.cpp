@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cpu_mask.hpp"
 #include "device/afpacket_device.hpp"
 #include "device/afxdp_device.hpp"
 #include "device/netif.hpp"
@@ -169,13 +170,19 @@ TEST(UdpMultiQueue, EachQueueSendsOnItsOwnConnectedSocket) {
 
 TEST(RealMultiQueueSpecs, XpsCpuMasksReadAsTheKernelWritesThem) {
   using V = std::vector<unsigned>;
-  EXPECT_EQ(netif::parse_cpu_mask("0"), V{});
-  EXPECT_EQ(netif::parse_cpu_mask("5"), (V{0, 2}));
-  EXPECT_EQ(netif::parse_cpu_mask("00000000,80000003"), (V{0, 1, 31}));
-  EXPECT_EQ(netif::parse_cpu_mask("1,00000000"), V{32});
-  EXPECT_EQ(netif::parse_cpu_mask("ff,0,1"), (V{0, 64, 65, 66, 67, 68, 69, 70, 71}));
+  EXPECT_EQ(parse_cpu_mask("0"), V{});
+  EXPECT_EQ(parse_cpu_mask("5"), (V{0, 2}));
+  EXPECT_EQ(parse_cpu_mask("00000000,80000003"), (V{0, 1, 31}));
+  EXPECT_EQ(parse_cpu_mask("1,00000000"), V{32});
+  EXPECT_EQ(parse_cpu_mask("ff,0,1"), (V{0, 64, 65, 66, 67, 68, 69, 70, 71}));
   for (const char* bad : {"", "x", "1,,2", ",1", "1,", "100000000"})
-    EXPECT_EQ(netif::parse_cpu_mask(bad), V{}) << bad;
+    EXPECT_EQ(parse_cpu_mask(bad), std::nullopt) << bad;
+  // Written back as the kernel would read it.
+  EXPECT_EQ(format_cpu_mask(V{}), "0");
+  EXPECT_EQ(format_cpu_mask(V{0, 2}), "5");
+  EXPECT_EQ(format_cpu_mask(V{0, 1, 31}), "80000003");
+  EXPECT_EQ(format_cpu_mask(V{32}), "1,00000000");
+  for (const V& v : {V{3}, V{0, 64, 70}, V{4095}}) EXPECT_EQ(parse_cpu_mask(format_cpu_mask(v)), v);
 }
 
 // --- on a veth pair with 4 TX and 4 RX queues (root) -----------------------------------------

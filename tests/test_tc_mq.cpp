@@ -88,6 +88,36 @@ TEST(TcMqLink, RefusesQueueCountsOutOfRange) {
   EXPECT_EQ(cfg.device("x")->tx_queues, 4096u);
 }
 
+// XPS in the file: `link set dev D txqueue Q xps_cpus MASK` (sysfs's hex mask), kept per queue,
+// written back after the device's line, shown by link show, handed to the bench by multiqueue().
+TEST(TcMqLink, XpsCpusArePerQueueAndWrittenBack) {
+  Config cfg = with_queues(4);
+  exec(cfg, "link set dev eth0 txqueue 1 xps_cpus 3");
+  exec(cfg, "link set dev eth0 txqueue 3 xps_cpus 1,00000000");
+  using V = std::vector<unsigned>;
+  const auto& xps = cfg.device("eth0")->xps_cpus;
+  ASSERT_EQ(xps.size(), 4u);
+  EXPECT_EQ(xps[1], (V{0, 1}));
+  EXPECT_EQ(xps[3], V{32});
+  EXPECT_TRUE(xps[0].empty());
+  const std::string text = cfg.serialize();
+  EXPECT_NE(text.find("numtxqueues 4\nlink set dev eth0 txqueue 1 xps_cpus 3\n"
+                      "link set dev eth0 txqueue 3 xps_cpus 1,00000000\n"), std::string::npos) << text;
+  EXPECT_EQ(Config::parse(text).serialize(), text);
+  EXPECT_EQ(exec(cfg, "link show dev eth0"),
+            "eth0: txqueuelen 32 mtu 1500 numtxqueues 4\n    tx-1 xps_cpus 3\n"
+            "    tx-3 xps_cpus 1,00000000\n");
+  EXPECT_EQ(cfg.multiqueue("eth0", nullptr).xps_cpus, xps);
+  exec(cfg, "link set dev eth0 txqueue 1 xps_cpus 0");  // cleared
+  EXPECT_EQ(cfg.serialize().find("txqueue 1"), std::string::npos);
+  std::string what;
+  EXPECT_EQ(status_of(cfg, "link set dev eth0 txqueue 4 xps_cpus 1", &what), 2);
+  EXPECT_NE(what.find("no TX queue 4"), std::string::npos) << what;
+  EXPECT_EQ(status_of(cfg, "link set dev eth0 txqueue 0 xps_cpus 1g"), 255);
+  EXPECT_EQ(status_of(cfg, "link set dev eth0 xps_cpus 1"), 255);
+  EXPECT_EQ(status_of(cfg, "link set dev eth0 txqueue 0"), 255);
+}
+
 TEST(TcMq, DefaultRootOfAMultiQueueDeviceIsMqZero) {
   Config cfg = with_queues(4);
   EXPECT_EQ(exec(cfg, "qdisc show dev eth0"),

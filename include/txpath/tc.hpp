@@ -92,6 +92,10 @@ struct DeviceConfig {
   // TX queues (ip link add ... numtxqueues N): 1..kMaxTxQueues, fixed once the device exists. A
   // device with more than one has mq as its default root (as Linux gives a multi-queue device).
   uint32_t tx_queues = 1;
+  // XPS (/sys/class/net/DEV/queues/tx-Q/xps_cpus): element q lists the CPUs that send on TX
+  // queue q (`link set dev DEV txqueue Q xps_cpus MASK`, MASK in sysfs's hex form; "0" clears);
+  // empty, or shorter than tx_queues: no map for the rest. Applied by the bench to its device.
+  std::vector<std::vector<unsigned>> xps_cpus;
 };
 
 // A qdisc of a device's tree as configured: what tc was told, tokens as given (after `change`,
@@ -205,6 +209,7 @@ class Config {
     uint32_t tx_queues = 1;
     TrafficClasses traffic_classes;  // mqprio's mapping; num_tc 0 for mq or one queue
     std::function<std::unique_ptr<Qdisc>(uint32_t index, const QdiscEnv&)> queue_qdisc;
+    std::vector<std::vector<unsigned>> xps_cpus;  // DeviceConfig::xps_cpus of the device
   };
   MultiQueueSetup multiqueue(std::string_view dev, std::shared_ptr<QueueTrees> trees) const;
 

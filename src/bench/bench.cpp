@@ -633,6 +633,15 @@ Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, i
   return r;
 }
 
+// The XPS map of a tc configuration's device (`link set dev D txqueue Q xps_cpus MASK`), when it
+// has one: it replaces the bench's own (--xps). Throws ConfigError for a CPU the machine lacks.
+void apply_tc_xps(NetDevice& device, const std::vector<std::vector<unsigned>>& xps) {
+  const bool any = std::any_of(xps.begin(), xps.end(), [](const auto& cpus) { return !cpus.empty(); });
+  if (!any) return;
+  device.clear_xps();
+  for (uint32_t q = 0; q < xps.size() && q < device.num_tx_queues(); ++q) device.set_xps_cpus(q, xps[q]);
+}
+
 // The per-queue trees of cfg.tc_config's device when it has `queues` TX queues (an mq or
 // mqprio root, or a tree each queue runs a copy of): sets the device's traffic classes and
 // returns mq's child factory, its nodes left in *trees. Empty when there is no tc configuration,
@@ -644,6 +653,7 @@ std::function<std::unique_ptr<Qdisc>(uint32_t, const QdiscEnv&)> tc_queue_trees(
   tc::Config::MultiQueueSetup setup = tc::Config::load(cfg.tc_config).multiqueue(cfg.tc_dev, trees);
   if (setup.tx_queues != device.num_tx_queues()) return {};
   if (setup.traffic_classes.num_tc > 0) device.set_traffic_classes(setup.traffic_classes);
+  apply_tc_xps(device, setup.xps_cpus);
   return std::move(setup.queue_qdisc);
 }
 
@@ -934,6 +944,8 @@ void resolve_tc_config(BenchConfig& cfg) {
       throw ConfigError("tc device " + txpath::quoted(cfg.tc_dev) + " has " + std::to_string(tc_queues) +
                         " TX queues: run it with --queues " + std::to_string(tc_queues));
   }
+  if (tc_queues > 1)  // its XPS map names CPUs this machine has
+    apply_tc_xps(*make_net_device("null:queues=" + std::to_string(tc_queues)), tcc.device(cfg.tc_dev)->xps_cpus);
   const tc::Tree tree = tcc.build(cfg.tc_dev, QdiscEnv{.txqueuelen = cfg.txqueuelen});
   const std::string options = tree.root->options();
   cfg.qdisc = std::string(tree.root->kind()) + (options.empty() ? "" : " " + options) + " (tc config " +

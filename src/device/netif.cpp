@@ -57,27 +57,6 @@ void check_ifname(std::string_view spec, const std::string& ifname) {
   }
 }
 
-std::vector<unsigned> parse_cpu_mask(std::string_view mask) {
-  std::vector<uint32_t> words;  // most significant first, as written
-  for (std::size_t begin = 0;;) {
-    const std::size_t comma = mask.find(',', begin);
-    const std::size_t end = comma == std::string_view::npos ? mask.size() : comma;
-    uint32_t word = 0;
-    const auto r = std::from_chars(mask.data() + begin, mask.data() + end, word, 16);
-    if (begin == end || r.ec != std::errc() || r.ptr != mask.data() + end) return {};
-    words.push_back(word);
-    if (comma == std::string_view::npos) break;
-    begin = comma + 1;
-  }
-  std::vector<unsigned> cpus;
-  for (std::size_t w = 0; w < words.size(); ++w) {  // w: the word for CPUs 32w .. 32w + 31
-    const uint32_t word = words[words.size() - 1 - w];
-    for (unsigned b = 0; b < 32; ++b)
-      if (word >> b & 1u) cpus.push_back(static_cast<unsigned>(w * 32 + b));
-  }
-  return cpus;
-}
-
 void address_frames(FrameSpec& spec, const Interface& ifc, const std::string& ifname) {
   spec.src_mac = ifc.mac;
   if (auto tb = find_testbed(ifname)) {

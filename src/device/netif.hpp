@@ -54,11 +54,6 @@ Interface lookup(std::string_view spec, const std::string& ifname);
 // up on it, the peer's MAC and both IPv4 addresses (Device::address_frames).
 void address_frames(FrameSpec& spec, const Interface& ifc, const std::string& ifname);
 
-// A sysfs CPU mask ("00000000,0000000f": 32-bit hex words, most significant first, as in
-// /sys/class/net/IF/queues/tx-N/xps_cpus) as the CPUs it names, ascending; empty for an empty
-// or malformed mask.
-std::vector<unsigned> parse_cpu_mask(std::string_view mask);
-
 // Checks an interface name: 1..15 bytes, no '/', ':' or whitespace (the kernel's dev_valid_name).
 void check_ifname(std::string_view spec, const std::string& ifname);
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cpu_mask.hpp"
 #include "device/afpacket_device.hpp"
 #include "device/afxdp_device.hpp"
 #include "device/netif.hpp"
@@ -51,7 +52,7 @@ std::vector<std::vector<unsigned>> kernel_tx_queue_cpus(std::string_view ifname)
     std::ifstream in(queues_dir + std::to_string(q) + "/xps_cpus");
     std::string mask;  // unreadable or missing (a single-queue device): no map
     if (!in || !std::getline(in, mask)) continue;
-    for (const unsigned c : netif::parse_cpu_mask(mask)) {
+    for (const unsigned c : parse_cpu_mask(mask).value_or(std::vector<unsigned>{})) {
       if (c >= cpus) continue;
       ++maps[c];
       queue_of[c] = q;

@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/cpu_mask.hpp"
 #include "qdisc/mq.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "txpath/error.hpp"
@@ -626,6 +627,7 @@ Config::MultiQueueSetup Config::multiqueue(std::string_view dev, std::shared_ptr
   st->trees = trees;
   MultiQueueSetup setup;
   setup.tx_queues = d.config.tx_queues;
+  setup.xps_cpus = d.config.xps_cpus;
   if (mq) setup.traffic_classes = mq->mapping();
   if (trees) {
     trees->root_kind = std::string(probe.root->kind());
@@ -667,6 +669,23 @@ bool Config::execute(std::span<const std::string> args, std::ostream& out, const
 
 namespace {
 
+// `xps_cpus MASK`: sysfs's hex CPU mask (base/cpu_mask.hpp); a malformed one is a bad argument.
+std::vector<unsigned> parse_xps_mask(const std::string& v) {
+  auto cpus = parse_cpu_mask(v);
+  if (!cpus) throw TcArgError("argument " + quoted(v) + " is wrong: Invalid \"xps_cpus\" mask (hex words, as in sysfs)");
+  return std::move(*cpus);
+}
+
+// `link set dev D txqueue Q xps_cpus MASK`: both or neither, Q one of the device's TX queues.
+void set_xps(DeviceConfig& d, std::optional<uint32_t> txqueue, const std::optional<std::vector<unsigned>>& cpus) {
+  if (!txqueue || !cpus) throw TcArgError("xps_cpus needs txqueue Q, and txqueue needs xps_cpus MASK");
+  if (*txqueue >= d.tx_queues)
+    rejected("device " + quoted(d.name) + " has no TX queue " + std::to_string(*txqueue) + " (numtxqueues " +
+             std::to_string(d.tx_queues) + ")");
+  if (d.xps_cpus.size() < d.tx_queues) d.xps_cpus.resize(d.tx_queues);
+  d.xps_cpus[*txqueue] = *cpus;
+}
+
 // ip's `numtxqueues N`: a number (else ip's argument error, 255) in 1..kMaxTxQueues (else the
 // kernel's refusal, 2).
 uint32_t parse_tx_queues(const std::string& v) {
@@ -682,7 +701,8 @@ uint32_t parse_tx_queues(const std::string& v) {
 bool Config::link_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out) {
   DeviceConfig dc;
   bool have_dev = false;
-  std::optional<uint32_t> txqueuelen, mtu, tx_queues;
+  std::optional<uint32_t> txqueuelen, mtu, tx_queues, txqueue;
+  std::optional<std::vector<unsigned>> xps;
   auto number = [](const std::string& v, const char* what) {
     uint64_t n = 0;
     const bool digits = !v.empty() && v.size() <= 10 &&
@@ -703,6 +723,10 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
       if (*mtu < 68 || *mtu > 65535) rejected("mtu " + std::to_string(*mtu) + " is out of range (68..65535)");
     } else if (a == "numtxqueues") {
       tx_queues = parse_tx_queues(next_arg(args, i));
+    } else if (a == "txqueue") {
+      txqueue = number(next_arg(args, i), "txqueue");
+    } else if (a == "xps_cpus") {
+      xps = parse_xps_mask(next_arg(args, i));
     } else if (a == "type") {
       (void)next_arg(args, i);  // dummy, veth ...: every configured device is the same to tc
     } else if (!have_dev && !a.empty() && a[0] != '-') {
@@ -719,6 +743,9 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
       out << d.config.name << ": txqueuelen " << d.config.txqueuelen << " mtu " << d.config.mtu;
       if (d.config.tx_queues != 1) out << " numtxqueues " << d.config.tx_queues;
       out << "\n";
+      for (std::size_t q = 0; q < d.config.xps_cpus.size(); ++q)
+        if (!d.config.xps_cpus[q].empty())
+          out << "    tx-" << q << " xps_cpus " << format_cpu_mask(d.config.xps_cpus[q]) << "\n";
     }
     if (have_dev && !find(dc.name)) need(dc.name);
     return false;
@@ -746,6 +773,7 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
       rejected("the TX queues of a device are fixed when it is added (numtxqueues " +
                std::to_string(d.config.tx_queues) + "): delete and add it again");
     const DeviceConfig before = d.config;
+    if (xps || txqueue) set_xps(d.config, txqueue, xps);
     if (txqueuelen) d.config.txqueuelen = *txqueuelen;
     if (mtu) d.config.mtu = *mtu;
     try {
@@ -1020,6 +1048,11 @@ std::string Config::serialize() const {
       << d.config.mtu;
     if (d.config.tx_queues != 1) s << " numtxqueues " << d.config.tx_queues;  // old files stay
     s << "\n";
+    for (std::size_t q = 0; q < d.config.xps_cpus.size(); ++q) {
+      if (d.config.xps_cpus[q].empty()) continue;
+      s << "link set dev " << d.config.name << " txqueue " << q << " xps_cpus "
+        << format_cpu_mask(d.config.xps_cpus[q]) << "\n";
+    }
   }
   for (const auto& d : devs_) {
     // Tree order: a qdisc, its classes, then the qdiscs on its classes — depth first with an
