@@ -44,8 +44,11 @@ def queue_scaling(txpath, device, repeat, duration):
 
 
 def best_vs_kernel(txpath, device, threads, queues, repeat, duration):
+    """Prints the best txpath row against the kernel row per thread count; returns
+    {threads: (kernel row, best row)}."""
     res = bench(txpath, ["--device", device, "--threads", ",".join(map(str, threads)),
                          "--queues", str(queues)], repeat, duration)
+    rows_by_threads = {}
     for t in threads:
         rows = [r for r in res if r["threads"] == t]
         kern = next(r for r in rows if r["strategy"] == "kernel")
@@ -58,6 +61,8 @@ def best_vs_kernel(txpath, device, threads, queues, repeat, duration):
                   kern["mpps"], best["cpu_ns_per_pkt"], best["cpu_ns_per_pkt"] / kern["cpu_ns_per_pkt"],
                   kern["cpu_ns_per_pkt"],
                   100.0 * best["dropped"] / max(1, best["submitted"]), lost))
+        rows_by_threads[t] = (kern, best)
+    return rows_by_threads
 
 
 def main():
@@ -77,16 +82,26 @@ def main():
     subprocess.run([a.txpath, "testbed", "up", "--kind", "ifb", "--queues", str(cores)], check=True,
                    stdout=subprocess.DEVNULL)
     try:
-        best_vs_kernel(a.txpath, "afpacket:txpifb0", [1, 2, 8], cores, a.repeat, a.duration)
+        ifb = best_vs_kernel(a.txpath, "afpacket:txpifb0", [1, 2, 8], cores, a.repeat, a.duration)
     finally:
         subprocess.run([a.txpath, "testbed", "down", "--kind", "ifb"], stdout=subprocess.DEVNULL)
     print("3. veth testbed, --queues %d" % cores)
     subprocess.run([a.txpath, "testbed", "up", "--queues", str(cores)], check=True,
                    stdout=subprocess.DEVNULL)
     try:
-        best_vs_kernel(a.txpath, "afpacket:txp0", [2, 8], cores, a.repeat, a.duration)
+        veth = best_vs_kernel(a.txpath, "afpacket:txp0", [2, 8], cores, a.repeat, a.duration)
     finally:
         subprocess.run([a.txpath, "testbed", "down"], stdout=subprocess.DEVNULL)
+    # The veth receive path's cost per frame: the same row's CPU per packet on veth (transmit +
+    # the peer's receive, run in the sender's softirq) less on the ifb (transmit alone).
+    print("4. the veth receive path (CPU per packet on veth minus on the ifb, same row)")
+    for t in sorted(set(ifb) & set(veth)):
+        (ki, bi), (kv, bv) = ifb[t], veth[t]
+        print("  %d senders: kernel row %.0f ns (%.0f on veth, %.0f on ifb); best txpath row "
+              "(%s on veth) %.0f ns more than %s on the ifb" % (
+                  t, kv["cpu_ns_per_pkt"] - ki["cpu_ns_per_pkt"], kv["cpu_ns_per_pkt"],
+                  ki["cpu_ns_per_pkt"], bv["strategy"], bv["cpu_ns_per_pkt"] - bi["cpu_ns_per_pkt"],
+                  bi["strategy"]))
     return 0
 
 
