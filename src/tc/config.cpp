@@ -669,6 +669,15 @@ bool Config::execute(std::span<const std::string> args, std::ostream& out, const
 
 namespace {
 
+// `link show`'s lines for one device.
+void show_link(const DeviceConfig& d, std::ostream& out) {
+  out << d.name << ": txqueuelen " << d.txqueuelen << " mtu " << d.mtu;
+  if (d.tx_queues != 1) out << " numtxqueues " << d.tx_queues;
+  out << "\n";
+  for (std::size_t q = 0; q < d.xps_cpus.size(); ++q)
+    if (!d.xps_cpus[q].empty()) out << "    tx-" << q << " xps_cpus " << format_cpu_mask(d.xps_cpus[q]) << "\n";
+}
+
 // `xps_cpus MASK`: sysfs's hex CPU mask (base/cpu_mask.hpp); a malformed one is a bad argument.
 std::vector<unsigned> parse_xps_mask(const std::string& v) {
   auto cpus = parse_cpu_mask(v);
@@ -740,12 +749,7 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
   if (matches(cmd, "show") || matches(cmd, "list")) {
     for (const auto& d : devs_) {
       if (have_dev && d.config.name != dc.name) continue;
-      out << d.config.name << ": txqueuelen " << d.config.txqueuelen << " mtu " << d.config.mtu;
-      if (d.config.tx_queues != 1) out << " numtxqueues " << d.config.tx_queues;
-      out << "\n";
-      for (std::size_t q = 0; q < d.config.xps_cpus.size(); ++q)
-        if (!d.config.xps_cpus[q].empty())
-          out << "    tx-" << q << " xps_cpus " << format_cpu_mask(d.config.xps_cpus[q]) << "\n";
+      show_link(d.config, out);
     }
     if (have_dev && !find(dc.name)) need(dc.name);
     return false;
