@@ -669,6 +669,16 @@ bool Config::execute(std::span<const std::string> args, std::ostream& out, const
 
 namespace {
 
+// A decimal number of a link option (txqueuelen, mtu, txqueue): up to 32 bits, else a parse error.
+uint32_t link_number(const std::string& v, const char* what) {
+  uint64_t n = 0;
+  const bool digits = !v.empty() && v.size() <= 10 &&
+                      std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  for (char c : digits ? v : std::string()) n = n * 10 + static_cast<uint64_t>(c - '0');
+  if (!digits || n > 0xFFFFFFFFull) throw ConfigError(std::string("invalid ") + what + " " + quoted(v));
+  return static_cast<uint32_t>(n);
+}
+
 // `link show`'s lines for one device.
 void show_link(const DeviceConfig& d, std::ostream& out) {
   out << d.name << ": txqueuelen " << d.txqueuelen << " mtu " << d.mtu;
@@ -712,14 +722,7 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
   bool have_dev = false;
   std::optional<uint32_t> txqueuelen, mtu, tx_queues, txqueue;
   std::optional<std::vector<unsigned>> xps;
-  auto number = [](const std::string& v, const char* what) {
-    uint64_t n = 0;
-    const bool digits = !v.empty() && v.size() <= 10 &&
-                        std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-    for (char c : digits ? v : std::string()) n = n * 10 + static_cast<uint64_t>(c - '0');
-    if (!digits || n > 0xFFFFFFFFull) throw ConfigError(std::string("invalid ") + what + " " + quoted(v));
-    return static_cast<uint32_t>(n);
-  };
+  const auto number = link_number;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "dev" || a == "name") {
