@@ -165,6 +165,17 @@ std::string prio_chain(int depth) {
 }
 
 // Issue 12 item 9: 20,000 nested qdiscs overflowed the stack (recursion in Config::build).
+// An empty word ("" in a line, found by fuzz_tc_config) is refused: it could not be written back,
+// so the file would not read back to itself.
+TEST(TcFileText, AnEmptyWordIsRefused) {
+  int status = 0;
+  const std::string what = parse_error(
+      "link add dev eth0\nqdisc add dev eth0 root handle 1: htb \"\" \"\" limit 100\n", status);
+  EXPECT_EQ(status, 255) << what;
+  EXPECT_NE(what.find("an empty word"), std::string::npos) << what;
+  EXPECT_TRUE(one_line(what)) << what;
+}
+
 TEST(TcFileText, NestingIsCappedAndNeverRecursedOn) {
   int status = 0;
   std::string what = parse_error(prio_chain(20000), status);

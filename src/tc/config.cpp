@@ -146,6 +146,8 @@ std::vector<std::string> merge_options(std::string_view kind, const std::vector<
 
 // Tokens go into the configuration file one per word: refuse what would not read back.
 void check_token(const std::string& t) {
+  // An empty word ("" in a batch line) could not be written back: the file would lose it.
+  if (t.empty()) throw TcArgError("argument \"\" is wrong: an empty word is not an option");
   for (char c : t) {
     const auto u = static_cast<unsigned char>(c);
     if (u <= ' ' || u == 0x7f || c == '#' || c == '"' || c == '\\')
