@@ -67,10 +67,9 @@ NetDevice::NetDevice(std::vector<std::unique_ptr<Device>> queues, std::string sp
   impl_ = std::make_unique<Impl>(num_tx_queues(), cpus_);
 }
 
-NetDevice::~NetDevice() {
-  // The queues first (they may return ring packets holding flow slots), then the slots.
-  queues_.clear();
-}
+// Members go in reverse order: the queues first (they may return ring packets holding flow
+// slots), then impl_ with the slots (declared first for that, see netdev.hpp).
+NetDevice::~NetDevice() = default;
 
 void NetDevice::set_xps_cpus(uint32_t queue, std::span<const unsigned> cpus) {
   if (queue >= num_tx_queues())

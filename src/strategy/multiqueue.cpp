@@ -5,6 +5,7 @@
 // thread), so queues share nothing but the NetDevice's flow slots and XPS map.
 #include "txpath/multiqueue.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -22,13 +23,7 @@ void add_stats(TxQueueStats& a, const TxQueueStats& b) noexcept {
   a.batches += b.batches;
   a.lock_waits += b.lock_waits;
   a.lock_wait_ns += b.lock_wait_ns;
-  a.qdisc.bytes += b.qdisc.bytes;
-  a.qdisc.packets += b.qdisc.packets;
-  a.qdisc.drops += b.qdisc.drops;
-  a.qdisc.overlimits += b.qdisc.overlimits;
-  a.qdisc.requeues += b.qdisc.requeues;
-  a.qdisc.backlog += b.qdisc.backlog;
-  a.qdisc.qlen += b.qdisc.qlen;
+  add_counts(a.qdisc, b.qdisc);
   a.device.tx_packets += b.device.tx_packets;
   a.device.tx_bytes += b.device.tx_bytes;
   a.device.doorbells += b.device.doorbells;
@@ -64,14 +59,21 @@ SendStatus MultiQueueTx::send(Packet* p) noexcept {
   return queues_[device_.pick_tx_queue(*p)]->send(p);
 }
 
+namespace {
+
+// What is left of a timeout shared by the queues, one after the other (never negative).
+std::chrono::milliseconds left_until(std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::milliseconds(0));
+}
+
+}  // namespace
+
 bool MultiQueueTx::drain(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   bool all = true;
-  for (auto& q : queues_) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    all = q->drain(std::max(left, std::chrono::milliseconds(0))) && all;
-  }
+  for (auto& q : queues_) all = q->drain(left_until(deadline)) && all;
   return all;
 }
 
@@ -98,9 +100,7 @@ std::optional<TxQueueStats> MultiQueueTx::consistent_stats(std::chrono::millisec
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   TxQueueStats sum;
   for (auto& q : queues_) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    const auto one = q->consistent_stats(std::max(left, std::chrono::milliseconds(0)));
+    const auto one = q->consistent_stats(left_until(deadline));
     if (!one) return std::nullopt;
     add_stats(sum, *one);
   }
