@@ -135,16 +135,18 @@ void NicDevice::ring_doorbell() noexcept {
   const uint64_t now_ps = (std::max(now_ns(), epoch_ns_) - epoch_ns_) * 1000;
   // The wire serialises frames: each starts when both it is visible and the previous is done
   // (the previous of any ring on the same wire: the batch's time is reserved in one step).
-  const auto frame_ps = [this](const Slot& s) {
-    const uint32_t wire_bytes = std::max(s.pkt->len, kMinFrame) + kWireOverhead;
-    return static_cast<uint64_t>(std::llround(wire_bytes * ps_per_byte_));
-  };
+  // First pass: each frame's wire time (kept in done_ns until the second pass) and the sum.
   uint64_t batch_ps = 0;
-  for (uint64_t i = visible_; i != tail_; ++i) batch_ps += frame_ps(ring_[i & mask_]);
+  for (uint64_t i = visible_; i != tail_; ++i) {
+    Slot& s = ring_[i & mask_];
+    const uint32_t wire_bytes = std::max(s.pkt->len, kMinFrame) + kWireOverhead;
+    s.done_ns = static_cast<uint64_t>(std::llround(wire_bytes * ps_per_byte_));
+    batch_ps += s.done_ns;
+  }
   uint64_t t = wire_->reserve(now_ps, batch_ps);
   for (; visible_ != tail_; ++visible_) {
     Slot& s = ring_[visible_ & mask_];
-    t += frame_ps(s);
+    t += s.done_ns;
     s.done_ns = epoch_ns_ + (t + 999) / 1000;  // round up: never complete early
   }
   doorbells_.add(1);
