@@ -18,6 +18,8 @@ class Pool;
 // Packet::tx_queue when the application chose no queue.
 inline constexpr uint32_t kAnyTxQueue = UINT32_MAX;
 
+// Layout: what every send and every free touch comes first, within the first 64 bytes; the
+// fields only fq reads (tstamp_ns, pacing_rate) come last.
 struct Packet {
   Packet* next = nullptr;       // link for whichever list currently owns the packet
   std::byte* data = nullptr;    // start of the frame (Ethernet header first); memory owned by `pool`
@@ -26,21 +28,23 @@ struct Packet {
   uint32_t priority = 0;        // skb->priority: the low 4 bits index a priomap
   uint32_t flow_hash = 0;       // for flow-aware qdiscs
   uint64_t enqueue_ns = 0;      // steady-clock time stamped by TxQueue::send()
-  uint64_t tstamp_ns = 0;       // skb->tstamp: earliest departure time (EDT), steady-clock ns
-                                // (the env clock of time-based qdiscs); 0 = none (fq)
-  uint64_t pacing_rate = 0;     // sk->sk_pacing_rate of the sending flow, bytes/s; 0 = unpaced (fq)
   Pool* pool = nullptr;         // where the buffer returns when the packet is freed
-  // The TX queue the application chose for this packet on a device with several (explicit
-  // choice: it wins over XPS and the flow hash, see txpath/netdev.hpp); kAnyTxQueue: none.
-  uint32_t tx_queue = UINT32_MAX;
   // Set by NetDevice::pick_tx_queue(): the in-flight count of this packet's flow slot, which
   // free_packets() decrements (the ooo_okay rule). Nobody else writes it.
   std::atomic<uint64_t>* flow_in_flight = nullptr;
+  // The TX queue the application chose for this packet on a device with several (explicit
+  // choice: it wins over XPS and the flow hash, see txpath/netdev.hpp); kAnyTxQueue: none.
+  uint32_t tx_queue = UINT32_MAX;
+  uint64_t tstamp_ns = 0;       // skb->tstamp: earliest departure time (EDT), steady-clock ns
+                                // (the env clock of time-based qdiscs); 0 = none (fq)
+  uint64_t pacing_rate = 0;     // sk->sk_pacing_rate of the sending flow, bytes/s; 0 = unpaced (fq)
 
   std::span<std::byte> frame() noexcept { return {data, len}; }
   std::span<const std::byte> frame() const noexcept { return {data, len}; }
   std::span<std::byte> buffer() noexcept { return {data, capacity}; }
 };
+static_assert(offsetof(Packet, tx_queue) + sizeof(uint32_t) <= 64,
+              "the fields of every send and free stay in the packet's first cache line");
 
 // A FIFO of packets linked through Packet::next, with O(1) push, pop, splice and a running byte
 // count. Not thread-safe: whoever owns the list owns its packets.
