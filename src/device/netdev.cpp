@@ -186,15 +186,16 @@ uint32_t NetDevice::pick_tx_queue(Packet& p, unsigned cpu) noexcept {
 uint32_t NetDevice::choose_queue(const Packet& p, unsigned cpu) const noexcept {
   QueuePick pick{.num_queues = num_tx_queues(), .flow_hash = p.flow_hash};
   if (impl_->num_tc.load(std::memory_order_relaxed) > 0) {  // see Impl::num_tc
-    const uint8_t tc = impl_->prio_tc[p.priority & 15].load(std::memory_order_relaxed);
-    const uint32_t w = impl_->tc_range[tc & 15].load(std::memory_order_relaxed);
+    const uint8_t tc = impl_->prio_tc[p.priority & 15].load(std::memory_order_relaxed);  // ditto
+    const uint32_t w = impl_->tc_range[tc & 15].load(std::memory_order_relaxed);          // ditto
     pick.class_offset = w >> 16;
     pick.class_count = w & 0xffff;
   }
   std::array<uint64_t, kMaxTxQueues / 64> map;  // the CPU's XPS words, read once
   if (cpu < cpus_ && impl_->xps_any.load(std::memory_order_relaxed)) {  // see Impl::xps_any
     const std::atomic<uint64_t>* words = impl_->cpu_words(cpu);
-    for (uint32_t i = 0; i < impl_->words; ++i) map[i] = words[i].load(std::memory_order_relaxed);
+    for (uint32_t i = 0; i < impl_->words; ++i)
+      map[i] = words[i].load(std::memory_order_relaxed);  // see Impl::xps: old or new map, both valid
     pick.xps_mask = std::span<const uint64_t>(map.data(), impl_->words);
   }
   return txpath::pick_tx_queue(pick);
@@ -203,7 +204,7 @@ uint32_t NetDevice::choose_queue(const Packet& p, unsigned cpu) const noexcept {
 uint64_t NetDevice::flows_in_flight() const noexcept {
   uint64_t sum = 0;
   for (uint32_t i = 0; i < kFlowSlots; ++i)
-    sum += impl_->slots[i].word.load(std::memory_order_relaxed) & kCountMask;
+    sum += impl_->slots[i].word.load(std::memory_order_relaxed) & kCountMask;  // a test's reading, at rest
   return sum;
 }
 
