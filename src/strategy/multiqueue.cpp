@@ -41,7 +41,8 @@ std::unique_ptr<MultiQueueTx> MultiQueueTx::create(NetDevice& device,
   for (uint32_t i = 0; i < device.num_tx_queues(); ++i) {
     TxQueueConfig qc = config.queue;
     if (config.queue_qdisc) {
-      qc.root_qdisc = [&config, i](const QdiscEnv& env) { return config.queue_qdisc(i, env); };
+      // By value: the queue may keep its config, and `config` is the caller's.
+      qc.root_qdisc = [make = config.queue_qdisc, i](const QdiscEnv& env) { return make(i, env); };
     }
     queues.push_back(TxQueue::create(device.tx_queue(i), qc));  // qc.root_qdisc runs in here
   }
