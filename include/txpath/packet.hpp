@@ -27,7 +27,9 @@ struct Packet {
   uint32_t capacity = 0;        // usable bytes at `data`
   uint32_t priority = 0;        // skb->priority: the low 4 bits index a priomap
   uint32_t flow_hash = 0;       // for flow-aware qdiscs
-  uint64_t enqueue_ns = 0;      // steady-clock time stamped by TxQueue::send()
+  uint64_t enqueue_ns = 0;      // the qdisc's own time stamp: a qdisc that needs one (fq_codel's
+                                // sojourn time, fq's time_to_send) sets it in enqueue(); send()
+                                // leaves it alone (a clock read per packet that pfifo_fast never uses)
   Pool* pool = nullptr;         // where the buffer returns when the packet is freed
   // Set by NetDevice::pick_tx_queue(): the in-flight count of this packet's flow slot, which
   // free_packets() decrements (the ooo_okay rule). Nobody else writes it.

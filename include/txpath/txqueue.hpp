@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +77,18 @@ class TxQueue {
 
   // Hands a packet to the transmit path. Ownership passes to the queue unless too_big.
   virtual SendStatus send(Packet* p) noexcept = 0;
+
+  // Hands a burst to the transmit path with one serialisation (the role of DPDK's
+  // rte_eth_tx_burst() or a batch on AF_XDP's TX ring): the packets enter the queue in order and
+  // the driver loop hands them to the device with `more` set until the last one it dequeues, so
+  // a burst on an idle queue costs one lock round and one doorbell. status[i] receives
+  // packets[i]'s verdict, with send()'s meanings; only the first min(packets.size(),
+  // status.size()) packets are looked at (the rest stay with the caller, untouched). A too_big
+  // packet stays with the caller; every other passes to the queue. Returns the number accepted
+  // (everything but too_big). Thread-safe, as send(); per-sender order holds across send() and
+  // send_burst() calls.
+  virtual std::size_t send_burst(std::span<Packet* const> packets,
+                                 std::span<SendStatus> status) noexcept = 0;
 
   // Waits, without sending anything, until every accepted packet has been sent or dropped and
   // the device has completed it. Returns false on timeout. Senders should have stopped.

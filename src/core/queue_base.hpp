@@ -34,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -107,6 +108,36 @@ class QueueBase : public TxQueue, private Scheduler::Client {
     if (p->len > device_.max_frame_len()) return false;
     submitted_.add(1);
     return true;
+  }
+  // A burst sent one packet at a time through send(): what a strategy without a burst path of its
+  // own does (each packet is serialised on its own; the verdicts are send()'s).
+  std::size_t send_each(std::span<Packet* const> packets, std::span<SendStatus> status) noexcept {
+    const std::size_t n = std::min(packets.size(), status.size());
+    std::size_t accepted = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      status[i] = send(packets[i]);
+      accepted += status[i] != SendStatus::too_big;
+    }
+    return accepted;
+  }
+  // The same for a burst (send_burst): every packet that fits goes onto `batch`, in order, with
+  // status `queued` until the owner's verdict replaces it; a frame too long gets `too_big` and
+  // stays with the caller. One `submitted` update for the whole burst. Returns the count admitted.
+  std::size_t admit_burst(std::span<Packet* const> packets, std::span<SendStatus> status,
+                          PacketList& batch) noexcept {
+    const std::size_t n = std::min(packets.size(), status.size());
+    const uint32_t max_len = device_.max_frame_len();
+    for (std::size_t i = 0; i < n; ++i) {
+      Packet* p = packets[i];
+      if (p->len > max_len) {
+        status[i] = SendStatus::too_big;
+        continue;
+      }
+      status[i] = SendStatus::queued;
+      batch.push_back(p);
+    }
+    if (!batch.empty()) submitted_.add(batch.size());
+    return batch.size();
   }
 
   // qdisc_run_begin()/qdisc_run_end() for strategies that serialise under a root lock.

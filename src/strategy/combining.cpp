@@ -57,7 +57,6 @@
 // (served by another combiner, or waited for the role), plus H-Synch global-lock waits. `runs`
 // counts driver-loop runs (at most one per batch). `--lock` picks the H-Synch global lock (unused
 // on one NUMA node).
-#include "base/clock.hpp"
 #include "strategy/factories.hpp"
 #include "strategy/serialize.hpp"
 #include "sync/ccsynch.hpp"
@@ -72,9 +71,14 @@ class CombiningQueue : public SerializedQueue {
   CombiningQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
       : SerializedQueue(device, std::move(qdisc), config, "combining", Lock::kName), section_() {}
 
+  // TODO(burst): one hand-off for the whole burst.
+  std::size_t send_burst(std::span<Packet* const> packets,
+                         std::span<SendStatus> status) noexcept override {
+    return send_each(packets, status);
+  }
+
   SendStatus send(Packet* p) noexcept override {
     if (!admit(p)) return SendStatus::too_big;
-    p->enqueue_ns = now_ns();
     PacketList to_free;
     Verdict v = Verdict::success;
     section_.execute(

@@ -101,7 +101,6 @@
 #include <thread>
 #include <vector>
 
-#include "base/clock.hpp"
 #include "strategy/ck_ring_shim.h"
 #include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
@@ -180,9 +179,14 @@ class DrainerQueue : public LockedQueue<Lock> {
   // Called by the factory once the object is complete.
   void start_drainer() { drainer_ = std::thread([this] { drainer_main(); }); }
 
+  // TODO(burst): one hand-off for the whole burst.
+  std::size_t send_burst(std::span<Packet* const> packets,
+                         std::span<SendStatus> status) noexcept override {
+    return this->send_each(packets, status);
+  }
+
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
-    p->enqueue_ns = now_ns();
     SenderRing* const* cached = RingCache::find(id_);
     SenderRing* r = cached ? *cached : attach_caller();
     if (!r) return this->drop_unqueued(p);  // no ring could be allocated: the only drop here

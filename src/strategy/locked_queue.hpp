@@ -20,7 +20,6 @@
 #include <memory>
 #include <string_view>
 
-#include "base/clock.hpp"
 #include "strategy/serialize.hpp"
 #include "sync/counting_lock.hpp"
 #include "sync/locks.hpp"
@@ -36,13 +35,25 @@ class LockedQueue : public SerializedQueue {
 
   SendStatus send(Packet* p) noexcept override {
     if (!admit(p)) return SendStatus::too_big;
-    p->enqueue_ns = now_ns();
     PacketList batch, to_free;
     batch.push_back(p);
     root_.lock();
     const Verdict v = serialize(loop_lock(), batch, to_free);
     root_.unlock();
     return leave(to_free, v);
+  }
+
+  // The burst: one root-lock round for all of it (strategy/serialize.hpp, steps 2-5).
+  std::size_t send_burst(std::span<Packet* const> packets,
+                         std::span<SendStatus> status) noexcept override {
+    PacketList batch, to_free;
+    const std::size_t accepted = admit_burst(packets, status, batch);
+    if (accepted == 0) return 0;
+    root_.lock();
+    serialize(loop_lock(), batch, to_free, NoOwnerHook{}, BurstVerdicts(status));
+    root_.unlock();
+    free_packets(std::move(to_free));
+    return accepted;
   }
 
  protected:

@@ -57,7 +57,6 @@
 // report the rings' producer-lock contention.
 #include <memory>
 
-#include "base/clock.hpp"
 #include "qdisc/fifo_nolock.hpp"
 #include "strategy/factories.hpp"
 #include "strategy/serialize.hpp"
@@ -72,9 +71,14 @@ class NolockQueue : public SerializedQueue {
   NolockQueue(Device& device, std::unique_ptr<NolockFifoQdisc> qdisc, const TxQueueConfig& config)
       : SerializedQueue(device, std::move(qdisc), config, "nolock", "-") {}
 
+  // TODO(burst): one hand-off for the whole burst.
+  std::size_t send_burst(std::span<Packet* const> packets,
+                         std::span<SendStatus> status) noexcept override {
+    return send_each(packets, status);
+  }
+
   SendStatus send(Packet* p) noexcept override {
     if (!admit(p)) return SendStatus::too_big;
-    p->enqueue_ns = now_ns();
     NolockFifoQdisc& q = lq();
     PacketList to_free;
 

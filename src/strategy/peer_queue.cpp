@@ -42,7 +42,6 @@ void PeerQueue::shutdown() noexcept {
 SendStatus PeerQueue::send(Packet* p) noexcept {
   if (p->len > device_.max_frame_len()) return SendStatus::too_big;
   submitted_.add(1);
-  p->enqueue_ns = now_ns();
   if (push(p)) return SendStatus::queued;
   dropped_.add(1);
   PacketList victim;

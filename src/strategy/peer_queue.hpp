@@ -11,6 +11,7 @@
 // seen the queue and pending_ empty after reading that number).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -32,6 +33,17 @@ class PeerQueue : public TxQueue {
   ~PeerQueue() override;
 
   SendStatus send(Packet* p) noexcept override;
+  // TODO(burst): one multi-producer push for the whole burst.
+  std::size_t send_burst(std::span<Packet* const> packets,
+                         std::span<SendStatus> status) noexcept override {
+    const std::size_t n = std::min(packets.size(), status.size());
+    std::size_t accepted = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      status[i] = send(packets[i]);
+      accepted += status[i] != SendStatus::too_big;
+    }
+    return accepted;
+  }
   bool drain(std::chrono::milliseconds timeout) override;
   bool service() noexcept override { return false; }  // the drainer does all the work
   TxQueueStats stats() const override;

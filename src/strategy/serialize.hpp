@@ -21,6 +21,7 @@
 // no virtual call, no std::function and no atomic beyond QueueBase's own (RUNNING, counters).
 #pragma once
 
+#include <span>
 #include <utility>
 
 #include "core/queue_base.hpp"
@@ -50,6 +51,27 @@ struct NoOwnerHook {
   void operator()() const noexcept {}
 };
 
+// Where serialize() puts each enqueued packet's verdict. The default keeps none (send(): only
+// the last verdict, which serialize() returns, matters).
+struct NoVerdicts {
+  void operator()(Verdict) const noexcept {}
+};
+
+// A burst's verdicts (send_burst): the k-th verdict goes to the k-th status entry that
+// admit_burst() marked `queued` (too_big entries are skipped: those packets never entered).
+class BurstVerdicts {
+ public:
+  explicit BurstVerdicts(std::span<SendStatus> status) noexcept : status_(status) {}
+  void operator()(Verdict v) noexcept {
+    while (next_ < status_.size() && status_[next_] == SendStatus::too_big) ++next_;
+    if (next_ < status_.size()) status_[next_++] = to_send_status(v);
+  }
+
+ private:
+  std::span<SendStatus> status_;
+  std::size_t next_ = 0;
+};
+
 class SerializedQueue : public QueueBase {
  public:
   using QueueBase::QueueBase;
@@ -59,9 +81,10 @@ class SerializedQueue : public QueueBase {
   // the driver loop releases around device calls (see NoRootLock). `batch` is in arrival order
   // and is emptied; drop victims go on `to_free`. `on_owner` runs right after RUNNING is won,
   // before the loop (busylock releases busylock there). Returns the last packet's verdict.
-  template <class Root, class OnOwner = NoOwnerHook>
-  Verdict serialize(Root& root, PacketList& batch, PacketList& to_free,
-                    OnOwner&& on_owner = {}) noexcept {
+  // `verdicts(v)` is called once per packet enqueued, in order (a bypassed packet's is `success`).
+  template <class Root, class OnOwner = NoOwnerHook, class Verdicts = NoVerdicts>
+  Verdict serialize(Root& root, PacketList& batch, PacketList& to_free, OnOwner&& on_owner = {},
+                    Verdicts&& verdicts = {}) noexcept {
     // 3a. TCQ_F_CAN_BYPASS: a lone packet, qdisc and requeue list empty, RUNNING won — nothing
     // queued can be overtaken, so the packet goes straight to the device. The loop goes on only
     // if the device took it (a refusal is requeued and a run scheduled).
@@ -71,11 +94,15 @@ class SerializedQueue : public QueueBase {
         run(root);
       }
       run_end();
+      verdicts(Verdict::success);
       return Verdict::success;
     }
     // 3b. Enqueue the batch, in order (the qdisc keeps order within a band).
     Verdict v = Verdict::success;
-    while (!batch.empty()) v = q().enqueue(batch.pop_front(), to_free);
+    while (!batch.empty()) {
+      v = q().enqueue(batch.pop_front(), to_free);
+      verdicts(v);
+    }
     // 4. Run the loop unless someone owns it; that owner's final "qdisc empty" check and its
     // run_end() happen under the same serialisation, so it sees what we enqueued.
     run_qdisc(root, on_owner);

@@ -118,7 +118,6 @@
 #include <memory>
 #include <utility>
 
-#include "base/clock.hpp"
 #include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
 #include "strategy/sharded_hooks.hpp"
@@ -297,9 +296,14 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
       : LockedQueue<Lock>(device, std::move(qdisc), config, "sharded"),
         ShardedCore(config) {}
 
+  // TODO(burst): one hand-off for the whole burst.
+  std::size_t send_burst(std::span<Packet* const> packets,
+                         std::span<SendStatus> status) noexcept override {
+    return this->send_each(packets, status);
+  }
+
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
-    p->enqueue_ns = now_ns();
     if (try_take()) return to_send_status(drain_held(p));  // uncontended: we drain, p in hand
     Shard* shard = nullptr;
     uint64_t depth = 0;
