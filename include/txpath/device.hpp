@@ -26,6 +26,7 @@
 #include "txpath/dql.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/packet.hpp"
+#include "txpath/tx_lock.hpp"
 
 namespace txpath {
 
@@ -88,7 +89,7 @@ class Device {
   uint32_t mtu() const noexcept { return mtu_; }
   uint32_t max_frame_len() const noexcept { return mtu_ + 14; }
 
-  std::mutex& tx_lock() noexcept { return tx_lock_; }
+  TxLock& tx_lock() noexcept { return tx_lock_; }
   // Set once, before the device is used; for tests and custom drivers. TX queues use
   // attach_queue()/detach_queue().
   void set_wake_handler(std::function<void()> handler) { wake_handler_ = std::move(handler); }
@@ -129,7 +130,7 @@ class Device {
   static constexpr uint32_t kStackXoff = 2;  // __QUEUE_STATE_STACK_XOFF (BQL)
 
   uint32_t mtu_;
-  std::mutex tx_lock_;
+  TxLock tx_lock_;
   std::atomic<uint32_t> state_{0};
   bool bql_enabled_ = false;
   Dql dql_;

@@ -5,8 +5,9 @@
 // shared state; the cache refills from / flushes to the shared free stack in batches. The shared
 // free stack is an array of pointers under a short spinlock: a batch moves with one memcpy, and
 // no descriptor's cache line is touched inside the lock. Completions and to_free lists return
-// whole chains with put_list() (the chain is walked outside the lock, in chunks). Nothing here
-// allocates after construction.
+// whole chains with put_list(): into the freeing thread's own cache when it has one for the pool
+// (no lock), else to the shared stack (the chain is walked outside the lock, in chunks). Nothing
+// here allocates after construction.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +32,10 @@ class Pool {
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
-  // A thread-private cache. Not thread-safe; create one per thread (RAII: flushes on destruction).
+  // A thread-private cache. Not thread-safe; create one per thread, on that thread, and destroy
+  // it there (RAII: flushes on destruction). While it lives, packets of this pool freed on its
+  // thread (put_list, free_packets: e.g. completions reaped by the sender itself) go into it
+  // without the pool's lock, and its get() hands them out again.
   class Cache {
    public:
     explicit Cache(Pool& pool);
@@ -44,9 +48,14 @@ class Pool {
     void put(Packet* p) noexcept;
 
    private:
+    friend class Pool;
+    // Takes a packet of this pool (put() without the pool check).
+    void push(Packet* p) noexcept;
+
     Pool& pool_;
     std::vector<Packet*> slots_;  // sized once in the constructor
     std::size_t count_ = 0;
+    void* registered_ = nullptr;  // the thread's cache table it is listed in (pool.cpp), or null
   };
 
   // Shared-list operations (take the pool's spinlock, a TTAS lock: src/core/pool.cpp). For cold
@@ -67,6 +76,8 @@ class Pool {
 
  private:
   static void reset(Packet* p) noexcept;
+  // The calling thread's cache of this pool, or nullptr (pool.cpp).
+  Cache* thread_cache() const noexcept;
   std::size_t get_batch(Packet** out, std::size_t n) noexcept;
   void put_batch(Packet* const* in, std::size_t n) noexcept;
 
@@ -79,7 +90,11 @@ class Pool {
   std::function<void(const PacketList&)> free_hook_;
 };
 
-// Returns every packet of `list` to its own pool (a list may mix pools).
-void free_packets(PacketList&& list) noexcept;
+// Returns every packet of `list` to its own pool (a list may mix pools). An empty list (most
+// to_free lists) costs one test, inline.
+void free_nonempty_packets(PacketList&& list) noexcept;
+inline void free_packets(PacketList&& list) noexcept {
+  if (!list.empty()) free_nonempty_packets(std::move(list));
+}
 
 }  // namespace txpath

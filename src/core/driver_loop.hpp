@@ -59,9 +59,11 @@ class DriverLoop {
   // be scheduled — which on an oversubscribed machine is the bottleneck.
   static constexpr int kSoftirqRestarts = 10;
   static constexpr uint64_t kSoftirqBudgetNs = 2'000'000;
+  // The 2 ms are counted from the end of the first quota: a run that ends within one quota (the
+  // common case) reads no clock.
   template <class Lock>
   void run(Lock& root) noexcept {
-    const uint64_t start = now_ns();
+    uint64_t start = 0;
     for (int round = 0;; ++round) {
       int quota = quota_;
       while (quota > 0) {
@@ -69,6 +71,7 @@ class DriverLoop {
         if (n <= 0) return;
         quota -= n;
       }
+      if (round == 0) start = now_ns();
       if (round >= kSoftirqRestarts || now_ns() - start > kSoftirqBudgetNs) {
         scheduler_.schedule();
         return;
@@ -77,7 +80,10 @@ class DriverLoop {
   }
 
   // The empty-qdisc bypass (TCQ_F_CAN_BYPASS): root lock held and RUNNING just won with
-  // backlog_packets() == 0. Sends p directly; returns true if the loop should go on running.
+  // backlog_packets() == 0. Sends p directly; returns true if the device took it (a refusal is
+  // requeued and a run scheduled). The caller then runs the loop only if packets arrived
+  // meanwhile (sch_direct_xmit() answers qdisc_qlen(), and __dev_xmit_skb() runs __qdisc_run()
+  // only then), so that an idle queue costs no dequeue after a bypass.
   // always_inline: the per-packet path of an idle queue; inlined into each strategy's send(), as
   // it was before QueueBase forwarded to it (GCC otherwise keeps combining's copy out of line).
   template <class Lock>
@@ -103,6 +109,11 @@ class DriverLoop {
     spin_then_park(tx_progress_, [&](uint32_t now) { return now != before || idle(); },
                    kYieldsBeforePark);
   }
+
+  // Makes every batch handed to the device bump the counter wait_for_tx_progress() waits on. Only
+  // a strategy whose senders call wait_for_tx_progress() (nolock) turns it on, in its
+  // constructor, before the queue is shared: the others save a seq_cst RMW per batch.
+  void enable_progress_waiters() noexcept { progress_waiters_ = true; }
 
   // Packets / bytes in the requeue list: exact for the loop owner, a hint for anyone else.
   uint64_t requeue_qlen() const noexcept { return requeue_qlen_.get(); }
@@ -181,7 +192,7 @@ class DriverLoop {
     root.unlock();
     if (to_free) free_packets(std::move(*to_free));  // outside every lock
     const int sent = xmit_list(batch);  // leaves the refused remainder in batch
-    if (sent > 0) {
+    if (sent > 0 && progress_waiters_) {
       // seq_cst: a waiter in wait_for_tx_progress() only needs to see the change (its acquire
       // load pairs with the release half), but notify_all's read of the waiter count must not
       // pass it (park.hpp). notify_all costs one load when nobody is parked.
@@ -206,6 +217,7 @@ class DriverLoop {
   Qdisc& qdisc_;
   Scheduler& scheduler_;
   const int quota_;
+  bool progress_waiters_ = false;  // see enable_progress_waiters(); set before the queue is shared
 
   // Owned by the RUNNING owner under the root lock.
   alignas(64) PacketList requeue_;

@@ -72,7 +72,27 @@ inline void release_flow_slot(Packet* p) noexcept {
   }
 }
 
+// The calling thread's caches (Pool::Cache registers itself here on the thread that makes it):
+// a packet freed on a thread that has a cache of the packet's pool goes into that cache, without
+// the pool's lock — the role of the kernel's per-CPU skb cache fed by napi_consume_skb(). A lone
+// sender that completes its own packets (the null device's doorbell, a real device's poll on the
+// sending thread) then gets them back from its cache, and the shared stack is touched only when
+// a cache overflows or runs dry, half a cache at a time.
+struct ThreadCaches {
+  static constexpr std::size_t kMax = 4;  // pools a thread sends from at once; more: locked path
+  std::array<Pool::Cache*, kMax> cache{};
+  std::array<const Pool*, kMax> pool{};
+};
+thread_local ThreadCaches tls_caches;
+
 }  // namespace
+
+Pool::Cache* Pool::thread_cache() const noexcept {
+  ThreadCaches& t = tls_caches;
+  for (std::size_t i = 0; i < ThreadCaches::kMax; ++i)
+    if (t.pool[i] == this) return t.cache[i];
+  return nullptr;
+}
 
 Packet* Pool::get() noexcept {
   Packet* p = nullptr;
@@ -91,6 +111,14 @@ void Pool::put_list(PacketList&& list) noexcept {
   if (list.empty()) return;
   PacketList local(std::move(list));
   if (free_hook_) free_hook_(local);
+  if (Cache* cache = thread_cache()) {
+    for (Packet* p = local.front(); p;) {
+      Packet* next = p->next;  // read before the packet becomes someone else's
+      cache->push(p);
+      p = next;
+    }
+    return;
+  }
   std::array<Packet*, kChunk> chunk;
   std::size_t n = 0;
   for (Packet* p = local.front(); p;) {
@@ -135,9 +163,33 @@ void Pool::put_batch(Packet* const* in, std::size_t n) noexcept {
   s.lock.unlock();
 }
 
-Pool::Cache::Cache(Pool& pool) : pool_(pool), slots_(pool.cache_size_) {}
+Pool::Cache::Cache(Pool& pool) : pool_(pool), slots_(pool.cache_size_) {
+  ThreadCaches& t = tls_caches;
+  if (pool_.thread_cache() != nullptr) return;  // this thread has one for the pool: it stays
+  for (std::size_t i = 0; i < ThreadCaches::kMax; ++i) {
+    if (t.pool[i] == nullptr) {
+      t.pool[i] = &pool_;
+      t.cache[i] = this;
+      registered_ = &t;
+      return;
+    }
+  }
+}
 
-Pool::Cache::~Cache() { pool_.put_batch(slots_.data(), count_); }
+Pool::Cache::~Cache() {
+  if (registered_ != nullptr) {
+    // The thread that made the cache destroys it (see pool.hpp): its own table.
+    assert(registered_ == &tls_caches && "Pool::Cache destroyed on another thread");
+    auto* t = static_cast<ThreadCaches*>(registered_);
+    for (std::size_t i = 0; i < ThreadCaches::kMax; ++i) {
+      if (t->cache[i] == this) {
+        t->cache[i] = nullptr;
+        t->pool[i] = nullptr;
+      }
+    }
+  }
+  pool_.put_batch(slots_.data(), count_);
+}
 
 Packet* Pool::Cache::get() noexcept {
   if (count_ == 0) {
@@ -150,11 +202,15 @@ Packet* Pool::Cache::get() noexcept {
 }
 
 void Pool::Cache::put(Packet* p) noexcept {
-  release_flow_slot(p);
   if (p->pool != &pool_) {
     p->pool->put(p);
     return;
   }
+  push(p);
+}
+
+void Pool::Cache::push(Packet* p) noexcept {
+  release_flow_slot(p);
   if (count_ == slots_.size()) {
     const std::size_t half = slots_.size() / 2;
     pool_.put_batch(slots_.data() + (count_ - half), half);
@@ -163,7 +219,7 @@ void Pool::Cache::put(Packet* p) noexcept {
   slots_[count_++] = p;
 }
 
-void free_packets(PacketList&& list) noexcept {
+void free_nonempty_packets(PacketList&& list) noexcept {
   PacketList rest(std::move(list));
   while (!rest.empty()) {
     // Gather a run of packets from the same pool and return it in one call.

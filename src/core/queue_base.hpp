@@ -188,6 +188,8 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   [[gnu::always_inline]] bool bypass_xmit(Lock& root, Packet* p) noexcept {
     return loop_.bypass_xmit(root, p);
   }
+  // For a strategy that calls wait_for_tx_progress(): in its constructor (DriverLoop).
+  void enable_tx_progress_waits() noexcept { loop_.enable_progress_waiters(); }
   // Backpressure for senders that never wait (DriverLoop::wait_for_tx_progress). No lock held.
   template <class Idle>
   [[gnu::always_inline]] void wait_for_tx_progress(Idle&& idle) noexcept {
@@ -199,7 +201,6 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   void count_strategy_drop(uint64_t n = 1) noexcept { strategy_drops_.add(n); }
 
  private:
-  uint64_t run_count() const noexcept override { return runs_.get(); }  // Scheduler::Client
   // Teardown, every thread stopped: frees what the qdisc, the requeue list and the strategy hold.
   void purge() noexcept;
   void serve_inspect_slow() noexcept;

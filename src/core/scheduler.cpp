@@ -8,8 +8,8 @@
 namespace txpath {
 
 namespace {
-// Ticks without driver-loop activity before the service thread stops ticking and sleeps until
-// kicked (still waking every kIdleWake to reap device completions).
+// Ticks without a deferred run before the service thread stops ticking and sleeps until kicked
+// (still waking every kIdleWake to reap device completions).
 constexpr int kActiveTicks = 20;
 constexpr std::chrono::milliseconds kIdleWake{1};
 
@@ -84,8 +84,7 @@ void Scheduler::arm_watchdog(uint64_t at_ns) noexcept {
 void Scheduler::service_main() {
   // Timer slack would stretch the tick (default 50 us on Linux); ask for 1 us.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  int quiet = 0;
-  uint64_t last_runs = ~0ULL;
+  int quiet = kActiveTicks;  // asleep until the first schedule()
   // acquire: pairs with the release store in stop().
   while (!stop_.load(std::memory_order_acquire)) {
     // Reap due completions (the TX-completion "interrupt"), then a pending run. SCHED is
@@ -94,13 +93,7 @@ void Scheduler::service_main() {
       quiet = 0;
       continue;
     }
-    const uint64_t runs = client_.run_count();
-    if (runs != last_runs) {
-      last_runs = runs;
-      quiet = 0;
-    } else if (quiet < kActiveTicks) {
-      ++quiet;
-    }
+    if (quiet < kActiveTicks) ++quiet;
     wait_for_work(quiet >= kActiveTicks);
   }
 }

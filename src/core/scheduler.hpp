@@ -5,9 +5,11 @@
 //
 // Deferred runs. schedule() sets SCHED and, if the service thread sleeps, wakes it. The service
 // thread clears SCHED and asks the queue for a run (Client::deferred_run(): for lock-based
-// strategies, root lock + qdisc_run_begin + the loop). While senders are active it instead ticks
-// every `service_tick` and needs no wake-up call; after a quiet spell it sleeps until kicked (or
-// 1 ms, to reap device completions). It also polls the device when the device asks
+// strategies, root lock + qdisc_run_begin + the loop). While deferred runs keep coming it ticks
+// every `service_tick` and needs no wake-up call; after kActiveTicks ticks without one it sleeps
+// until kicked (or 1 ms, to reap device completions). Senders that run the loop themselves never
+// schedule, so an uncontended queue leaves the service thread asleep: no wake-up per packet, nor
+// per tick. It also polls the device when the device asks
 // (next_poll_ns): that is the TX-completion interrupt, which returns buffers and wakes a stopped
 // queue.
 //
@@ -40,8 +42,6 @@ class Scheduler {
    public:
     // A run of the driver loop on behalf of the service thread (net_tx_action's qdisc_run).
     virtual void deferred_run() noexcept = 0;
-    // Driver-loop runs so far (any monotonic count): the service thread ticks while it changes.
-    virtual uint64_t run_count() const noexcept = 0;
 
    protected:
     ~Client() = default;

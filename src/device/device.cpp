@@ -11,14 +11,34 @@
 // Counting: `stops` counts transitions running -> stopped and `wakes` transitions stopped ->
 // running (the moment the wake handler is called), so at any quiescent point
 //   stops == wakes + (stopped() ? 1 : 0).
+#include <sched.h>
+
 #include <memory>
 
 #include "txpath/device.hpp"
+
+#include "base/cpu_relax.hpp"
 
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"
 
 namespace txpath {
+
+void TxLock::lock_contended() noexcept {
+  // Spins on a plain load (a few device calls' worth), then yields between tries: the holder
+  // may be preempted or inside a syscall (a real device's kick).
+  constexpr unsigned kSpins = 256;
+  for (unsigned round = 0;; ++round) {
+    // relaxed: only decides whether to try the exchange; acquire: as lock().
+    if (!locked_.load(std::memory_order_relaxed) &&
+        !locked_.exchange(true, std::memory_order_acquire))
+      return;
+    if (round < kSpins)
+      cpu_relax();
+    else
+      sched_yield();
+  }
+}
 
 DeviceStats Device::stats() const noexcept {
   return DeviceStats{.tx_packets = tx_packets_.get(),

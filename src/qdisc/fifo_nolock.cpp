@@ -106,14 +106,14 @@ bool NolockFifoQdisc::can_bypass() const noexcept {
   return limit_ >= psched_mtu_;
 }
 
-Verdict NolockFifoQdisc::drop_one(Packet* p, PacketList& to_free, StatSlot& slot) noexcept {
+Verdict NolockFifoQdisc::drop_one(Packet* p, PacketList& to_free, ThreadSlot me) noexcept {
   to_free.push_back(p);  // p is still ours: it never reached a ring
-  slot.drops.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+  slot_add(stats_[me.index].drops, 1, me);  // a statistic (see slot_add)
   return Verdict::drop;
 }
 
 Verdict NolockFifoQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
-  StatSlot& slot = my_slot();
+  const ThreadSlot me = thread_slot();
   // Read before produce(): once p is in a ring, the owner may send it and its pool may hand it
   // to another sender before we get to count it.
   const uint32_t len = p->len;
@@ -122,16 +122,16 @@ Verdict NolockFifoQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
     // relaxed: an admission counter (see the header comment); backlog + len <= limit.
     if (reserved_.fetch_add(len, std::memory_order_relaxed) + len > limit_) {
       reserved_.fetch_sub(len, std::memory_order_relaxed);  // relaxed: as above
-      return drop_one(p, to_free, slot);
+      return drop_one(p, to_free, me);
     }
   }
   if (!rings_[band].produce(p)) {
     if (mode_ == Mode::bfifo) reserved_.fetch_sub(len, std::memory_order_relaxed);  // as above
-    return drop_one(p, to_free, slot);
+    return drop_one(p, to_free, me);
   }
-  // relaxed: statistics, exact at quiescent points (the owner may count the dequeue first).
-  slot.packets.fetch_add(1, std::memory_order_relaxed);
-  slot.bytes.fetch_add(len, std::memory_order_relaxed);
+  // Statistics, exact at quiescent points (the owner may count the dequeue first): slot_add.
+  slot_add(stats_[me.index].packets, 1, me);
+  slot_add(stats_[me.index].bytes, len, me);
   return Verdict::success;
 }
 

@@ -159,8 +159,7 @@ class NolockFifoQdisc final : public Qdisc {
   struct alignas(64) StatSlot {
     std::atomic<uint64_t> packets{0}, bytes{0}, drops{0};  // enqueued by this slot's threads
   };
-  StatSlot& my_slot() noexcept { return stats_[thread_slot() % PerThreadCounter::kSlots]; }
-  Verdict drop_one(Packet* p, PacketList& to_free, StatSlot& slot) noexcept;
+  Verdict drop_one(Packet* p, PacketList& to_free, ThreadSlot me) noexcept;
   Packet* scan() noexcept;
 
   const Mode mode_;
@@ -175,7 +174,7 @@ class NolockFifoQdisc final : public Qdisc {
 
   // Written by the owner only (one at a time, ordered by the seqlock).
   alignas(64) SingleWriterCounter out_packets_, out_bytes_, removed_packets_, removed_bytes_;
-  std::array<StatSlot, PerThreadCounter::kSlots> stats_{};
+  std::array<StatSlot, kSlotCount> stats_{};  // indexed by thread_slot()
 };
 
 }  // namespace txpath

@@ -69,7 +69,9 @@ namespace {
 class NolockQueue : public SerializedQueue {
  public:
   NolockQueue(Device& device, std::unique_ptr<NolockFifoQdisc> qdisc, const TxQueueConfig& config)
-      : SerializedQueue(device, std::move(qdisc), config, "nolock", "-") {}
+      : SerializedQueue(device, std::move(qdisc), config, "nolock", "-") {
+    enable_tx_progress_waits();  // its senders wait for progress after a drop (send())
+  }
 
   // TODO(burst): one hand-off for the whole burst.
   std::size_t send_burst(std::span<Packet* const> packets,

@@ -86,10 +86,11 @@ class SerializedQueue : public QueueBase {
   Verdict serialize(Root& root, PacketList& batch, PacketList& to_free, OnOwner&& on_owner = {},
                     Verdicts&& verdicts = {}) noexcept {
     // 3a. TCQ_F_CAN_BYPASS: a lone packet, qdisc and requeue list empty, RUNNING won — nothing
-    // queued can be overtaken, so the packet goes straight to the device. The loop goes on only
-    // if the device took it (a refusal is requeued and a run scheduled).
+    // queued can be overtaken, so the packet goes straight to the device. The loop runs only if
+    // the device took it (a refusal is requeued and a run scheduled) and packets were enqueued
+    // while the root lock was released for the device call (as __dev_xmit_skb()).
     if (batch.size() == 1 && q().can_bypass() && backlog_packets() == 0 && run_begin()) {
-      if (bypass_xmit(root, batch.pop_front())) {
+      if (bypass_xmit(root, batch.pop_front()) && backlog_packets() > 0) {
         on_owner();
         run(root);
       }

@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "sync/park.hpp"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <ctime>
+
 namespace txpath {
 
 namespace {
@@ -38,6 +45,29 @@ uint64_t parks_counted() noexcept {
 }
 void count_park() noexcept {
   g_parks.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic (see g_parks)
+}
+
+void park_timed(const std::atomic<uint32_t>& word, uint32_t seen,
+                std::atomic<uint32_t>& parked) noexcept {
+  if (park_policy().count_parks) [[unlikely]] count_park();
+  // seq_cst: a Dekker pair with the notifier's store of `word`, fence and load of `parked`
+  // (wake_parked's caller): either it sees us counted and wakes us, or we see its store here.
+  parked.fetch_add(1, std::memory_order_seq_cst);
+  if (word.load(std::memory_order_seq_cst) == seen) {
+    // The kernel re-checks the word against `seen` under its own lock, so a store that lands
+    // now ends the wait at once. The timeout bounds the one case no fence covers: a notifier
+    // that skipped the wake because, when it looked, no later waiter existed (TicketLock).
+    const timespec timeout{0, static_cast<long>(kParkTimeoutNs)};
+    syscall(SYS_futex, reinterpret_cast<const uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen,
+            &timeout, nullptr, 0);
+  }
+  // relaxed: the count only has to be up before the wait (above); leaving needs no order.
+  parked.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void wake_parked(const std::atomic<uint32_t>& word) noexcept {
+  syscall(SYS_futex, reinterpret_cast<const uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX,
+          nullptr, nullptr, 0);
 }
 
 }  // namespace txpath

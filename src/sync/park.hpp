@@ -54,6 +54,16 @@ void set_count_parks(bool on) noexcept;
 uint64_t parks_counted() noexcept;
 void count_park() noexcept;  // called by spin_then_park() when counting is on
 
+// A park for waiters whose notifier wants a plain store on its fast path (TicketLock::unlock):
+// counts the caller in `parked`, sleeps on the 32-bit `word` (futex) while it still reads
+// `seen`, for kParkTimeoutNs at most, and counts it out. The notifier stores the word, and only
+// when a waiter may be parked issues a seq_cst fence, reads `parked` and, if non-zero, calls
+// wake_parked(word). The timeout bounds a wake-up lost to a notifier that saw no waiter yet.
+inline constexpr uint64_t kParkTimeoutNs = 1'000'000;
+void park_timed(const std::atomic<uint32_t>& word, uint32_t seen,
+                std::atomic<uint32_t>& parked) noexcept;
+void wake_parked(const std::atomic<uint32_t>& word) noexcept;  // every thread parked on word
+
 // `yields_before_park`: rounds of sched_yield() between the spin and the park. 0 (default) parks
 // as soon as the spin is spent. Waits that end within a scheduling quantum under load, and whose
 // notifier would otherwise pay a futex wake for nearly every waiter (a combiner releasing each

@@ -15,9 +15,13 @@
 //   lock():     fetch_add(next) relaxed; acquire loads of owner until it equals our ticket
 //               (spin_then_park: spin, then park on owner or yield, per set_spin_park()).
 //   try_lock(): acquire load of owner; CAS on next (acquire on success).
-//   unlock():   fetch_add(owner, 1) seq_cst (owner has a single writer, so this is owner + 1;
-//               an RMW, not a store, so the notify_all() after it cannot lose a parked waiter),
-//               then owner.notify_all().
+//   unlock():   release store of owner + 1 (owner has a single writer): no RMW. Then a relaxed
+//               load of next: only when a later ticket exists may a waiter be parked, and only
+//               then a seq_cst fence, a load of the parked count and a futex wake (the waiter
+//               counts itself with a seq_cst RMW before re-reading owner: a Dekker pair). A
+//               waiter that took its ticket after that load of next parks with a 1 ms timeout
+//               (park_timed), which bounds the one wake-up no fence orders; in practice it sees
+//               the new owner during its spin, long before it would park.
 //
 // Cost: every unlock writes the line all waiters spin on, so each handoff invalidates N
 // spinners; and, being FIFO, it degrades badly when threads outnumber cores (a preempted waiter
@@ -32,13 +36,16 @@
 // that is not next re-parks after one load (spin_then_park does not restart its spin phase);
 // (d) this lock is the FIFO baseline whose collapse the benchmark exists to show. Waking only
 // the next ticket needs one wait word per waiter (an Anderson array lock, or a ticket lock with a
-// waiting array as in Dice & Kogan's TWA), which is a different lock. When nobody is parked,
-// notify_all() costs one load of libstdc++'s waiter count.
+// waiting array as in Dice & Kogan's TWA), which is a different lock. (Only the next in line
+// parks, see lock(), so an unlock wakes one thread at most.) An unlock with no later ticket out
+// costs a store and a load.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <string_view>
+
+#include <sched.h>
 
 #include "sync/park.hpp"
 
@@ -74,7 +81,7 @@ class alignas(64) TicketLock {
       if (me - serving == 1) break;  // next in line (modulo 2^32)
       far.once();
     }
-    spin_then_park(owner_, [me](uint32_t serving) { return serving == me; }, kYieldsBeforePark);
+    wait_for_turn(me);
   }
 
   bool try_lock() noexcept {
@@ -90,19 +97,44 @@ class alignas(64) TicketLock {
   }
 
   void unlock() noexcept {
-    // seq_cst: the release half pairs with the acquire load of owner_ in lock()/try_lock() of
-    // the next holder. An RMW (owner_ has one writer, us, so it is just owner + 1) and seq_cst
-    // rather than a release store: notify_all() first reads libstdc++'s waiter count with a
-    // seq_cst load, and a plain store still in the store buffer could let that load miss a
-    // waiter that registered and read the old owner meanwhile (a lost wake-up).
-    owner_.fetch_add(1, std::memory_order_seq_cst);
-    // Wakes every waiter parked on owner_ (see "thundering herd" above).
-    owner_.notify_all();
+    // relaxed: owner_ has one writer, the holder (us).
+    const uint32_t serve = owner_.load(std::memory_order_relaxed) + 1;
+    // release: pairs with the acquire load of owner_ in lock()/try_lock() of the next holder.
+    // A plain store, as a kernel spinlock's unlock: no RMW on the uncontended path.
+    owner_.store(serve, std::memory_order_release);
+    // relaxed: if no ticket beyond the one now served was handed out, no waiter can be parked
+    // (only the next in line parks, and it parks for a turn already taken). Otherwise wake it.
+    if (next_.load(std::memory_order_relaxed) != serve) [[unlikely]] wake_next();
   }
 
  private:
-  std::atomic<uint32_t> next_{0};   // next ticket to hand out
-  std::atomic<uint32_t> owner_{0};  // ticket now being served
+  // Spin, then yield, then park until owner_ serves `me` (the next-in-line waiter only).
+  void wait_for_turn(uint32_t me) noexcept {
+    for (unsigned round = 0;; ++round) {
+      // acquire: pairs with the release store of owner_ in unlock() of the previous holder.
+      const uint32_t serving = owner_.load(std::memory_order_acquire);
+      if (serving == me) return;
+      if (round < kSpinBeforePark) {
+        cpu_relax();
+      } else if (park_policy().park && round >= kSpinBeforePark + kYieldsBeforePark) {
+        park_timed(owner_, serving, parked_);  // futex, woken by wake_next()
+      } else {
+        sched_yield();
+      }
+    }
+  }
+
+  [[gnu::noinline]] void wake_next() noexcept {
+    // seq_cst fence: the other half of park_timed()'s Dekker pair (its seq_cst RMW of parked_,
+    // then its load of owner_): either the waiter sees our store, or we see it counted.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // relaxed: ordered by the fence above.
+    if (parked_.load(std::memory_order_relaxed) != 0) wake_parked(owner_);
+  }
+
+  std::atomic<uint32_t> next_{0};    // next ticket to hand out
+  std::atomic<uint32_t> owner_{0};   // ticket now being served
+  std::atomic<uint32_t> parked_{0};  // waiters inside park_timed() (the next in line, at most)
 };
 
 static_assert(sizeof(TicketLock) == 64 && alignof(TicketLock) == 64);
