@@ -106,6 +106,16 @@ class PacketList {
     return p;
   }
 
+  // Hands over the whole chain (front first, linked through Packet::next, the last one's next
+  // null) and leaves the list empty.
+  Packet* release() noexcept {
+    Packet* chain = head_;
+    head_ = tail_ = nullptr;
+    count_ = 0;
+    bytes_ = 0;
+    return chain;
+  }
+
   // Moves all of `other` to the back of this list; `other` becomes empty.
   void splice_back(PacketList& other) noexcept {
     if (other.empty()) return;

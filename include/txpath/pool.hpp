@@ -80,6 +80,9 @@ class Pool {
   Cache* thread_cache() const noexcept;
   std::size_t get_batch(Packet** out, std::size_t n) noexcept;
   void put_batch(Packet* const* in, std::size_t n) noexcept;
+  // put_list() without a thread cache: to the shared stack, in chunks (out of line: its buffer
+  // would cost the cached path a stack frame).
+  [[gnu::noinline]] void put_chain_shared(Packet* chain) noexcept;
 
   std::size_t buffer_size_;
   std::size_t cache_size_;

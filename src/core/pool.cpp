@@ -109,25 +109,29 @@ void Pool::put(Packet* p) noexcept {
 
 void Pool::put_list(PacketList&& list) noexcept {
   if (list.empty()) return;
-  PacketList local(std::move(list));
-  if (free_hook_) free_hook_(local);
+  if (free_hook_) [[unlikely]] free_hook_(list);
+  Packet* chain = list.release();
   if (Cache* cache = thread_cache()) {
-    for (Packet* p = local.front(); p;) {
-      Packet* next = p->next;  // read before the packet becomes someone else's
-      cache->push(p);
-      p = next;
+    while (chain) {
+      Packet* next = chain->next;  // read before the packet becomes someone else's
+      cache->push(chain);
+      chain = next;
     }
     return;
   }
-  std::array<Packet*, kChunk> chunk;
+  put_chain_shared(chain);
+}
+
+void Pool::put_chain_shared(Packet* chain) noexcept {
+  std::array<Packet*, kChunk> gathered;
   std::size_t n = 0;
-  for (Packet* p = local.front(); p;) {
+  for (Packet* p = chain; p;) {
     Packet* next = p->next;  // read before the packet becomes someone else's
     release_flow_slot(p);
-    chunk[n++] = p;
+    gathered[n++] = p;
     p = next;
     if (n == kChunk || !p) {
-      put_batch(chunk.data(), n);
+      put_batch(gathered.data(), n);
       n = 0;
     }
   }
@@ -220,6 +224,14 @@ void Pool::Cache::push(Packet* p) noexcept {
 }
 
 void free_nonempty_packets(PacketList&& list) noexcept {
+  // The common case, one pool: the whole list in one call.
+  Pool* const first = list.front()->pool;
+  const Packet* p = list.front();
+  while (p && p->pool == first) p = p->next;
+  if (!p) {
+    first->put_list(std::move(list));
+    return;
+  }
   PacketList rest(std::move(list));
   while (!rest.empty()) {
     // Gather a run of packets from the same pool and return it in one call.

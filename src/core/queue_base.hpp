@@ -157,7 +157,7 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   }
   // Serves a pending inspect_qdisc() request. Only in the qdisc's serialised context (root lock
   // held, combiner role, nolock seqlock), i.e. where the qdisc may be read consistently.
-  void serve_inspect() noexcept {
+  [[gnu::always_inline]] void serve_inspect() noexcept {
     // relaxed: a hint that costs one load when nobody inspects; pairs with nothing — the request
     // itself (fn) is handed over under inspect_mutex_. A set not yet visible here is seen by a
     // later owner (the waiter schedules a deferred run again every millisecond).
@@ -169,7 +169,9 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   }
 
   // Packets in the qdisc plus the requeue list. Root lock held (or quiescent).
-  uint64_t backlog_packets() const noexcept { return qdisc_->qlen() + loop_.requeue_qlen(); }
+  [[gnu::always_inline]] uint64_t backlog_packets() const noexcept {
+    return qdisc_->qlen() + loop_.requeue_qlen();
+  }
   // Packets in the requeue list alone: exact for the loop owner, a hint for anyone else (nolock's
   // lockless bypass test; its qdisc keeps its own per-thread qlen).
   uint64_t requeue_qlen() const noexcept { return loop_.requeue_qlen(); }

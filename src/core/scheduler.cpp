@@ -94,7 +94,9 @@ void Scheduler::service_main() {
       continue;
     }
     if (quiet < kActiveTicks) ++quiet;
-    wait_for_work(quiet >= kActiveTicks);
+    // Packets in flight: their completions are this thread's to reap (the device's "interrupt"),
+    // so it keeps its tick or the device's poll time rather than sleeping until kicked.
+    wait_for_work(quiet >= kActiveTicks && device_.in_flight() == 0);
   }
 }
 
