@@ -41,6 +41,9 @@ struct Result {
 // thread's in `others`. One counting window at a time. With record_sites, the calling thread's
 // operations are also tallied per call site (sites(), after stop()).
 void start(bool record_sites = false) noexcept;
+// Stops counting the calling thread's operations while the other threads' go on being counted
+// (e.g. while it waits for them to finish the work it handed over).
+void pause_self() noexcept;
 Result stop() noexcept;
 
 // One call site of the counting thread: the return address of the counted call (inside the

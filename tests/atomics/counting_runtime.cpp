@@ -64,6 +64,7 @@ constexpr std::size_t kMaxSites = 256;
 std::array<Site, kMaxSites> g_sites{};
 std::size_t g_site_count = 0;  // written only by the counting thread, read after stop()
 bool g_record_sites = false;   // set and cleared by the counting thread
+bool g_self_paused = false;    // likewise (pause_self())
 
 void record_site(Kind k, const void* pc) noexcept {
   const auto where = reinterpret_cast<uintptr_t>(pc);
@@ -80,6 +81,7 @@ void record_site(Kind k, const void* pc) noexcept {
 void count(Kind k, const void* pc) noexcept {
   if (!g_on.load(std::memory_order_relaxed)) return;
   if (t_is_self) {
+    if (g_self_paused) return;
     ++self_field(k);
     if (g_record_sites) record_site(k, pc);
   } else {
@@ -115,12 +117,15 @@ void start(bool record_sites) noexcept {
   t_is_self = true;
   g_site_count = 0;
   g_record_sites = record_sites;
+  g_self_paused = false;
   for (auto* c : {&g_others.rmw, &g_others.seq_cst_stores, &g_others.seq_cst_fences,
                   &g_others.mutex_ops, &g_others.cond_signals, &g_others.futex_calls}) {
     c->store(0, std::memory_order_relaxed);
   }
   g_on.store(true, std::memory_order_relaxed);
 }
+
+void pause_self() noexcept { g_self_paused = true; }
 
 Result stop() noexcept {
   g_on.store(false, std::memory_order_relaxed);
