@@ -152,6 +152,12 @@ using txpath::atomic_counts::is_seq_cst;
 using txpath::atomic_counts::Kind;
 using txpath::atomic_counts::real;
 
+template <class T>
+int compare_exchange(volatile T* a, T* expected, T desired) noexcept {
+  return __atomic_compare_exchange_n(a, expected, desired, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST);
+}
+
 // --- the ThreadSanitizer entry points the instrumented library calls ----------------------------
 extern "C" {
 
@@ -204,18 +210,16 @@ void __tsan_vptr_read(void*) {}
   int __tsan_atomic##bits##_compare_exchange_strong(volatile T* a, T* expected, T v, int,    \
                                                     int) {                                   \
     count(Kind::rmw, __builtin_return_address(0));                                           \
-    return __atomic_compare_exchange_n(a, expected, v, false, __ATOMIC_SEQ_CST,              \
-                                       __ATOMIC_SEQ_CST);                                    \
+    return compare_exchange(a, expected, v);                                                 \
   }                                                                                          \
   int __tsan_atomic##bits##_compare_exchange_weak(volatile T* a, T* expected, T v, int,      \
                                                   int) {                                     \
     count(Kind::rmw, __builtin_return_address(0));                                           \
-    return __atomic_compare_exchange_n(a, expected, v, false, __ATOMIC_SEQ_CST,              \
-                                       __ATOMIC_SEQ_CST);                                    \
+    return compare_exchange(a, expected, v);                                                 \
   }                                                                                          \
   T __tsan_atomic##bits##_compare_exchange_val(volatile T* a, T expected, T v, int, int) {   \
     count(Kind::rmw, __builtin_return_address(0));                                           \
-    __atomic_compare_exchange_n(a, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+    compare_exchange(a, &expected, v);                                                       \
     return expected;                                                                         \
   }
 TXPATH_ATOMICS(8, int8_t)
@@ -230,36 +234,19 @@ void __tsan_atomic_thread_fence(int mo) {
 void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 
 // --- glibc's locks and the futex system call, interposed and forwarded ---------------------------
-int pthread_mutex_lock(pthread_mutex_t* m) noexcept {
-  static std::atomic<void*> slot{nullptr};
-  const auto next = real<int (*)(pthread_mutex_t*)>(slot, "pthread_mutex_lock");
-  count(Kind::mutex_op, __builtin_return_address(0));
-  return next(m);
-}
-int pthread_mutex_trylock(pthread_mutex_t* m) noexcept {
-  static std::atomic<void*> slot{nullptr};
-  const auto next = real<int (*)(pthread_mutex_t*)>(slot, "pthread_mutex_trylock");
-  count(Kind::mutex_op, __builtin_return_address(0));
-  return next(m);
-}
-int pthread_mutex_unlock(pthread_mutex_t* m) noexcept {
-  static std::atomic<void*> slot{nullptr};
-  const auto next = real<int (*)(pthread_mutex_t*)>(slot, "pthread_mutex_unlock");
-  count(Kind::mutex_op, __builtin_return_address(0));
-  return next(m);
-}
-int pthread_cond_signal(pthread_cond_t* c) noexcept {
-  static std::atomic<void*> slot{nullptr};
-  const auto next = real<int (*)(pthread_cond_t*)>(slot, "pthread_cond_signal");
-  count(Kind::cond_signal, __builtin_return_address(0));
-  return next(c);
-}
-int pthread_cond_broadcast(pthread_cond_t* c) noexcept {
-  static std::atomic<void*> slot{nullptr};
-  const auto next = real<int (*)(pthread_cond_t*)>(slot, "pthread_cond_broadcast");
-  count(Kind::cond_signal, __builtin_return_address(0));
-  return next(c);
-}
+// Each counts a call, then forwards it to the C library's definition.
+#define TXPATH_INTERPOSE(name, Arg, kind)                                 \
+  int name(Arg* arg) noexcept {                                           \
+    static std::atomic<void*> slot{nullptr};                              \
+    count(kind, __builtin_return_address(0));                             \
+    return real<int (*)(Arg*)>(slot, #name)(arg);                         \
+  }
+TXPATH_INTERPOSE(pthread_mutex_lock, pthread_mutex_t, Kind::mutex_op)
+TXPATH_INTERPOSE(pthread_mutex_trylock, pthread_mutex_t, Kind::mutex_op)
+TXPATH_INTERPOSE(pthread_mutex_unlock, pthread_mutex_t, Kind::mutex_op)
+TXPATH_INTERPOSE(pthread_cond_signal, pthread_cond_t, Kind::cond_signal)
+TXPATH_INTERPOSE(pthread_cond_broadcast, pthread_cond_t, Kind::cond_signal)
+
 // libstdc++'s std::atomic wait/notify calls syscall(SYS_futex, ...) from inline code. Every
 // system call glibc's syscall() takes has at most six arguments, all register-sized.
 long syscall(long number, ...) noexcept {
