@@ -94,8 +94,9 @@ void count(Kind k, const void* pc) noexcept {
 constexpr int kSeqCst = 5;
 bool is_seq_cst(int mo) noexcept { return (mo & 0xff) == kSeqCst; }
 
-// The C library's definition of an interposed function, looked up on first use. No function-local
-// static: its guard may wait through syscall(SYS_futex), which is interposed too.
+// The C library's definition of an interposed function, looked up on first use and kept in the
+// caller's constant-initialised slot: a static with a dynamic initialiser would have a guard, and
+// a guard may wait through syscall(SYS_futex), which is interposed too.
 template <class Fn>
 Fn real(std::atomic<void*>& slot, const char* name) noexcept {
   void* f = slot.load(std::memory_order_relaxed);  // relaxed: every thread stores the same value

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <optional>
 #include <span>
 #include <string>
@@ -261,7 +262,7 @@ bool hook_counts() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   if (argc >= 3 && argc <= 4 && std::string_view(argv[1]) == "--sites") {
     const std::size_t burst = argc == 4 ? std::strtoul(argv[3], nullptr, 10) : 1;
     return print_sites(argv[2], burst);
@@ -297,4 +298,7 @@ int main(int argc, char** argv) {
   for (const Row& r : rows) ok = check(r) && ok;
   std::printf("%s\n", ok ? "every strategy within its bound" : "bound exceeded");
   return ok ? 0 : 1;
+} catch (const std::exception& e) {  // e.g. ConfigError for an unknown --sites strategy
+  std::fprintf(stderr, "txpath_atomic_counts: %s\n", e.what());
+  return 2;
 }
