@@ -72,7 +72,7 @@ constexpr std::size_t kBurst = 32;
 // for want of room, whether or not the consumer thread keeps up.
 constexpr uint64_t kPackets = 512;
 constexpr uint64_t kWarmup = 4096;
-constexpr int kRounds = 5;  // the lowest round is kept (a service-thread tick can land in one and
+constexpr int kRounds = 8;  // the lowest round is kept (a service-thread tick can land in one and
                             // make the sender find a lock taken)
 
 struct Measurement {
