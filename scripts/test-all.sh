@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs the whole test suite three times: Release, ThreadSanitizer, ASan+UBSan.
 # Then runs every libFuzzer target (fuzz/*.cpp) for 40 s each (three targets: CI stays under 30 minutes on 2 cores) under ASan+UBSan.
+# The release run also counts the atomic operations per packet (ctest atomics.per_packet: a second
+# copy of the library built with its atomics instrumented, tests/atomics/); the sanitizer runs skip it.
 # Usage: scripts/test-all.sh [release|tsan|asan|fuzz ...]   (default: all four)
 set -euo pipefail
 cd "$(dirname "$0")/.."
