@@ -57,8 +57,16 @@ std::vector<Packet*> make_burst(test::FrameFactory& frames, std::size_t n, uint6
 
 class BurstPerStrategy : public ::testing::TestWithParam<std::string> {};
 
+// The strategies whose sender does the queue's work: exactly one run, batch and doorbell (a
+// packet-by-packet hand-off costs 32 of each: checked by reverting to it). drainer and the peers
+// hand the burst to their own thread: there a single send() first wakes that thread, which then
+// sweeps while the burst arrives; one publish lets it see none or all of the burst, so the 33
+// packets leave in at most two batches. That bound always holds for a burst; a packet-by-packet
+// hand-off breaks it only when the sweeping thread catches it piecemeal — in about one run in
+// three on an idle 2-core machine, not by construction (the publish count has no observer).
 TEST_P(BurstPerStrategy, IsOneSerialisationOnAnIdleQueue) {
   const std::string strategy = GetParam();
+  const bool own_thread = !gives_qdisc_verdicts(strategy);
   Pool pool(PoolConfig{.packets = 256, .buffer_size = 256, .cache_size = 0});
   test::FrameFactory frames(pool);
   auto dev = make_device("null");
@@ -67,22 +75,32 @@ TEST_P(BurstPerStrategy, IsOneSerialisationOnAnIdleQueue) {
   cfg.service_thread = false;  // nothing runs the loop but the sender (or the strategy's thread)
   auto txq = TxQueue::create(*dev, cfg);
   constexpr std::size_t kBurst = 32;
-  // Several rounds: a strategy with its own thread (drainer, peers) could coalesce a packet-by-
-  // packet hand-off into one doorbell by chance once, not every time.
-  for (uint64_t round = 0; round < 8; ++round) {
+  uint64_t seq = 0;
+  for (int round = 0; round < 8; ++round) {
     const TxQueueStats before = txq->stats();
-    std::vector<Packet*> burst = make_burst(frames, kBurst, round * kBurst);
+    uint64_t expect = kBurst;
+    if (own_thread) {
+      ASSERT_EQ(txq->send(frames.make(0, seq++)), SendStatus::queued);
+      ++expect;
+    }
+    std::vector<Packet*> burst = make_burst(frames, kBurst, seq);
+    seq += kBurst;
     std::vector<SendStatus> status(kBurst, SendStatus::too_big);
     ASSERT_EQ(txq->send_burst(burst, status), kBurst);
     for (SendStatus st : status) EXPECT_EQ(st, SendStatus::queued);
-    const TxQueueStats after = wait_sent(*txq, before.sent + kBurst);
-    ASSERT_EQ(after.sent - before.sent, kBurst) << "round " << round;
-    EXPECT_EQ(after.device.doorbells - before.device.doorbells, 1u) << "round " << round;
-    EXPECT_EQ(after.batches - before.batches, 1u) << "round " << round;
-    if (!is_peer(strategy)) {
-      EXPECT_EQ(after.runs - before.runs, 1u) << "round " << round;
-      EXPECT_EQ(after.bypassed, before.bypassed) << "a burst of 32 never takes the bypass";
+    const TxQueueStats after = wait_sent(*txq, before.sent + expect);
+    ASSERT_EQ(after.sent - before.sent, expect) << "round " << round;
+    const uint64_t doorbells = after.device.doorbells - before.device.doorbells;
+    const uint64_t batches = after.batches - before.batches;
+    if (own_thread) {
+      EXPECT_LE(doorbells, 2u) << "round " << round;
+      EXPECT_LE(batches, 2u) << "round " << round;
+      continue;
     }
+    EXPECT_EQ(doorbells, 1u) << "round " << round;
+    EXPECT_EQ(batches, 1u) << "round " << round;
+    EXPECT_EQ(after.runs - before.runs, 1u) << "round " << round;
+    EXPECT_EQ(after.bypassed, before.bypassed) << "a burst of 32 never takes the bypass";
   }
   ASSERT_TRUE(txq->drain(10s));
   txq.reset();
