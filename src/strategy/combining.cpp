@@ -27,6 +27,8 @@
 //                     one doorbell per packet;
 //  * deferred_run():  a no-op request; its batch's epilogue runs the loop (net_tx_action);
 //  * quiescent():     !running && backlog == 0, evaluated inside the section.
+//  * send_burst():    one request carrying the whole burst, enqueued in order (a burst of one may
+//                     bypass, as send()); the epilogue runs the loop once for all of it;
 // Epilogue (once per batch, by the combiner): if anything is queued, run_begin + run + run_end;
 // else serve a pending inspect_qdisc() (QueueBase::serve_inspect; run_end() does it otherwise).
 //

@@ -29,6 +29,10 @@
 // packets the dead thread left are drained first (FIFO). Do not send from a thread_local
 // destructor that runs after the cache's.
 //
+// Bursts (send_burst): written into the sender's ring with one publish of the producer index per
+// up to kPerRing packets (txpath_ck_ring_enqueue_burst_spsc) and one wake-up check each; the
+// drainer sees none or all of a publish. A full ring takes what fits; the sender waits as below.
+//
 // Ring capacity: txqueuelen rounded up to a power of two, at least 64 and at most 4096 slots
 // (ck keeps one slot empty): room for a qdisc-full burst per sender, 8 KiB per 1024 slots.
 // A full ring is backpressure, not a drop: the sender waits (spin, then park) until the drainer
@@ -193,22 +197,21 @@ class DrainerQueue : public LockedQueue<Lock> {
   // gets `queued`, as with send().
   std::size_t send_burst(std::span<Packet* const> packets,
                          std::span<SendStatus> status) noexcept override {
-    status = burst_status(packets, status);
-    PacketList batch;
-    const std::size_t accepted = this->admit_burst(packets, status, batch);
-    if (accepted == 0) return 0;
-    SenderRing* r = caller_ring();
-    if (!r) {  // no ring could be allocated: every packet of the burst is dropped
-      this->drop_burst_tail(batch, status);
-      return accepted;
-    }
-    void* chunk[kPerRing];
-    while (!batch.empty()) {
-      unsigned n = 0;
-      while (n < kPerRing && !batch.empty()) chunk[n++] = batch.pop_front();
-      push_all(*r, chunk, n);
-    }
-    return accepted;
+    return this->admit_and_hand_off(
+        packets, status,
+        [this](PacketList& batch, std::span<SendStatus> looked_at, std::size_t) noexcept {
+          SenderRing* r = caller_ring();
+          if (!r) {  // no ring could be allocated: every packet of the burst is dropped
+            this->drop_burst_tail(batch, looked_at);
+            return;
+          }
+          void* chunk[kPerRing];
+          while (!batch.empty()) {
+            unsigned n = 0;
+            while (n < kPerRing && !batch.empty()) chunk[n++] = batch.pop_front();
+            push_all(*r, chunk, n);
+          }
+        });
   }
 
  private:

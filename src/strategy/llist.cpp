@@ -13,6 +13,10 @@
 // (qdisc_max_burst, default 1000) the packet is dropped and counted. The leader resets the count
 // after detaching the list (not atomically with it: the list can briefly exceed the cap).
 //
+// Bursts (send_burst): the burst is linked into one chain (LifoChain) and pushed with one CAS, so
+// the detach leaves it contiguous and in order. The cap counts packets: a burst that would take a
+// non-empty list past it loses its newest packets beyond the cap (dropped, counted, freed).
+//
 // Passivation (a userspace adaptation; the kernel needs none). In Linux the leader cannot be
 // preempted while it waits for or holds the root lock (spinlocks disable preemption). Here it
 // can: with more senders than cores, followers that keep pushing while the leader is off-CPU only
@@ -68,21 +72,20 @@ class LlistQueue : public LockedQueue<Lock> {
   // batch's first: they get the qdisc's verdicts; behind a leader they get `queued`, as send().
   std::size_t send_burst(std::span<Packet* const> packets,
                          std::span<SendStatus> status) noexcept override {
-    status = burst_status(packets, status);
-    PacketList batch;
-    const std::size_t accepted = this->admit_burst(packets, status, batch);
-    if (accepted == 0) return 0;
-    LifoChain chain(batch);
-    PacketList refused;
-    uint64_t deferred = 0;
-    const Pushed how = push(chain, refused, deferred);
-    if (!refused.empty()) this->drop_burst_tail(refused, status);  // no lock is held here
-    if (how == Pushed::onto_empty) {
-      lead(BurstVerdicts(status, chain.size));
-    } else if (how == Pushed::behind_leader) {
-      follow(deferred);
-    }
-    return accepted;
+    return this->admit_and_hand_off(
+        packets, status,
+        [this](PacketList& batch, std::span<SendStatus> looked_at, std::size_t) noexcept {
+          LifoChain chain(batch);
+          PacketList refused;
+          uint64_t deferred = 0;
+          const Pushed how = push(chain, refused, deferred);
+          if (!refused.empty()) this->drop_burst_tail(refused, looked_at);  // no lock held here
+          if (how == Pushed::onto_empty) {
+            lead(BurstVerdicts(looked_at, chain.size));
+          } else if (how == Pushed::behind_leader) {
+            follow(deferred);
+          }
+        });
   }
 
  protected:

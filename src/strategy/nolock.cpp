@@ -20,6 +20,9 @@
 //            with preemption off; ours can be descheduled, and with more senders than cores the
 //            others would otherwise spin enqueue->drop while it waits for a core (measured: 91%
 //            drops, 0.1 Mpps at 16 senders on 2 cores).
+//   send_burst(): the burst into the rings with one producer-lock round per run of packets for
+//            one band (NolockFifoQdisc::enqueue_burst), then one run_begin() and run, as send();
+//            a burst of one takes send()'s path.
 //   run:     QueueBase::run() with a no-op root lock: the seqlock stays held across the device
 //            calls (root_lock is NULL for NOLOCK qdiscs). If the loop ended on a stopped device
 //            queue, park_while_stopped() swaps MISSED for DRAINING (the device wake schedules the

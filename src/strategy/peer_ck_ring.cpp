@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Peer baseline `peer:ck_ring`: senders enqueue into a Concurrency Kit MPMC ring
 // (ck_ring_enqueue_mpmc: a CAS on the producer index), one drainer thread dequeues
-// (ck_ring_dequeue_mpmc) and transmits. Capacity: txqueuelen rounded up to a power of two
-// (ck keeps one slot empty). Memory ordering is CK's: enqueue publishes the slot before the
+// (ck_ring_dequeue_mpmc) and transmits. A burst reserves as many slots as fit with one CAS and
+// publishes them with one store (txpath_ck_ring_enqueue_burst_mpmc). Capacity: txqueuelen rounded
+// up to a power of two (ck keeps one slot empty). Memory ordering is CK's: enqueue publishes the slot before the
 // producer index (release), dequeue reads the index before the slot (acquire).
 //
 // Known hazard (CK's, like DPDK rte_ring's "non-preemptive" MP mode): producers publish in

@@ -17,6 +17,8 @@
 //   5. leave            the strategy releases its serialisation; then leave() frees the drop
 //                       victims (free_packets, after every lock is released) and maps the verdict.
 //
+// send_burst() does the five steps once for a whole burst (admit_burst(), one hand-off or
+// ownership round, the burst enqueued in order with per-packet verdicts through BurstVerdicts).
 // A strategy file says only how it does steps 2 and 5. The packet path here is inline templates:
 // no virtual call, no std::function and no atomic beyond QueueBase's own (RUNNING, counters).
 #pragma once
@@ -172,6 +174,20 @@ class SerializedQueue : public QueueBase {
   static SendStatus leave(PacketList& to_free, Verdict v) noexcept {
     free_packets(std::move(to_free));
     return to_send_status(v);
+  }
+
+  // The frame of a send_burst() whose hand-off needs the looked-at status entries: narrows
+  // `status` to them (burst_status), admits the burst (admit_burst) and, if anything was
+  // admitted, calls hand_off(batch, status, accepted) with the admitted packets in order.
+  // Returns the count admitted.
+  template <class HandOff>
+  std::size_t admit_and_hand_off(std::span<Packet* const> packets, std::span<SendStatus> status,
+                                 HandOff&& hand_off) noexcept {
+    status = burst_status(packets, status);
+    PacketList batch;
+    const std::size_t accepted = admit_burst(packets, status, batch);
+    if (accepted > 0) hand_off(batch, status, accepted);
+    return accepted;
   }
 
   // A burst's tail that the strategy's hand-off cap refused before any qdisc saw it (send_burst):

@@ -44,6 +44,11 @@
 //     it; losing also returns `queued` at once — unless the push made the shard deeper than one
 //     quota (config.quota, 64): then the sender passivates (below).
 //
+// send_burst(burst): as send(), with the whole burst for the packet: the drainer role taken, the
+//    burst is enqueued after everything detached (real verdicts); otherwise the burst is pushed
+//    as one chain (LifoChain) with one CAS; the shard cap counts packets and drops the burst's
+//    newest beyond it.
+//
 // The drainer (drain_held), with draining_ set:
 //    a pass = take the root lock; for each shard with a non-null head: exchange head with null,
 //    depth -= number taken, reverse into arrival order; enqueue the batch into the qdisc and run
@@ -326,24 +331,23 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
   // CAS (`queued`; the shard cap counts packets, and the burst's newest beyond it are dropped).
   std::size_t send_burst(std::span<Packet* const> packets,
                          std::span<SendStatus> status) noexcept override {
-    status = burst_status(packets, status);
-    PacketList batch;
-    const std::size_t accepted = this->admit_burst(packets, status, batch);
-    if (accepted == 0) return 0;
-    if (try_take()) {
-      drain_held(batch, [status, accepted](std::size_t skip) {
-        return BurstVerdicts(status, accepted, skip);
-      });
-      return accepted;
-    }
-    LifoChain chain(batch);
-    PacketList refused;
-    Shard* shard = nullptr;
-    uint64_t depth = 0;
-    const bool pushed = push(chain, refused, shard, depth);
-    if (!refused.empty()) this->drop_burst_tail(refused, status);  // no lock is held here
-    if (pushed) after_push(*shard, depth);
-    return accepted;
+    return this->admit_and_hand_off(
+        packets, status,
+        [this](PacketList& batch, std::span<SendStatus> looked_at, std::size_t accepted) noexcept {
+          if (try_take()) {
+            drain_held(batch, [looked_at, accepted](std::size_t skip) {
+              return BurstVerdicts(looked_at, accepted, skip);
+            });
+            return;
+          }
+          LifoChain chain(batch);
+          PacketList refused;
+          Shard* shard = nullptr;
+          uint64_t depth = 0;
+          const bool pushed = push(chain, refused, shard, depth);
+          if (!refused.empty()) this->drop_burst_tail(refused, looked_at);  // no lock held here
+          if (pushed) after_push(*shard, depth);
+        });
   }
 
  protected:
