@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -299,7 +301,28 @@ struct MqParam {
   uint32_t queues;
   int threads;
   bool xps;  // a CPU -> queue map (changed once mid-run) instead of the flow hash alone
+  bool bursts = false;  // senders mix send() with MultiQueueTx::send_burst() of 1..64 packets
 };
+
+// Sender t's `count` packets as a random mix of send() and send_burst() of 1..64 packets,
+// each burst's answer checked against the contract.
+void send_mixed(MultiQueueTx& tx, Pool::Cache& cache, const FrameTemplate& tmpl, int t,
+                uint64_t count, const std::function<uint32_t(uint64_t seq)>& flow_of) {
+  std::mt19937_64 rng(0xb0057 + static_cast<uint64_t>(t));
+  Packet* burst[64];
+  SendStatus status[64];
+  for (uint64_t seq = 0; seq < count;) {
+    if (rng() % 4 == 0) {
+      EXPECT_NE(tx.send(make_packet(cache, tmpl, t, seq, flow_of(seq))), SendStatus::too_big);
+      ++seq;
+      continue;
+    }
+    const std::size_t n = std::min<uint64_t>(1 + rng() % 64, count - seq);
+    for (std::size_t i = 0; i < n; ++i, ++seq) burst[i] = make_packet(cache, tmpl, t, seq, flow_of(seq));
+    EXPECT_EQ(tx.send_burst({burst, n}, {status, n}), n);
+    for (std::size_t i = 0; i < n; ++i) EXPECT_NE(status[i], SendStatus::too_big);
+  }
+}
 
 class MultiQueueStress : public ::testing::TestWithParam<MqParam> {};
 
@@ -339,11 +362,15 @@ TEST_P(MultiQueueStress, InvariantsHoldOnEveryQueue) {
       Pool::Cache cache(pool);
       const FrameTemplate tmpl;
       started.fetch_add(1, std::memory_order_relaxed);  // relaxed: a progress count
-      for (uint64_t seq = 0; seq < per_thread; ++seq) {
-        const auto flow = (static_cast<uint32_t>(t) * 8 + static_cast<uint32_t>(seq % 8) + 1) * 0x9E37'79B9u;
-        Packet* p = make_packet(cache, tmpl, t, seq, flow);
-        EXPECT_NE(tx->send(p), SendStatus::too_big);
+      const auto flow_of = [t](uint64_t seq) {
+        return (static_cast<uint32_t>(t) * 8 + static_cast<uint32_t>(seq % 8) + 1) * 0x9E37'79B9u;
+      };
+      if (prm.bursts) {
+        send_mixed(*tx, cache, tmpl, t, per_thread, flow_of);
+        return;
       }
+      for (uint64_t seq = 0; seq < per_thread; ++seq)
+        EXPECT_NE(tx->send(make_packet(cache, tmpl, t, seq, flow_of(seq))), SendStatus::too_big);
     });
   }
   if (prm.xps) {  // once the senders run, every CPU moves to the next queue
@@ -382,6 +409,7 @@ std::vector<MqParam> mq_params() {
     if (strategy == "peer:ck_ring") continue;  // not preemption-safe with many threads (test_stress)
     for (uint32_t queues : {2u, 4u}) out.push_back({strategy, queues, 16, queues == 4});
     if (!is_peer(strategy)) out.push_back({strategy, 3, 3, true});
+    out.push_back({strategy, 3, 16, false, true});  // bursts, split into runs per queue
   }
   return out;
 }
@@ -392,7 +420,8 @@ INSTANTIATE_TEST_SUITE_P(AllStrategies, MultiQueueStress, ::testing::ValuesIn(mq
                            std::replace(s.begin(), s.end(), ':', '_');
                            return s + "_q" + std::to_string(info.param.queues) + "_t" +
                                   std::to_string(info.param.threads) +
-                                  (info.param.xps ? "_xps" : "_hash");
+                                  (info.param.xps ? "_xps" : "_hash") +
+                                  (info.param.bursts ? "_burst" : "");
                          });
 
 }  // namespace

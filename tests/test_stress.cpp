@@ -4,6 +4,8 @@
 //   submitted == sent + dropped (+ 0 queued once drained), no packet sent twice, per-sender order
 //   kept within a band, nothing stranded when senders stop (drain() sends nothing itself; only
 //   the service thread and the device's wake can move the last packets).
+// The `_burst` instances send a random mix of send() and send_burst() calls (bursts of 1..64) from
+// every sender: the same invariants, per-sender order across both kinds of call included.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,6 +44,7 @@ struct StressParam {
   std::string lock;
   std::string qdisc;
   int threads;
+  bool bursts = false;  // senders mix send() with send_burst() of 1..64 packets
 };
 
 class Stress : public ::testing::TestWithParam<StressParam> {};
@@ -69,10 +72,12 @@ TEST_P(Stress, InvariantsHoldUnderFaults) {
   auto txq = TxQueue::create(dev, cfg);
 
   const uint64_t per_thread = kPacketsTotal / static_cast<uint64_t>(prm.threads) + 1;
+  const auto prepare = [](Packet& p, int t, uint64_t seq) {
+    p.priority = static_cast<uint32_t>((seq * 7 + static_cast<uint64_t>(t)) % 16);
+  };
   const std::vector<uint64_t> refused =
-      test::send_from_threads(*txq, pool, prm.threads, per_thread, [](Packet& p, int t, uint64_t seq) {
-        p.priority = static_cast<uint32_t>((seq * 7 + static_cast<uint64_t>(t)) % 16);
-      });
+      prm.bursts ? test::send_bursts_from_threads(*txq, pool, prm.threads, per_thread, prepare)
+                 : test::send_from_threads(*txq, pool, prm.threads, per_thread, prepare);
 
   // Nothing stranded: with no further send(), the service thread and device wakes finish it.
   ASSERT_TRUE(txq->drain(20s)) << "packets stranded: " << txq->stats().queued << " still queued";
@@ -130,6 +135,16 @@ std::vector<StressParam> params() {
   // the sanitizers' slowdown — it can crawl for minutes; it is stressed at up to 2 threads.
   for (int threads : {1, 2}) out.push_back({"peer:ck_ring", "ticket", "pfifo_fast", threads});
   for (int threads : {1, 8, 64}) out.push_back({"peer:mutex_deque", "ticket", "pfifo_fast", threads});
+  // Bursts mixed with send(), for every strategy (peer:ck_ring at up to 2 threads, as above).
+  for (const std::string& strategy : strategy_names()) {
+    for (const char* qdisc : {"pfifo_fast", "bfifo"}) {
+      if (is_peer(strategy) && std::string(qdisc) != "pfifo_fast") continue;
+      for (int threads : {1, 2, 8, 64}) {
+        if (strategy == "peer:ck_ring" && threads > 2) continue;
+        out.push_back({strategy, "ticket", qdisc, threads, true});
+      }
+    }
+  }
   return out;
 }
 
@@ -139,7 +154,8 @@ INSTANTIATE_TEST_SUITE_P(AllStrategies, Stress, ::testing::ValuesIn(params()),
                            std::string strategy = info.param.strategy;
                            std::replace(strategy.begin(), strategy.end(), ':', '_');
                            return strategy + "_" + info.param.lock + "_" + qd + "_" +
-                                  std::to_string(info.param.threads);
+                                  std::to_string(info.param.threads) +
+                                  (info.param.bursts ? "_burst" : "");
                          });
 
 }  // namespace

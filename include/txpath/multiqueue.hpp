@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "txpath/netdev.hpp"
@@ -46,6 +47,11 @@ class MultiQueueTx {
   // Picks the TX queue (NetDevice::pick_tx_queue) and sends on it. Ownership as TxQueue::send:
   // the queue owns the packet unless too_big.
   SendStatus send(Packet* p) noexcept;
+  // TxQueue::send_burst on a device with several queues: picks each packet's queue as send()
+  // does and hands each run of consecutive packets for the same queue to that queue's
+  // send_burst() (a burst whose packets all go to one queue is one call). Verdicts, ownership
+  // and the return value as TxQueue::send_burst; a too_big packet is refused before its pick.
+  std::size_t send_burst(std::span<Packet* const> packets, std::span<SendStatus> status) noexcept;
 
   uint32_t num_queues() const noexcept { return static_cast<uint32_t>(queues_.size()); }
   TxQueue& queue(uint32_t index) noexcept { return *queues_[index]; }

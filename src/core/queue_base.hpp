@@ -109,17 +109,6 @@ class QueueBase : public TxQueue, private Scheduler::Client {
     submitted_.add(1);
     return true;
   }
-  // A burst sent one packet at a time through send(): what a strategy without a burst path of its
-  // own does (each packet is serialised on its own; the verdicts are send()'s).
-  std::size_t send_each(std::span<Packet* const> packets, std::span<SendStatus> status) noexcept {
-    const std::size_t n = std::min(packets.size(), status.size());
-    std::size_t accepted = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      status[i] = send(packets[i]);
-      accepted += status[i] != SendStatus::too_big;
-    }
-    return accepted;
-  }
   // The same for a burst (send_burst): every packet that fits goes onto `batch`, in order, with
   // status `queued` until the owner's verdict replaces it; a frame too long gets `too_big` and
   // stays with the caller. One `submitted` update for the whole burst. Returns the count admitted.

@@ -112,27 +112,91 @@ Verdict NolockFifoQdisc::drop_one(Packet* p, PacketList& to_free, ThreadSlot me)
   return Verdict::drop;
 }
 
+unsigned NolockFifoQdisc::band_for(const Packet& p) const noexcept {
+  return mode_ == Mode::pfifo_fast ? PfifoFastQdisc::band_of(p.priority) : 0;
+}
+
+bool NolockFifoQdisc::reserve_bytes(uint32_t len) noexcept {
+  // relaxed: an admission counter (see the header comment); backlog + len <= limit.
+  if (reserved_.fetch_add(len, std::memory_order_relaxed) + len <= limit_) return true;
+  unreserve_bytes(len);
+  return false;
+}
+
+void NolockFifoQdisc::unreserve_bytes(uint32_t len) noexcept {
+  reserved_.fetch_sub(len, std::memory_order_relaxed);  // relaxed: as reserve_bytes()
+}
+
 Verdict NolockFifoQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   const ThreadSlot me = thread_slot();
   // Read before produce(): once p is in a ring, the owner may send it and its pool may hand it
   // to another sender before we get to count it.
   const uint32_t len = p->len;
-  const unsigned band = mode_ == Mode::pfifo_fast ? PfifoFastQdisc::band_of(p->priority) : 0;
-  if (mode_ == Mode::bfifo) {
-    // relaxed: an admission counter (see the header comment); backlog + len <= limit.
-    if (reserved_.fetch_add(len, std::memory_order_relaxed) + len > limit_) {
-      reserved_.fetch_sub(len, std::memory_order_relaxed);  // relaxed: as above
-      return drop_one(p, to_free, me);
-    }
-  }
+  const unsigned band = band_for(*p);
+  if (mode_ == Mode::bfifo && !reserve_bytes(len)) return drop_one(p, to_free, me);
   if (!rings_[band].produce(p)) {
-    if (mode_ == Mode::bfifo) reserved_.fetch_sub(len, std::memory_order_relaxed);  // as above
+    if (mode_ == Mode::bfifo) unreserve_bytes(len);
     return drop_one(p, to_free, me);
   }
   // Statistics, exact at quiescent points (the owner may count the dequeue first): slot_add.
   slot_add(stats_[me.index].packets, 1, me);
   slot_add(stats_[me.index].bytes, len, me);
   return Verdict::success;
+}
+
+void NolockFifoQdisc::enqueue_burst(std::span<Packet* const> packets, std::span<Verdict> verdicts,
+                                    PacketList& to_free) noexcept {
+  constexpr std::size_t kRun = 64;
+  Packet* run[kRun];
+  uint32_t lens[kRun];  // read before the produce, as enqueue()
+  std::size_t at[kRun];  // run[j] is packets[at[j]]
+  const std::size_t dropped_before = to_free.size();
+  uint64_t produced = 0, bytes = 0;
+  for (std::size_t i = 0; i < packets.size();) {
+    const unsigned band = band_for(*packets[i]);
+    std::size_t n = 0;
+    for (; i < packets.size() && n < kRun && band_for(*packets[i]) == band; ++i) {
+      Packet* p = packets[i];
+      const uint32_t len = p->len;
+      if (mode_ == Mode::bfifo && !reserve_bytes(len)) {  // over the byte limit: dropped
+        to_free.push_back(p);
+        verdicts[i] = Verdict::drop;
+        continue;
+      }
+      run[n] = p;
+      lens[n] = len;
+      at[n++] = i;
+    }
+    bytes += produce_run(band, {run, n}, {lens, n}, {at, n}, verdicts, to_free, produced);
+  }
+  // Statistics, as enqueue(): slot_add.
+  const ThreadSlot me = thread_slot();
+  StatSlot& slot = stats_[me.index];
+  if (produced > 0) {
+    slot_add(slot.packets, produced, me);
+    slot_add(slot.bytes, bytes, me);
+  }
+  if (to_free.size() > dropped_before) slot_add(slot.drops, to_free.size() - dropped_before, me);
+}
+
+uint64_t NolockFifoQdisc::produce_run(unsigned band, std::span<Packet* const> run,
+                                      std::span<const uint32_t> lens,
+                                      std::span<std::size_t const> at, std::span<Verdict> verdicts,
+                                      PacketList& to_free, uint64_t& produced) noexcept {
+  const uint32_t done = rings_[band].produce_burst(run.data(), static_cast<uint32_t>(run.size()));
+  uint64_t bytes = 0;
+  for (std::size_t j = 0; j < run.size(); ++j) {
+    if (j < done) {
+      verdicts[at[j]] = Verdict::success;
+      bytes += lens[j];
+      continue;
+    }
+    if (mode_ == Mode::bfifo) unreserve_bytes(lens[j]);  // the ring was full: dropped
+    to_free.push_back(run[j]);
+    verdicts[at[j]] = Verdict::drop;
+  }
+  produced += done;
+  return bytes;
 }
 
 Packet* NolockFifoQdisc::scan() noexcept {

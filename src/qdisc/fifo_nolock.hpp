@@ -75,6 +75,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -107,6 +108,12 @@ class NolockFifoQdisc final : public Qdisc {
   std::string options_json() const override;  // the locked twin's
 
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;  // any thread
+  // Any thread: enqueue() for a burst, in order: verdicts[i] is packets[i]'s (drops go on
+  // to_free). One producer-lock round per run of consecutive packets for the same band (up to
+  // 64), one update of the caller's statistics slot for the whole burst. packets and verdicts
+  // have the same size.
+  void enqueue_burst(std::span<Packet* const> packets, std::span<Verdict> verdicts,
+                     PacketList& to_free) noexcept;
   Packet* dequeue() noexcept override;                                 // owner
   Packet* peek() noexcept override;                                    // owner
   void reset(PacketList& to_free) noexcept override;                   // owner / teardown
@@ -160,6 +167,15 @@ class NolockFifoQdisc final : public Qdisc {
     std::atomic<uint64_t> packets{0}, bytes{0}, drops{0};  // enqueued by this slot's threads
   };
   Verdict drop_one(Packet* p, PacketList& to_free, ThreadSlot me) noexcept;
+  unsigned band_for(const Packet& p) const noexcept;
+  // bfifo: reserves len bytes of the limit; false (nothing reserved) if they do not fit.
+  bool reserve_bytes(uint32_t len) noexcept;
+  void unreserve_bytes(uint32_t len) noexcept;
+  // enqueue_burst() for one run of one band: the packets go to the band's ring, as many as fit.
+  // Returns the bytes of those produced; counts them in `produced`, drops the rest.
+  uint64_t produce_run(unsigned band, std::span<Packet* const> run, std::span<const uint32_t> lens,
+                       std::span<std::size_t const> at, std::span<Verdict> verdicts,
+                       PacketList& to_free, uint64_t& produced) noexcept;
   Packet* scan() noexcept;
 
   const Mode mode_;

@@ -37,7 +37,7 @@ class BusylockQueue : public LockedQueue<Lock> {
     PacketList batch, to_free;
     const std::size_t accepted = this->admit_burst(packets, status, batch);
     if (accepted == 0) return 0;
-    serialize_busy(batch, to_free, BurstVerdicts(status));
+    serialize_busy(batch, to_free, BurstVerdicts(status, accepted));
     free_packets(std::move(to_free));
     return accepted;
   }

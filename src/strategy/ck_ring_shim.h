@@ -15,12 +15,17 @@ void txpath_ck_ring_destroy(struct txpath_ck_ring *r);
 bool txpath_ck_ring_enqueue_mpmc(struct txpath_ck_ring *r, void *p);
 bool txpath_ck_ring_dequeue_mpmc(struct txpath_ck_ring *r, void **p);
 unsigned txpath_ck_ring_size(const struct txpath_ck_ring *r);
+/* Enqueues the first k of in[0..n) (k: as many as fit) with one reservation and one publish;
+ * returns k (0 when full). A burst's form of txpath_ck_ring_enqueue_mpmc. */
+unsigned txpath_ck_ring_enqueue_burst_mpmc(struct txpath_ck_ring *r, void *const *in, unsigned n);
 
 /* Single-producer / single-consumer side of the same ring (ck_ring_*_spsc), for the `drainer`
  * strategy's per-sender rings: at most one thread enqueues and one dequeues at any time (callers
  * that share a producer side serialise it themselves, and hand it over with release/acquire).
  * Never mix these with the _mpmc functions on one ring. */
-bool txpath_ck_ring_enqueue_spsc(struct txpath_ck_ring *r, void *p);
+/* Enqueues the first k of in[0..n) (k: as many as fit) with one publish of the producer index;
+ * returns k (0 when full). */
+unsigned txpath_ck_ring_enqueue_burst_spsc(struct txpath_ck_ring *r, void *const *in, unsigned n);
 /* Dequeues up to n entries into out[0..n); returns how many (0 when empty). */
 unsigned txpath_ck_ring_dequeue_burst_spsc(struct txpath_ck_ring *r, void **out, unsigned n);
 

@@ -27,6 +27,8 @@
 //                     one doorbell per packet;
 //  * deferred_run():  a no-op request; its batch's epilogue runs the loop (net_tx_action);
 //  * quiescent():     !running && backlog == 0, evaluated inside the section.
+//  * send_burst():    one request carrying the whole burst, enqueued in order (a burst of one may
+//                     bypass, as send()); the epilogue runs the loop once for all of it;
 // Epilogue (once per batch, by the combiner): if anything is queued, run_begin + run + run_end;
 // else serve a pending inspect_qdisc() (QueueBase::serve_inspect; run_end() does it otherwise).
 //
@@ -71,27 +73,39 @@ class CombiningQueue : public SerializedQueue {
   CombiningQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
       : SerializedQueue(device, std::move(qdisc), config, "combining", Lock::kName), section_() {}
 
-  // TODO(burst): one hand-off for the whole burst.
-  std::size_t send_burst(std::span<Packet* const> packets,
-                         std::span<SendStatus> status) noexcept override {
-    return send_each(packets, status);
-  }
-
   SendStatus send(Packet* p) noexcept override {
     if (!admit(p)) return SendStatus::too_big;
     PacketList to_free;
     Verdict v = Verdict::success;
     section_.execute(
         [&](bool more) noexcept {
-          if (!more && q().can_bypass() && backlog_packets() == 0 && run_begin()) {
-            bypass_xmit(held_, p);  // a refusal is requeued and a run scheduled
-            run_end();
-            return;
-          }
-          v = q().enqueue(p, to_free);
+          if (!bypass_lone(p, more)) v = q().enqueue(p, to_free);
         },
         [this]() noexcept { epilogue(); });
     return leave(to_free, v);  // outside the section
+  }
+
+  // The burst: ONE request carrying the whole burst; the combiner enqueues it in order (a burst
+  // of one may take the bypass, as send()) and its batch's epilogue runs the loop once. Each
+  // packet gets the qdisc's verdict.
+  std::size_t send_burst(std::span<Packet* const> packets,
+                         std::span<SendStatus> status) noexcept override {
+    PacketList batch, to_free;
+    const std::size_t accepted = admit_burst(packets, status, batch);
+    if (accepted == 0) return 0;
+    BurstVerdicts verdicts(status, accepted);
+    section_.execute(
+        [&](bool more) noexcept {
+          if (batch.size() == 1) {
+            Packet* p = batch.pop_front();  // before the bypass: the device may free it
+            verdicts(bypass_lone(p, more) ? Verdict::success : q().enqueue(p, to_free));
+            return;
+          }
+          while (!batch.empty()) verdicts(q().enqueue(batch.pop_front(), to_free));
+        },
+        [this]() noexcept { epilogue(); });
+    free_packets(std::move(to_free));  // outside the section
+    return accepted;
   }
 
  protected:
@@ -114,6 +128,16 @@ class CombiningQueue : public SerializedQueue {
   }
 
  private:
+  // Inside the section: the empty-qdisc bypass for a request's lone packet, taken only by a
+  // request that ends its batch (see the header). True if p went to the device (a refusal is
+  // requeued and a run scheduled).
+  bool bypass_lone(Packet* p, bool more) noexcept {
+    if (more || !q().can_bypass() || backlog_packets() != 0 || !run_begin()) return false;
+    bypass_xmit(held_, p);
+    run_end();
+    return true;
+  }
+
   // The combiner's batch end: run the loop if anything is queued (qdisc_run). An empty queue
   // skips the loop, and with it run_end(): serve a pending inspect_qdisc() here instead (a
   // deferred run is a no-op request whose batch ends here, still inside the section).

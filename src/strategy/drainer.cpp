@@ -29,6 +29,10 @@
 // packets the dead thread left are drained first (FIFO). Do not send from a thread_local
 // destructor that runs after the cache's.
 //
+// Bursts (send_burst): written into the sender's ring with one publish of the producer index per
+// up to kPerRing packets (txpath_ck_ring_enqueue_burst_spsc) and one wake-up check each; the
+// drainer sees none or all of a publish. A full ring takes what fits; the sender waits as below.
+//
 // Ring capacity: txqueuelen rounded up to a power of two, at least 64 and at most 4096 slots
 // (ck keeps one slot empty): room for a qdisc-full burst per sender, 8 KiB per 1024 slots.
 // A full ring is backpressure, not a drop: the sender waits (spin, then park) until the drainer
@@ -179,36 +183,70 @@ class DrainerQueue : public LockedQueue<Lock> {
   // Called by the factory once the object is complete.
   void start_drainer() { drainer_ = std::thread([this] { drainer_main(); }); }
 
-  // TODO(burst): one hand-off for the whole burst.
-  std::size_t send_burst(std::span<Packet* const> packets,
-                         std::span<SendStatus> status) noexcept override {
-    return this->send_each(packets, status);
-  }
-
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
-    SenderRing* const* cached = RingCache::find(id_);
-    SenderRing* r = cached ? *cached : attach_caller();
+    SenderRing* r = caller_ring();
     if (!r) return this->drop_unqueued(p);  // no ring could be allocated: the only drop here
-    while (!push(*r, p)) {
-      // Ring full: wait for the drainer to move on. Load the sweep count, then retry once: if a
-      // sweep emptied some of our ring after the failed push, the retry succeeds; if not, the
-      // next sweep that takes from it bumps swept_ after our load and wakes us.
-      // acquire: pairs with the release fetch_add in flush().
-      const uint32_t seen = swept_.load(std::memory_order_acquire);
-      if (push(*r, p)) break;
-      wake_drainer();
-      spin_then_park(swept_, [seen](uint32_t now) { return now != seen; }, kYieldsBeforePark);
-    }
-    wake_drainer();
+    void* const one[] = {p};
+    push_all(*r, one, 1);
     return SendStatus::queued;
   }
 
+  // The burst: written into the caller's ring with one publish per kPerRing packets (ring full:
+  // what fits, then wait as send() does and go on), one wake-up check per publish. Every packet
+  // gets `queued`, as with send().
+  std::size_t send_burst(std::span<Packet* const> packets,
+                         std::span<SendStatus> status) noexcept override {
+    return this->admit_and_hand_off(
+        packets, status,
+        [this](PacketList& batch, std::span<SendStatus> looked_at, std::size_t) noexcept {
+          SenderRing* r = caller_ring();
+          if (!r) {  // no ring could be allocated: every packet of the burst is dropped
+            this->drop_burst_tail(batch, looked_at);
+            return;
+          }
+          void* chunk[kPerRing];
+          while (!batch.empty()) {
+            unsigned n = 0;
+            while (n < kPerRing && !batch.empty()) chunk[n++] = batch.pop_front();
+            push_all(*r, chunk, n);
+          }
+        });
+  }
+
  private:
-  bool push(SenderRing& r, Packet* p) noexcept {
-    if (!r.shared) return txpath_ck_ring_enqueue_spsc(r.ring.get(), p);
+  SenderRing* caller_ring() noexcept {
+    SenderRing* const* cached = RingCache::find(id_);
+    return cached ? *cached : attach_caller();
+  }
+
+  // Pushes items[0..n) into the caller's ring in order, each push publishing what fits. Ring
+  // full: wait for the drainer to move on. Load the sweep count, then retry once: if a sweep
+  // emptied some of our ring after the failed push, the retry succeeds; if not, the next sweep
+  // that takes from it bumps swept_ after our load and wakes us.
+  void push_all(SenderRing& r, void* const* items, unsigned n) noexcept {
+    for (;;) {
+      unsigned pushed = push(r, items, n);
+      if (pushed < n) {
+        // acquire: pairs with the release fetch_add in flush().
+        const uint32_t seen = swept_.load(std::memory_order_acquire);
+        pushed += push(r, items + pushed, n - pushed);
+        if (pushed < n) {
+          wake_drainer();
+          spin_then_park(swept_, [seen](uint32_t now) { return now != seen; }, kYieldsBeforePark);
+        }
+      }
+      items += pushed;
+      n -= pushed;
+      if (n == 0) break;
+    }
+    wake_drainer();
+  }
+
+  unsigned push(SenderRing& r, void* const* items, unsigned n) noexcept {
+    if (!r.shared) return txpath_ck_ring_enqueue_burst_spsc(r.ring.get(), items, n);
     std::lock_guard lock(r.producers);
-    return txpath_ck_ring_enqueue_spsc(r.ring.get(), p);
+    return txpath_ck_ring_enqueue_burst_spsc(r.ring.get(), items, n);
   }
 
   void wake_drainer() noexcept {

@@ -13,6 +13,10 @@
 // (qdisc_max_burst, default 1000) the packet is dropped and counted. The leader resets the count
 // after detaching the list (not atomically with it: the list can briefly exceed the cap).
 //
+// Bursts (send_burst): the burst is linked into one chain (LifoChain) and pushed with one CAS, so
+// the detach leaves it contiguous and in order. The cap counts packets: a burst that would take a
+// non-empty list past it loses its newest packets beyond the cap (dropped, counted, freed).
+//
 // Passivation (a userspace adaptation; the kernel needs none). In Linux the leader cannot be
 // preempted while it waits for or holds the root lock (spinlocks disable preemption). Here it
 // can: with more senders than cores, followers that keep pushing while the leader is off-CPU only
@@ -48,26 +52,40 @@ class LlistQueue : public LockedQueue<Lock> {
         burst_limit_(config.max_burst),
         passivate_at_(static_cast<uint64_t>(std::max(config.quota, 1))) {}
 
-  // TODO(burst): one hand-off for the whole burst.
-  std::size_t send_burst(std::span<Packet* const> packets,
-                         std::span<SendStatus> status) noexcept override {
-    return this->send_each(packets, status);
-  }
-
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
+    LifoChain chain(p);
+    PacketList refused;
     uint64_t deferred = 0;  // list length our push made, as counted (0 when not counted)
-    switch (push(p, deferred)) {
-      case Pushed::refused: return this->drop_unqueued(p);  // burst cap; no lock is held here
-      case Pushed::onto_empty: return lead();
+    switch (push(chain, refused, deferred)) {
+      case Pushed::refused: return this->drop_unqueued(refused.pop_front());  // burst cap; no lock
+      case Pushed::onto_empty: return lead(NoVerdicts{});
       case Pushed::behind_leader: break;
     }
-    // The leader of this list will enqueue it. Passivate if the leader is falling behind
-    // (see the header); the leader's reset of defer_count_ (notified) ends the wait.
-    if (deferred > passivate_at_)
-      spin_then_park(defer_count_, [this](uint64_t n) { return n <= passivate_at_; },
-                     kYieldsBeforePark);  // see park.hpp
+    follow(deferred);
     return SendStatus::queued;
+  }
+
+  // The burst: one pre-linked chain, pushed with one CAS. It counts against the burst cap per
+  // packet: the packets beyond the cap are the burst's newest, dropped (and freed) here; the
+  // rest enter in order. Pushed onto an empty list, the sender leads and its packets are the
+  // batch's first: they get the qdisc's verdicts; behind a leader they get `queued`, as send().
+  std::size_t send_burst(std::span<Packet* const> packets,
+                         std::span<SendStatus> status) noexcept override {
+    return this->admit_and_hand_off(
+        packets, status,
+        [this](PacketList& batch, std::span<SendStatus> looked_at, std::size_t) noexcept {
+          LifoChain chain(batch);
+          PacketList refused;
+          uint64_t deferred = 0;
+          const Pushed how = push(chain, refused, deferred);
+          if (!refused.empty()) this->drop_burst_tail(refused, looked_at);  // no lock held here
+          if (how == Pushed::onto_empty) {
+            lead(BurstVerdicts(looked_at, chain.size));
+          } else if (how == Pushed::behind_leader) {
+            follow(deferred);
+          }
+        });
   }
 
  protected:
@@ -90,29 +108,45 @@ class LlistQueue : public LockedQueue<Lock> {
  private:
   enum class Pushed { onto_empty, behind_leader, refused };
 
-  // Step 2: pushes p onto the defer list (onto_empty: we lead; behind_leader: the leader of this
-  // list will take it), unless the burst cap refuses it (p is then still ours).
-  Pushed push(Packet* p, uint64_t& deferred) noexcept {
+  // Step 2: pushes `chain` onto the defer list with one CAS (onto_empty: we lead; behind_leader:
+  // the leader of this list will take it). The burst cap counts packets: when the list is not
+  // empty, the chain's newest packets beyond the cap are cut onto `refused` (still ours);
+  // `refused` is returned when nothing is left to push.
+  Pushed push(LifoChain& chain, PacketList& refused, uint64_t& deferred) noexcept {
     // relaxed: only the first guess for the CAS, which re-reads on failure.
     Packet* first = head_.load(std::memory_order_relaxed);
     bool counted = false;
     do {
       if (first && !counted) {
         counted = true;
+        const uint64_t k = chain.size;
         // relaxed: a bound, not a synchronisation; the leader's reset may race with it (as in
         // the kernel), which only lets a burst briefly exceed the cap.
-        deferred = defer_count_.fetch_add(1, std::memory_order_relaxed) + 1;
-        if (deferred > burst_limit_) return Pushed::refused;
+        deferred = defer_count_.fetch_add(k, std::memory_order_relaxed) + k;
+        const uint64_t before = deferred - k;
+        const uint64_t room = before >= burst_limit_ ? 0 : burst_limit_ - before;
+        if (room < k) chain.cut_newest(k - room, refused);
+        if (chain.empty()) return Pushed::refused;
       }
-      p->next = first;
-      // release: publishes p (its frame and p->next) to the leader's acquire exchange.
-    } while (!head_.compare_exchange_weak(first, p, std::memory_order_release,
+      chain.oldest->next = first;
+      // release: publishes the chain (frames and links) to the leader's acquire exchange.
+    } while (!head_.compare_exchange_weak(first, chain.newest, std::memory_order_release,
                                           std::memory_order_relaxed));
     return first ? Pushed::behind_leader : Pushed::onto_empty;
   }
 
-  // We pushed onto an empty list: we lead. Steps 3-5 for the whole list under the root lock.
-  SendStatus lead() noexcept {
+  // Behind a leader: passivate if the leader is falling behind (see the header); the leader's
+  // reset of defer_count_ (notified) ends the wait.
+  void follow(uint64_t deferred) noexcept {
+    if (deferred > passivate_at_)
+      spin_then_park(defer_count_, [this](uint64_t n) { return n <= passivate_at_; },
+                     kYieldsBeforePark);  // see park.hpp
+  }
+
+  // We pushed onto an empty list: we lead. Steps 3-5 for the whole list under the root lock. Our
+  // own packets are the oldest on the list, so the batch's first: `verdicts` gets theirs first.
+  template <class Verdicts>
+  SendStatus lead(Verdicts&& verdicts) noexcept {
     PacketList to_free;
     this->root_.lock();
     // acquire: pairs with every pusher's release CAS, so their packets are visible.
@@ -124,7 +158,8 @@ class LlistQueue : public LockedQueue<Lock> {
     defer_count_.notify_all();
     PacketList batch = PacketList::from_lifo(list);
     const bool lone = batch.size() == 1;  // only a lone packet may take the bypass
-    const Verdict v = this->serialize(this->root_, batch, to_free);
+    const Verdict v = this->serialize(this->root_, batch, to_free, NoOwnerHook{},
+                                      std::forward<Verdicts>(verdicts));
     this->root_.unlock();
     // A lone packet keeps its own verdict; a leader of several answers `queued`, as followers do.
     return this->leave(to_free, lone ? v : Verdict::success);

@@ -50,7 +50,7 @@ class LockedQueue : public SerializedQueue {
     const std::size_t accepted = admit_burst(packets, status, batch);
     if (accepted == 0) return 0;
     root_.lock();
-    serialize(loop_lock(), batch, to_free, NoOwnerHook{}, BurstVerdicts(status));
+    serialize(loop_lock(), batch, to_free, NoOwnerHook{}, BurstVerdicts(status, accepted));
     root_.unlock();
     free_packets(std::move(to_free));
     return accepted;

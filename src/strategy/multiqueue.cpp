@@ -60,6 +60,36 @@ SendStatus MultiQueueTx::send(Packet* p) noexcept {
   return queues_[device_.pick_tx_queue(*p)]->send(p);
 }
 
+std::size_t MultiQueueTx::send_burst(std::span<Packet* const> packets,
+                                    std::span<SendStatus> status) noexcept {
+  const std::size_t n = std::min(packets.size(), status.size());
+  const uint32_t max_len = device_.tx_queue(0).max_frame_len();
+  std::size_t accepted = 0;
+  std::size_t begin = 0;  // the current run: packets[begin, i), all for queue `run_queue`
+  uint32_t run_queue = 0;
+  const auto flush = [&](std::size_t end) {
+    if (end > begin)
+      accepted += queues_[run_queue]->send_burst(packets.subspan(begin, end - begin),
+                                                 status.subspan(begin, end - begin));
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (packets[i]->len > max_len) {  // refused before the pick, as send()
+      flush(i);
+      status[i] = SendStatus::too_big;
+      begin = i + 1;
+      continue;
+    }
+    const uint32_t q = device_.pick_tx_queue(*packets[i]);
+    if (i > begin && q != run_queue) {
+      flush(i);
+      begin = i;
+    }
+    run_queue = q;
+  }
+  flush(n);
+  return accepted;
+}
+
 namespace {
 
 // What is left of a timeout shared by the queues, one after the other (never negative).

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Peer baseline `peer:ck_ring`: senders enqueue into a Concurrency Kit MPMC ring
 // (ck_ring_enqueue_mpmc: a CAS on the producer index), one drainer thread dequeues
-// (ck_ring_dequeue_mpmc) and transmits. Capacity: txqueuelen rounded up to a power of two
-// (ck keeps one slot empty). Memory ordering is CK's: enqueue publishes the slot before the
+// (ck_ring_dequeue_mpmc) and transmits. A burst reserves as many slots as fit with one CAS and
+// publishes them with one store (txpath_ck_ring_enqueue_burst_mpmc). Capacity: txqueuelen rounded
+// up to a power of two (ck keeps one slot empty). Memory ordering is CK's: enqueue publishes the slot before the
 // producer index (release), dequeue reads the index before the slot (acquire).
 //
 // Known hazard (CK's, like DPDK rte_ring's "non-preemptive" MP mode): producers publish in
@@ -10,6 +11,7 @@
 // descheduled between reserving and publishing stalls every later producer. With more sender
 // threads than cores this baseline can collapse (it spins; it does not yield) — which is part of
 // what the comparison shows.
+#include <algorithm>
 #include <bit>
 #include <memory>
 
@@ -32,6 +34,13 @@ class CkRingQueue : public PeerQueue {
 
  protected:
   bool push(Packet* p) noexcept override { return txpath_ck_ring_enqueue_mpmc(ring_.get(), p); }
+  // One reservation of as many slots as fit, one publish (ck_ring_shim.c).
+  std::size_t push_burst(Packet* const* ps, std::size_t n) noexcept override {
+    void* items[kBurst];  // n <= kBurst (PeerQueue::send_burst)
+    n = std::min(n, kBurst);
+    std::copy(ps, ps + n, items);
+    return txpath_ck_ring_enqueue_burst_mpmc(ring_.get(), items, static_cast<unsigned>(n));
+  }
   std::size_t pop_burst(Packet** out, std::size_t n) noexcept override {
     std::size_t got = 0;
     void* p = nullptr;

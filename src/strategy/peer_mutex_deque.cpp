@@ -24,6 +24,14 @@ class MutexDequeQueue : public PeerQueue {
     size_.store(queue_.size(), std::memory_order_relaxed);  // relaxed: a hint for size()
     return true;
   }
+  // One mutex hold for the whole burst.
+  std::size_t push_burst(Packet* const* ps, std::size_t n) noexcept override {
+    std::lock_guard lock(mutex_);
+    const std::size_t k = std::min(n, limit_ - std::min(limit_, queue_.size()));
+    queue_.insert(queue_.end(), ps, ps + k);
+    size_.store(queue_.size(), std::memory_order_relaxed);  // relaxed: a hint for size()
+    return k;
+  }
   std::size_t pop_burst(Packet** out, std::size_t n) noexcept override {
     std::lock_guard lock(mutex_);
     std::size_t got = 0;

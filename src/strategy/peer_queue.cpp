@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "strategy/peer_queue.hpp"
 
+#include <algorithm>
 #include <mutex>
 
 #include "base/clock.hpp"
@@ -48,6 +49,45 @@ SendStatus PeerQueue::send(Packet* p) noexcept {
   victim.push_back(p);
   free_packets(std::move(victim));
   return SendStatus::dropped;
+}
+
+std::size_t PeerQueue::send_burst(std::span<Packet* const> packets,
+                                  std::span<SendStatus> status) noexcept {
+  const std::size_t n = std::min(packets.size(), status.size());
+  const uint32_t max_len = device_.max_frame_len();
+  Packet* admitted[kBurst];
+  std::size_t at[kBurst];  // admitted[j] is packets[at[j]]
+  std::size_t m = 0, accepted = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (packets[i]->len > max_len) {
+      status[i] = SendStatus::too_big;
+      continue;
+    }
+    status[i] = SendStatus::queued;
+    admitted[m] = packets[i];
+    at[m++] = i;
+    ++accepted;
+    if (m == kBurst) {
+      push_or_drop(admitted, at, m, status);
+      m = 0;
+    }
+  }
+  if (m > 0) push_or_drop(admitted, at, m, status);
+  return accepted;
+}
+
+void PeerQueue::push_or_drop(Packet* const* admitted, const std::size_t* at, std::size_t n,
+                             std::span<SendStatus> status) noexcept {
+  submitted_.add(n);
+  const std::size_t pushed = push_burst(admitted, n);
+  if (pushed == n) return;
+  PacketList victims;
+  for (std::size_t j = pushed; j < n; ++j) {
+    status[at[j]] = SendStatus::dropped;
+    victims.push_back(admitted[j]);
+  }
+  dropped_.add(victims.size());
+  free_packets(std::move(victims));
 }
 
 int PeerQueue::xmit_pending() noexcept {

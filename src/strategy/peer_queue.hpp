@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,17 +34,11 @@ class PeerQueue : public TxQueue {
   ~PeerQueue() override;
 
   SendStatus send(Packet* p) noexcept override;
-  // TODO(burst): one multi-producer push for the whole burst.
+  // The burst: admitted packets pushed kBurst at a time, each push_burst() one multi-producer
+  // operation (one ring reservation, or one mutex hold) taking what fits; the rest are dropped,
+  // as send() drops on a full queue.
   std::size_t send_burst(std::span<Packet* const> packets,
-                         std::span<SendStatus> status) noexcept override {
-    const std::size_t n = std::min(packets.size(), status.size());
-    std::size_t accepted = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      status[i] = send(packets[i]);
-      accepted += status[i] != SendStatus::too_big;
-    }
-    return accepted;
-  }
+                         std::span<SendStatus> status) noexcept override;
   bool drain(std::chrono::milliseconds timeout) override;
   bool service() noexcept override { return false; }  // the drainer does all the work
   TxQueueStats stats() const override;
@@ -68,6 +63,9 @@ class PeerQueue : public TxQueue {
   static constexpr std::size_t kBurst = 64;
   // Multi-producer push; false when full.
   virtual bool push(Packet* p) noexcept = 0;
+  // Multi-producer push of ps[0..n) in order, as one operation: pushes the first k that fit and
+  // returns k (the caller keeps the rest).
+  virtual std::size_t push_burst(Packet* const* ps, std::size_t n) noexcept = 0;
   // Single-consumer pop of up to n packets.
   virtual std::size_t pop_burst(Packet** out, std::size_t n) noexcept = 0;
   // Packets in the queue (a racy hint while running, exact at quiescence).
@@ -75,6 +73,9 @@ class PeerQueue : public TxQueue {
 
  private:
   void drainer_main();
+  // Pushes admitted[0..n) (status entries at[0..n)); those that do not fit are dropped.
+  void push_or_drop(Packet* const* admitted, const std::size_t* at, std::size_t n,
+                    std::span<SendStatus> status) noexcept;
   int xmit_pending() noexcept;
   void serve_snapshot() noexcept;
 

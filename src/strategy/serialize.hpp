@@ -17,10 +17,13 @@
 //   5. leave            the strategy releases its serialisation; then leave() frees the drop
 //                       victims (free_packets, after every lock is released) and maps the verdict.
 //
+// send_burst() does the five steps once for a whole burst (admit_burst(), one hand-off or
+// ownership round, the burst enqueued in order with per-packet verdicts through BurstVerdicts).
 // A strategy file says only how it does steps 2 and 5. The packet path here is inline templates:
 // no virtual call, no std::function and no atomic beyond QueueBase's own (RUNNING, counters).
 #pragma once
 
+#include <algorithm>
 #include <span>
 #include <utility>
 
@@ -57,19 +60,68 @@ struct NoVerdicts {
   void operator()(Verdict) const noexcept {}
 };
 
-// A burst's verdicts (send_burst): the k-th verdict goes to the k-th status entry that
-// admit_burst() marked `queued` (too_big entries are skipped: those packets never entered).
+// The status entries a send_burst() looks at: one per packet, the first min() of the two sizes
+// (the rest of `status` stays as the caller left it).
+inline std::span<SendStatus> burst_status(std::span<Packet* const> packets,
+                                          std::span<SendStatus> status) noexcept {
+  return status.first(std::min(packets.size(), status.size()));
+}
+
+// A burst's verdicts (send_burst): the verdicts of the burst's `own` admitted packets, in order,
+// go to the status entries admit_burst() marked `queued` (too_big entries, and a tail a hand-off
+// cap refused, are skipped: those packets never entered). `skip`: verdicts that come first and
+// are not ours (other senders' packets ahead of the burst in the same batch). Verdicts after the
+// burst's own (the packets of senders behind it) are ignored.
 class BurstVerdicts {
  public:
-  explicit BurstVerdicts(std::span<SendStatus> status) noexcept : status_(status) {}
+  BurstVerdicts(std::span<SendStatus> status, std::size_t own, std::size_t skip = 0) noexcept
+      : status_(status), own_(own), skip_(skip) {}
   void operator()(Verdict v) noexcept {
-    while (next_ < status_.size() && status_[next_] == SendStatus::too_big) ++next_;
+    if (skip_ > 0) {
+      --skip_;
+      return;
+    }
+    if (own_ == 0) return;
+    --own_;
+    while (next_ < status_.size() && status_[next_] != SendStatus::queued) ++next_;
     if (next_ < status_.size()) status_[next_++] = to_send_status(v);
   }
 
  private:
   std::span<SendStatus> status_;
+  std::size_t own_;
+  std::size_t skip_;
   std::size_t next_ = 0;
+};
+
+// A burst as a chain for a lock-free LIFO push list (llist's defer list, sharded's shards):
+// newest -> ... -> oldest through Packet::next, so that the one CAS that pushes it and the
+// detach's PacketList::from_lifo() leave the burst in its own order, contiguous.
+struct LifoChain {
+  Packet* newest = nullptr;
+  Packet* oldest = nullptr;
+  std::size_t size = 0;
+
+  explicit LifoChain(Packet* p) noexcept : newest(p), oldest(p), size(1) {}
+  // Takes every packet of `in_order` (oldest first), which is left empty.
+  explicit LifoChain(PacketList& in_order) noexcept {
+    while (Packet* p = in_order.pop_front()) {
+      p->next = newest;
+      if (!oldest) oldest = p;
+      newest = p;
+      ++size;
+    }
+  }
+  bool empty() const noexcept { return size == 0; }
+  // Moves the newest `n` packets (the burst's tail) onto `out`.
+  void cut_newest(std::size_t n, PacketList& out) noexcept {
+    for (; n > 0 && newest; --n, --size) {
+      Packet* p = newest;
+      newest = p->next;
+      out.push_back(p);
+    }
+    if (!newest) oldest = nullptr;
+  }
 };
 
 class SerializedQueue : public QueueBase {
@@ -123,6 +175,34 @@ class SerializedQueue : public QueueBase {
   static SendStatus leave(PacketList& to_free, Verdict v) noexcept {
     free_packets(std::move(to_free));
     return to_send_status(v);
+  }
+
+  // The frame of a send_burst() whose hand-off needs the looked-at status entries: narrows
+  // `status` to them (burst_status), admits the burst (admit_burst) and, if anything was
+  // admitted, calls hand_off(batch, status, accepted) with the admitted packets in order.
+  // Returns the count admitted.
+  template <class HandOff>
+  std::size_t admit_and_hand_off(std::span<Packet* const> packets, std::span<SendStatus> status,
+                                 HandOff&& hand_off) noexcept {
+    status = burst_status(packets, status);
+    PacketList batch;
+    const std::size_t accepted = admit_burst(packets, status, batch);
+    if (accepted > 0) hand_off(batch, status, accepted);
+    return accepted;
+  }
+
+  // A burst's tail that the strategy's hand-off cap refused before any qdisc saw it (send_burst):
+  // the packets of `refused` are counted as dropped and freed, and the last refused.size() status
+  // entries still `queued` (the burst's newest admitted packets) say `dropped`. No lock held.
+  void drop_burst_tail(PacketList& refused, std::span<SendStatus> status) noexcept {
+    std::size_t left = refused.size();
+    for (std::size_t i = status.size(); i-- > 0 && left > 0;) {
+      if (status[i] != SendStatus::queued) continue;
+      status[i] = SendStatus::dropped;
+      --left;
+    }
+    count_strategy_drop(refused.size());
+    free_packets(std::move(refused));
   }
 
   // A packet the strategy refused before any qdisc saw it (its own hand-off cap, no ring): counted

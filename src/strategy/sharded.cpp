@@ -44,6 +44,11 @@
 //     it; losing also returns `queued` at once — unless the push made the shard deeper than one
 //     quota (config.quota, 64): then the sender passivates (below).
 //
+// send_burst(burst): as send(), with the whole burst for the packet: the drainer role taken, the
+//    burst is enqueued after everything detached (real verdicts); otherwise the burst is pushed
+//    as one chain (LifoChain) with one CAS; the shard cap counts packets and drops the burst's
+//    newest beyond it.
+//
 // The drainer (drain_held), with draining_ set:
 //    a pass = take the root lock; for each shard with a non-null head: exchange head with null,
 //    depth -= number taken, reverse into arrival order; enqueue the batch into the qdisc and run
@@ -170,23 +175,31 @@ class ShardedCore {
   void set_release_hook(std::function<void()> hook) { release_hook_ = std::move(hook); }
 
  protected:
-  // Pushes p onto the caller's shard; false if the shard is at its cap (p untouched).
-  bool push(Packet* p, Shard*& shard, uint64_t& depth) noexcept {
+  // Pushes `chain` (one packet, or a burst) onto the caller's shard with one CAS. The shard's cap
+  // counts packets: the chain's newest packets beyond it are cut onto `refused` (still ours).
+  // False if nothing was left to push.
+  bool push(LifoChain& chain, PacketList& refused, Shard*& shard, uint64_t& depth) noexcept {
     Shard& s = shards_[my_shard()];
     shard = &s;
+    const uint64_t k = chain.size;
     // relaxed: a bound, not a synchronisation; the drainer's fetch_sub comes after its detach.
-    depth = s.depth.fetch_add(1, std::memory_order_relaxed) + 1;
+    depth = s.depth.fetch_add(k, std::memory_order_relaxed) + k;
     if (depth > burst_limit_) {
-      s.depth.fetch_sub(1, std::memory_order_relaxed);  // relaxed: as above
-      return false;
+      const uint64_t before = depth - k;
+      const uint64_t over = before >= burst_limit_ ? k : depth - burst_limit_;
+      s.depth.fetch_sub(over, std::memory_order_relaxed);  // relaxed: as above
+      depth -= over;
+      chain.cut_newest(over, refused);
+      if (chain.empty()) return false;
     }
     // relaxed: only the first guess for the CAS, which re-reads on failure.
     Packet* first = s.head.load(std::memory_order_relaxed);
     do {
-      p->next = first;
-      // seq_cst: the release part publishes p (frame, p->next) to the drainer's acquire detach;
-      // the total order is the sender half of the Dekker pair with release() (header comment).
-    } while (!s.head.compare_exchange_weak(first, p, std::memory_order_seq_cst,
+      chain.oldest->next = first;
+      // seq_cst: the release part publishes the chain (frames, links) to the drainer's acquire
+      // detach; the total order is the sender half of the Dekker pair with release() (header
+      // comment).
+    } while (!s.head.compare_exchange_weak(first, chain.newest, std::memory_order_seq_cst,
                                            std::memory_order_relaxed));
     return true;
   }
@@ -296,34 +309,51 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
       : LockedQueue<Lock>(device, std::move(qdisc), config, "sharded"),
         ShardedCore(config) {}
 
-  // TODO(burst): one hand-off for the whole burst.
-  std::size_t send_burst(std::span<Packet* const> packets,
-                         std::span<SendStatus> status) noexcept override {
-    return this->send_each(packets, status);
-  }
-
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
-    if (try_take()) return to_send_status(drain_held(p));  // uncontended: we drain, p in hand
+    if (try_take()) {  // uncontended: we drain, p in hand
+      PacketList own;
+      own.push_back(p);
+      return to_send_status(drain_held(own, no_verdicts));
+    }
+    LifoChain chain(p);
+    PacketList refused;
     Shard* shard = nullptr;
     uint64_t depth = 0;
-    if (!push(p, shard, depth)) return this->drop_unqueued(p);  // no lock is held here
-    if (take_after_push()) {
-      drain_held(nullptr);
-    } else if (depth > passivate_at_) {
-      // The drainer is falling behind (likely preempted): wait until it has taken our shard
-      // (its detach lowers depth and notifies) instead of filling it to the cap and dropping.
-      // A drainer exists — we saw the flag held — and its release re-check sees our shard.
-      spin_then_park(shard->depth, [this](uint64_t d) { return d <= passivate_at_; },
-                     kYieldsBeforePark);
-    }
+    if (!push(chain, refused, shard, depth))
+      return this->drop_unqueued(refused.pop_front());  // no lock is held here
+    after_push(*shard, depth);
     return SendStatus::queued;
+  }
+
+  // The burst, as send() with the whole burst for the one packet: drained in hand after
+  // everything detached (real verdicts), or pushed onto the thread's shard as one chain with one
+  // CAS (`queued`; the shard cap counts packets, and the burst's newest beyond it are dropped).
+  std::size_t send_burst(std::span<Packet* const> packets,
+                         std::span<SendStatus> status) noexcept override {
+    return this->admit_and_hand_off(
+        packets, status,
+        [this](PacketList& batch, std::span<SendStatus> looked_at, std::size_t accepted) noexcept {
+          if (try_take()) {
+            drain_held(batch, [looked_at, accepted](std::size_t skip) {
+              return BurstVerdicts(looked_at, accepted, skip);
+            });
+            return;
+          }
+          LifoChain chain(batch);
+          PacketList refused;
+          Shard* shard = nullptr;
+          uint64_t depth = 0;
+          const bool pushed = push(chain, refused, shard, depth);
+          if (!refused.empty()) this->drop_burst_tail(refused, looked_at);  // no lock held here
+          if (pushed) after_push(*shard, depth);
+        });
   }
 
  protected:
   void deferred_run() noexcept override {
     if (try_take()) {
-      drain_held(nullptr);
+      drain_others();
       return;
     }
     // A drainer exists: its re-check covers the shards; we keep the qdisc moving.
@@ -342,19 +372,46 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
   uint64_t purge_strategy(PacketList& to_free) noexcept override { return purge_shards(to_free); }
 
  private:
-  // Called holding draining_; returns with it released. `own` (may be null) is the caller's
-  // packet, enqueued after everything detached in the first pass; returns its verdict.
-  Verdict drain_held(Packet* own) noexcept {
+  // After our push: the sender half of the Dekker pair (take the drainer role if it is free),
+  // or passivation while the drainer falls behind.
+  void after_push(Shard& shard, uint64_t depth) noexcept {
+    if (take_after_push()) {
+      drain_others();
+    } else if (depth > passivate_at_) {
+      // The drainer is falling behind (likely preempted): wait until it has taken our shard
+      // (its detach lowers depth and notifies) instead of filling it to the cap and dropping.
+      // A drainer exists — we saw the flag held — and its release re-check sees our shard.
+      spin_then_park(shard.depth, [this](uint64_t d) { return d <= passivate_at_; },
+                     kYieldsBeforePark);
+    }
+  }
+
+  // drain_held() with nothing of our own (a push already handed our packets over, or a deferred
+  // run).
+  void drain_others() noexcept {
+    PacketList none;
+    drain_held(none, no_verdicts);
+  }
+  static NoVerdicts no_verdicts(std::size_t /*ahead*/) noexcept { return {}; }
+
+  // Called holding draining_; returns with it released. `own` (may be empty) is the caller's
+  // packet or burst, enqueued after everything detached in the first pass; returns the verdict
+  // of its last packet. make_verdicts(n) makes the sink for that pass's verdicts, the first n of
+  // which are of the detached packets ahead of ours.
+  template <class MakeVerdicts>
+  Verdict drain_held(PacketList& own, MakeVerdicts&& make_verdicts) noexcept {
     Verdict verdict = Verdict::success;
     for (int pass = 1;; ++pass) {
       PacketList batch, to_free;
       this->root_.lock();
       const bool took = detach_all(batch);
-      const bool has_own = own != nullptr;
-      if (has_own) batch.push_back(std::exchange(own, nullptr));  // after all it could see
-      // Our own packet is the batch's last: its verdict is the one returned. An empty batch only
+      const bool has_own = !own.empty();
+      const std::size_t ahead = batch.size();
+      batch.splice_back(own);  // after all it could see
+      // Our own packets are the batch's last: the last verdict is theirs. An empty batch only
       // runs the qdisc (what a deferred run or an earlier pass may have left).
-      const Verdict v = this->serialize(this->root_, batch, to_free);
+      const Verdict v =
+          this->serialize(this->root_, batch, to_free, NoOwnerHook{}, make_verdicts(ahead));
       if (has_own) verdict = v;
       this->root_.unlock();
       free_packets(std::move(to_free));

@@ -104,6 +104,24 @@ class PtrRing {
     return true;
   }
 
+  // Any thread: produce() for items[0..n), in order, under ONE producer-lock round. Stops at
+  // the first slot still occupied; returns how many were produced (the caller keeps the rest).
+  uint32_t produce_burst(T* const* items, uint32_t n) noexcept {
+    if (ro_.size == 0 || n == 0) return 0;
+    lock_producer();
+    uint32_t i = prod_.index;
+    uint32_t done = 0;
+    // relaxed: see "produce, check" in the header comment.
+    for (; done < n && slot(i).load(std::memory_order_relaxed) == nullptr; ++done) {
+      // release: pairs with the acquire load in consume()/peek(); publishes *items[done].
+      slot(i).store(items[done], std::memory_order_release);
+      i = i + 1 == ro_.size ? 0 : i + 1;
+    }
+    prod_.index = i;
+    unlock_producer();
+    return done;
+  }
+
   // Consumer only. The oldest entry, or nullptr if the ring is empty.
   T* consume() noexcept {
     if (ro_.size == 0) return nullptr;
