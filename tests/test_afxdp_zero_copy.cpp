@@ -239,9 +239,10 @@ TEST_F(AfXdpZeroCopy, UmemZeroHasNoPoolAndCopiesEverything) {
     Pool own(PoolConfig{.packets = 64});
     EXPECT_EQ(&bench_detail::sender_pool(*dev, own), &own);
   }
-  auto small = make_device("afxdp:" + cfg_.host_if + ",umem=64");  // the same queue, reopened
+  // The same queue, reopened; an odd frame count fills no whole page (the UMEM is rounded up).
+  auto small = make_device("afxdp:" + cfg_.host_if + ",umem=63");
   ASSERT_NE(zero_copy_pool(*small), nullptr);
-  EXPECT_EQ(zero_copy_pool(*small)->capacity(), 64u);
+  EXPECT_EQ(zero_copy_pool(*small)->capacity(), 63u);
 }
 
 }  // namespace

@@ -92,7 +92,10 @@ AfXdpDevice::AfXdpDevice(const AfXdpConfig& config)
 void AfXdpDevice::map_umem() {
   auto memory = std::make_shared<UmemMemory>();
   pool_bytes_ = uint64_t{cfg_.umem} * kChunkSize;
-  memory->len = pool_bytes_ + std::size_t{kChunks} * kChunkSize;
+  // Whole pages: the kernel registers whole pages of whole chunks (an odd umem=N leaves the
+  // last half page as a spare chunk no one uses).
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  memory->len = (pool_bytes_ + std::size_t{kChunks} * kChunkSize + page - 1) / page * page;
   memory->area =
       ::mmap(nullptr, memory->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory->area == MAP_FAILED) netif::fail_errno(spec_, "mmap(UMEM)", errno);
