@@ -20,6 +20,8 @@
 #include "bench/real_path.hpp"
 #include "device/afxdp_device.hpp"
 #include "support/net_test_util.hpp"
+#include "support/senders.hpp"
+#include "support/veth_fixture.hpp"
 #include "txpath/device.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/pool.hpp"
@@ -62,24 +64,8 @@ void seal(Packet& p, uint64_t seq) {
   udp[7] = static_cast<std::byte>(csum & 0xff);
 }
 
-class AfXdpZeroCopy : public ::testing::Test {
+class AfXdpZeroCopy : public test::VethTestbed<'z'> {
  protected:
-  void SetUp() override {
-    TXPATH_REQUIRE_ROOT();
-    cfg_ = test::unique_testbed('z');
-    testbed_up(cfg_);
-    up_ = true;
-  }
-  void TearDown() override {
-    if (up_) testbed_down(cfg_);
-  }
-
-  std::unique_ptr<Sink> sink() {
-    auto s = std::make_unique<Sink>(SinkConfig{.ifname = cfg_.peer_if, .netns = cfg_.netns});
-    s->start();
-    return s;
-  }
-
   static AfXdpDevice& afxdp(Device& dev) { return dynamic_cast<AfXdpDevice&>(dev); }
 
   // `senders` threads send `per_sender` sealed frames each, taken from `pool`, through a
@@ -89,41 +75,24 @@ class AfXdpZeroCopy : public ::testing::Test {
     FrameSpec spec;
     spec.payload = kPayload;
     dev.address_frames(spec);
-    const FrameTemplate tmpl(spec);
     TxQueueConfig qc;
     qc.strategy = strategy;
     qc.qdisc = "pfifo limit 100000";  // nothing dropped by the qdisc: every frame must arrive
     auto q = TxQueue::create(dev, qc);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < senders; ++t) {
-      threads.emplace_back([&, t] {
-        Pool::Cache cache(pool);
-        for (uint64_t seq = 0; seq < per_sender;) {
-          Packet* p = cache.get();
-          if (!p) {
-            std::this_thread::yield();
-            continue;
-          }
-          p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq));
-          seal(*p, seq);
-          EXPECT_TRUE(parse_frame(p->frame()).has_value()) << "the test's own checksum";
-          EXPECT_EQ(q->send(p), SendStatus::queued);
-          ++seq;
-        }
-      });
-    }
-    for (auto& th : threads) th.join();
+    const auto refused = test::send_from_threads(
+        *q, pool, senders, per_sender,
+        [](Packet& p, int, uint64_t seq) {
+          seal(p, seq);
+          EXPECT_TRUE(parse_frame(p.frame()).has_value()) << "the test's own checksum";
+        },
+        spec);
+    for (const uint64_t r : refused) EXPECT_EQ(r, 0u);
     EXPECT_TRUE(q->drain(20s)) << strategy;
     return q->stats();
   }
 
   void expect_all_intact(const Sink& s, uint64_t total) {
-    EXPECT_TRUE(s.wait_for(total, 2s, 20s));
-    const SinkReport r = s.report();
-    EXPECT_EQ(r.received, total);
-    EXPECT_EQ(r.lost, 0u);
-    EXPECT_EQ(r.duplicated, 0u);
-    EXPECT_EQ(r.out_of_order, 0u);
+    const SinkReport r = expect_once_in_order(s, total);
     EXPECT_EQ(r.other, 0u) << "a frame arrived changed (its UDP checksum failed)";
   }
 
@@ -135,8 +104,6 @@ class AfXdpZeroCopy : public ::testing::Test {
     }
   }
 
-  TestbedConfig cfg_;
-  bool up_ = false;
 };
 
 TEST_F(AfXdpZeroCopy, SendsThePoolsOwnBuffersIntactWithNoCopy) {
