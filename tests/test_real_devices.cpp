@@ -26,6 +26,7 @@
 #include "device/netif.hpp"
 #include "support/net_test_util.hpp"
 #include "support/udp_receiver.hpp"
+#include "support/veth_fixture.hpp"
 #include "txpath/bench.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
@@ -46,24 +47,8 @@ std::string ip_text(uint32_t host_order) {
   return ::inet_ntop(AF_INET, &a, buf, sizeof buf);
 }
 
-class RealDevice : public ::testing::Test {
+class RealDevice : public test::VethTestbed<'r'> {
  protected:
-  void SetUp() override {
-    TXPATH_REQUIRE_ROOT();
-    cfg_ = test::unique_testbed('r');
-    info_ = testbed_up(cfg_);
-    up_ = true;
-  }
-  void TearDown() override {
-    if (up_) testbed_down(cfg_);
-  }
-
-  std::unique_ptr<Sink> sink() {
-    auto s = std::make_unique<Sink>(SinkConfig{.ifname = cfg_.peer_if, .netns = cfg_.netns});
-    s->start();
-    return s;
-  }
-
   // `senders` threads send `per_sender` frames each through a TxQueue over `dev`, then drain.
   TxQueueStats send_through(Device& dev, const std::string& strategy, int senders,
                             uint64_t per_sender, std::size_t payload = 64) {
@@ -99,13 +84,7 @@ class RealDevice : public ::testing::Test {
   }
 
   void expect_all_arrived(const Sink& s, int senders, uint64_t per_sender, bool l2 = true) {
-    const uint64_t total = static_cast<uint64_t>(senders) * per_sender;
-    EXPECT_TRUE(s.wait_for(total, 2s, 20s));
-    const SinkReport r = s.report();
-    EXPECT_EQ(r.received, total);
-    EXPECT_EQ(r.lost, 0u);
-    EXPECT_EQ(r.duplicated, 0u);
-    EXPECT_EQ(r.out_of_order, 0u);
+    const SinkReport r = expect_once_in_order(s, static_cast<uint64_t>(senders) * per_sender);
     ASSERT_EQ(r.senders.size(), static_cast<std::size_t>(senders));
     for (const auto& c : r.senders) {
       EXPECT_EQ(c.received, per_sender) << "sender " << c.sender;
@@ -114,9 +93,6 @@ class RealDevice : public ::testing::Test {
     }
   }
 
-  TestbedConfig cfg_;
-  TestbedInfo info_;
-  bool up_ = false;
   std::size_t frame_len_ = 0;
 };
 

@@ -8,11 +8,19 @@
 // whole chains with put_list(): into the freeing thread's own cache when it has one for the pool
 // (no lock), else to the shared stack (the chain is walked outside the lock, in chunks). Nothing
 // here allocates after construction.
+//
+// Memory: a pool allocates its buffers itself (Pool(PoolConfig)), or carves them out of a region
+// the application or a device registered (Pool(region, frame_size): a DPDK-style mempool area,
+// an AF_XDP UMEM). Such a pool does not own the region; whoever does keeps it mapped for the
+// pool's lifetime. region(), offset_of() and packet_at() translate between a packet and its
+// place in the memory, as a device whose descriptors carry offsets needs (afxdp: the UMEM address).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "txpath/packet.hpp"
@@ -28,6 +36,11 @@ struct PoolConfig {
 class Pool {
  public:
   explicit Pool(const PoolConfig& config = {});
+  // A pool over `region`, which it does not own: region.size() / frame_size packets, packet i's
+  // buffer at byte i * frame_size, frame_size bytes each (no headroom). Throws ConfigError (one
+  // line) unless the region is non-empty, starts on a 64-byte boundary and holds a whole number
+  // of frames, and frame_size is a positive multiple of 64 below 4 GiB.
+  Pool(std::span<std::byte> region, std::size_t frame_size, std::size_t cache_size = 64);
   ~Pool();
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
@@ -71,6 +84,20 @@ class Pool {
 
   std::size_t capacity() const noexcept { return packets_.size(); }
   std::size_t buffer_size() const noexcept { return buffer_size_; }
+
+  // The memory every buffer lies in: the registered region, or the pool's own allocation.
+  std::span<std::byte> region() const noexcept { return region_; }
+  // Where packet `p` of this pool starts in region() (its buffer, Packet::data, is region() +
+  // offset_of(p)): the address a device's descriptor carries.
+  uint64_t offset_of(const Packet& p) const noexcept {
+    return static_cast<uint64_t>(p.data - region_.data());
+  }
+  // The packet whose buffer holds byte `offset` of region(), or nullptr past its end: the way
+  // back from a descriptor's address to the packet.
+  Packet* packet_at(uint64_t offset) noexcept {
+    const uint64_t i = offset / buffer_size_;
+    return i < packets_.size() ? &packets_[i] : nullptr;
+  }
   // Packets in the shared free list (excludes those sitting in thread caches).
   std::size_t free_count() const;
 
@@ -78,6 +105,7 @@ class Pool {
   static void reset(Packet* p) noexcept;
   // The calling thread's cache of this pool, or nullptr (pool.cpp).
   Cache* thread_cache() const noexcept;
+  void carve(std::size_t packets, std::size_t capacity);  // packets_ over region_, all free
   std::size_t get_batch(Packet** out, std::size_t n) noexcept;
   void put_batch(Packet* const* in, std::size_t n) noexcept;
   // put_list() without a thread cache: to the shared stack, in chunks (out of line: its buffer
@@ -86,7 +114,8 @@ class Pool {
 
   std::size_t buffer_size_;
   std::size_t cache_size_;
-  std::unique_ptr<std::byte[]> memory_;
+  std::unique_ptr<std::byte[]> memory_;  // empty for a pool over a registered region
+  std::span<std::byte> region_;
   std::vector<Packet> packets_;
   struct Shared;                    // the free stack and its lock (pool.cpp)
   std::unique_ptr<Shared> shared_;

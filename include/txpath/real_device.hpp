@@ -6,6 +6,7 @@
 
 #include <sys/socket.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,12 +14,21 @@
 
 #include "txpath/device.hpp"
 #include "txpath/netdev.hpp"
+#include "txpath/pool.hpp"
 
 namespace txpath {
 
 // The Ethernet interface a link-layer device (afpacket:IFNAME, afxdp:IFNAME) sends on; empty for
 // every other device.
 std::string link_interface(const Device& device);
+
+// The pool whose packets `device` transmits from their own buffers, with no copy: afxdp's pool
+// over its UMEM (`afxdp:IF,umem=N`: N frames of 2 KiB; nullptr with umem=0). nullptr for every
+// other device: it copies each frame (AF_PACKET's TX ring cannot avoid that copy,
+// docs/background.md). Take the senders' packets from this pool to save the copy; packets of any
+// other pool are still accepted and copied. The pool, and the memory it lies in, lives as long
+// as the device or any holder of the returned pointer.
+std::shared_ptr<Pool> zero_copy_pool(const Device& device);
 
 // The address a socket device (udp:HOST:PORT) is connected to; nullopt for every other device.
 struct SocketPeer {

@@ -610,6 +610,7 @@ Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, i
                           Delivery& delivery) {
   Pool pool(pool_config(cfg, threads, 1));
   auto device = make_device(cfg.device);  // after the pool: destroyed first, it returns its ring
+  Pool& send_pool = bench_detail::sender_pool(*device, pool);  // afxdp: its UMEM's, no copy
 
   auto tc_tree = std::make_shared<tc::Tree>();
   auto txq = TxQueue::create(*device, queue_config(cfg, strategy, tc_tree));
@@ -619,7 +620,7 @@ Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, i
 
   delivery.reset();
   auto senders = make_senders(threads);
-  const auto w = measure(cfg, threads, delivery, txpath_send_loop(*txq, pool, frames, senders),
+  const auto w = measure(cfg, threads, delivery, txpath_send_loop(*txq, send_pool, frames, senders),
                          [&] { return std::vector<TxQueueStats>{txq->stats()}; });
 
   const bool drained = txq->drain(std::chrono::seconds(10));

@@ -88,6 +88,12 @@ KernelSender::Result KernelSender::send(std::span<const std::byte> payload) noex
   return Result::dropped;
 }
 
+Pool& sender_pool(const Device& device, Pool& own) {
+  // The device holds its pool as long as it lives, which outlasts the run's senders.
+  const std::shared_ptr<Pool> zero_copy = zero_copy_pool(device);
+  return zero_copy ? *zero_copy : own;
+}
+
 std::string null_nic_of(const Device& device) {
   const std::string ifname = link_interface(device);
   return !ifname.empty() && find_null_nic(ifname) ? ifname : std::string();

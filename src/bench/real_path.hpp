@@ -15,6 +15,7 @@
 #include "device/netif.hpp"
 #include "txpath/device.hpp"
 #include "txpath/frame.hpp"
+#include "txpath/pool.hpp"
 #include "txpath/sink.hpp"
 
 namespace txpath::bench_detail {
@@ -43,6 +44,10 @@ class KernelSender {
  private:
   netif::Fd fd_;  // the socket, open for the sender's lifetime
 };
+
+// The pool txpath's senders take their packets from on `device`: the device's zero-copy pool
+// when it has one (afxdp: its UMEM's, txpath/real_device.hpp), else `own` (the bench's).
+Pool& sender_pool(const Device& device, Pool& own);
 
 // The interface of `device` when it is an ifb testbed (a null NIC, txpath/testbed.hpp), whose
 // own counter then checks delivery; empty for every other device.

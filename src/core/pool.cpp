@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "sync/ttas_lock.hpp"
 #include "txpath/error.hpp"
@@ -32,13 +34,47 @@ Pool::Pool(const PoolConfig& config)
   if (config.packets == 0) throw ConfigError("pool: packet count must be positive");
   if (config.buffer_size == 0) throw ConfigError("pool: buffer size must be positive");
   memory_ = std::make_unique<std::byte[]>(config.packets * buffer_size_);
-  packets_.resize(config.packets);
-  shared_->stack.resize(config.packets);
+  region_ = {memory_.get(), config.packets * buffer_size_};
+  carve(config.packets, config.buffer_size);
+}
+
+namespace {
+
+// Why `region` cannot hold a pool of `frame_size`-byte frames; empty when it can.
+std::string region_problem(std::span<const std::byte> region, std::size_t frame_size) {
+  const auto where = reinterpret_cast<std::uintptr_t>(region.data());
+  if (frame_size == 0 || frame_size % kBufferAlign != 0 || frame_size > UINT32_MAX)
+    return "frame size " + std::to_string(frame_size) + " is not a positive multiple of " +
+           std::to_string(kBufferAlign) + " below 4 GiB";
+  if (region.empty() || region.data() == nullptr) return "the region is empty";
+  if (where % kBufferAlign != 0)
+    return "the region does not start on a " + std::to_string(kBufferAlign) + "-byte boundary";
+  if (region.size() % frame_size != 0)
+    return "the region's " + std::to_string(region.size()) + " bytes are not a whole number of " +
+           std::to_string(frame_size) + "-byte frames";
+  return {};
+}
+
+}  // namespace
+
+Pool::Pool(std::span<std::byte> region, std::size_t frame_size, std::size_t cache_size)
+    : buffer_size_(frame_size),
+      cache_size_(std::max<std::size_t>(cache_size, 2)),
+      region_(region),
+      shared_(std::make_unique<Shared>()) {
+  if (const std::string problem = region_problem(region, frame_size); !problem.empty())
+    throw ConfigError("pool: " + problem);
+  carve(region.size() / frame_size, frame_size);
+}
+
+void Pool::carve(std::size_t packets, std::size_t capacity) {
+  packets_.resize(packets);
+  shared_->stack.resize(packets);
   // Stacked so that the first get() returns packet 0 (nicer to debug).
   for (std::size_t i = 0; i < packets_.size(); ++i) {
     Packet& p = packets_[i];
-    p.data = memory_.get() + i * buffer_size_;
-    p.capacity = static_cast<uint32_t>(config.buffer_size);
+    p.data = region_.data() + i * buffer_size_;
+    p.capacity = static_cast<uint32_t>(capacity);
     p.pool = this;
     shared_->stack[packets_.size() - 1 - i] = &p;
   }

@@ -27,6 +27,11 @@ std::string link_interface(const Device& device) {
   return {};
 }
 
+std::shared_ptr<Pool> zero_copy_pool(const Device& device) {
+  if (const auto* xdp = dynamic_cast<const AfXdpDevice*>(&device)) return xdp->pool();
+  return nullptr;
+}
+
 std::optional<SocketPeer> socket_peer(const Device& device) {
   const auto* udp = dynamic_cast<const UdpDevice*>(&device);
   if (!udp) return std::nullopt;

@@ -6,7 +6,7 @@
 //   udp:HOST:PORT[,batch=N]                 a connected UDP socket, one sendmmsg per doorbell
 //   tun:IFNAME                              a TUN device (IP packets, no Ethernet header)
 //   pcap:FILE                               frames appended to a nanosecond pcap file
-//   afxdp:IFNAME[:QUEUE]                    an AF_XDP socket, TX only
+//   afxdp:IFNAME[:QUEUE][,umem=N]           an AF_XDP socket, TX only; a zero-copy pool of N frames
 //
 // Each factory opens one TX queue's context. A device spec with `queues=N` (make_net_device(),
 // registry.cpp) calls it once per queue: afpacket, udp: one socket (and TX ring) per queue;
@@ -64,6 +64,8 @@ struct AfXdpConfig {
   static constexpr std::string_view kKind = "afxdp";
   std::string ifname;
   uint32_t queue = 0;
+  // 2 KiB frames of the zero-copy pool in the UMEM (umem=N; 0: none, every frame is copied).
+  uint32_t umem = 8192;
 };
 std::unique_ptr<Device> make_afxdp_device(const AfXdpConfig& config);
 

@@ -20,8 +20,10 @@
 //                           priority P + i, P + N - 1 <= 15)
 //   udp:HOST:PORT           [batch=N (1..1024), queues=N]  connected UDP socket per queue; HOST
 //                           may be [IPv6]
-//   afxdp:IFNAME[:QUEUE]    [queues=N]  AF_XDP socket, TX only, one per queue id QUEUE ..
-//                           QUEUE + N - 1 (QUEUE: 0..4095, default 0; the last <= 4095)
+//   afxdp:IFNAME[:QUEUE]    [umem=N (0..262144), queues=N]  AF_XDP socket, TX only, one per
+//                           queue id QUEUE .. QUEUE + N - 1 (QUEUE: 0..4095, default 0; the last
+//                           <= 4095); each UMEM holds a zero-copy pool of N 2 KiB frames
+//                           (default 8192; 0: none)
 // Numbers: unsigned decimal integers, except rate/busy/stop (decimal floating point). Ranges:
 // ring a power of two in [2, 2^20] (slot = index & mask, as real rings are sized); clean in
 // [1, ring]; rate in [1e-5, 1e4] Gbit/s; probabilities in [0, 1]; mtu in [68, 9000] (the IPv4
@@ -268,10 +270,11 @@ Queues make_afpacket(const KindSpec& s) {
 }
 
 constexpr uint64_t kMaxXdpQueueId = 4095;
+constexpr uint64_t kMaxUmemFrames = 262144;  // 512 MiB of 2 KiB frames per queue
 
 Queues make_afxdp(const KindSpec& s) {
-  // afxdp:IFNAME[:QUEUE][,queues=N]
-  const auto [head, options] = head_and_options(s, {"queues"});
+  // afxdp:IFNAME[:QUEUE][,umem=N,queues=N]
+  const auto [head, options] = head_and_options(s, {"umem", "queues"});
   const std::size_t sep = head.find(':');
   AfXdpConfig c;
   c.ifname = std::string(head.substr(0, sep));
@@ -280,7 +283,10 @@ Queues make_afxdp(const KindSpec& s) {
     c.queue =
         static_cast<uint32_t>(s.parser.u64({"queue", head.substr(sep + 1)}, 0, kMaxXdpQueueId));
   uint32_t queues = 1;
-  for (const auto& o : options) queues = s.parser.queues(o);
+  for (const auto& o : options) {
+    if (o.key == "umem") c.umem = static_cast<uint32_t>(s.parser.u64(o, 0, kMaxUmemFrames));
+    else queues = s.parser.queues(o);
+  }
   if (c.queue + uint64_t{queues} - 1 > kMaxXdpQueueId)
     s.parser.fail("queues=" + std::to_string(queues) + " from queue " + std::to_string(c.queue) +
                   " would need queue ids up to " + std::to_string(c.queue + queues - 1) +
@@ -410,8 +416,8 @@ constexpr KindEntry kDeviceKinds[] = {
     {{"udp", "udp:HOST:PORT[,batch=N,queues=N]",
       "a connected UDP socket per queue, one sendmmsg per doorbell"},
      make_udp},
-    {{"afxdp", "afxdp:IFNAME[:QUEUE][,queues=N]",
-      "an AF_XDP socket per queue id QUEUE.., TX only"},
+    {{"afxdp", "afxdp:IFNAME[:QUEUE][,umem=N,queues=N]",
+      "an AF_XDP socket per queue id QUEUE.., TX only; sends its UMEM pool's N frames without a copy"},
      make_afxdp},
 };
 constexpr auto kAbout = [] {
