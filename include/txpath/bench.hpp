@@ -138,7 +138,8 @@ struct BenchPoint {
   bool delivered = true;           // no duplicate, no reordering (loss is reported, not failed;
                                    // the kernel row's reordering is reported, not failed)
   // cpu_ns_per_pkt / the floor row's at the same threads, queues and park: the median over the
-  // rounds of each round's ratio (both rows ran in the same round); 0 without a floor row.
+  // rounds of each round's ratio (both rows ran in the same round; rounds where either sent
+  // nothing in its measured window are left out); 0 without a floor row or such a round.
   double vs_floor_cpu = 0;
   double vs_kernel_mpps = 0;       // mpps / the kernel row's at the same threads, queues, park
   double vs_kernel_cpu = 0;        // cpu_ns_per_pkt / the kernel row's

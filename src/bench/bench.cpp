@@ -584,15 +584,17 @@ uint32_t flow_hash_of(const FrameTemplate& tmpl, int t) {
 }
 
 // One burst on one TX queue: TxQueue::send_burst.
-void send_burst_on(TxQueue& tx, std::span<Packet* const> packets, std::span<SendStatus> status) noexcept {
+void send_burst_on(TxQueue& tx, std::span<Packet* const> packets,
+                   std::span<SendStatus> status) noexcept {
   tx.send_burst(packets, status);
 }
 
 // One burst on several: each run of consecutive packets that picked the same TX queue (the
 // pick of MultiQueueTx::send(), packet by packet) goes to that queue's send_burst, in order.
 // The bench's frames always fit the device (resolve_bench_config checks), so none is too_big.
-void send_burst_on(MultiQueueTx& tx, std::span<Packet* const> packets, std::span<SendStatus> status) noexcept {
-  std::array<uint32_t, kMaxBurst> queue_of{};
+void send_burst_on(MultiQueueTx& tx, std::span<Packet* const> packets,
+                   std::span<SendStatus> status) noexcept {
+  std::array<uint32_t, kMaxBurst> queue_of;  // only the first packets.size() are written and read
   for (std::size_t i = 0; i < packets.size(); ++i) queue_of[i] = tx.device().pick_tx_queue(*packets[i]);
   for (std::size_t start = 0, end = 0; start < packets.size(); start = end) {
     while (end < packets.size() && queue_of[end] == queue_of[start]) ++end;
@@ -664,7 +666,8 @@ Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, i
 
   delivery.reset();
   auto senders = make_senders(threads);
-  const auto w = measure(cfg, threads, delivery, txpath_send_loop(*txq, pool, frames, senders, cfg.burst),
+  const auto w = measure(cfg, threads, delivery,
+                         txpath_send_loop(*txq, pool, frames, senders, cfg.burst),
                          [&] { return std::vector<TxQueueStats>{txq->stats()}; });
 
   const bool drained = txq->drain(std::chrono::seconds(10));
@@ -737,7 +740,8 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
 
   delivery.reset();
   auto senders = make_senders(threads);
-  const auto w = measure(cfg, threads, delivery, txpath_send_loop(*tx, pool, frames, senders, cfg.burst),
+  const auto w = measure(cfg, threads, delivery,
+                         txpath_send_loop(*tx, pool, frames, senders, cfg.burst),
                          [&] { return tx->queue_stats(); });
 
   const bool drained = tx->drain(std::chrono::seconds(10));
@@ -1012,11 +1016,13 @@ std::string progress_line(const BenchConfig& cfg, std::size_t done, std::size_t 
 using RunsByPoint = std::map<std::tuple<uint32_t, bool, std::string>, std::vector<Run>>;
 
 // A row's CPU per packet over the floor row's: the median over the rounds both ran (round i is
-// each one's i-th run) of the ratio within the round; 0 when there is none to take.
+// each one's i-th run) and both sent in their measured windows (a window without packets has no
+// CPU per packet) of the ratio within the round; 0 when there is none to take.
 double floor_ratio(const std::vector<Run>& mine, const std::vector<Run>& floor) {
   std::vector<double> ratios;
   for (std::size_t i = 0; i < std::min(mine.size(), floor.size()); ++i)
-    if (floor[i].cpu_ns_per_pkt > 0) ratios.push_back(mine[i].cpu_ns_per_pkt / floor[i].cpu_ns_per_pkt);
+    if (floor[i].cpu_ns_per_pkt > 0 && mine[i].cpu_ns_per_pkt > 0)
+      ratios.push_back(mine[i].cpu_ns_per_pkt / floor[i].cpu_ns_per_pkt);
   return median(std::move(ratios));
 }
 
