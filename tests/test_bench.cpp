@@ -84,6 +84,7 @@ TEST(Bench, DefaultStrategiesAreThoseThatRunTheQdisc) {
   const BenchConfig r = resolve_bench_config(c);
   auto want = strategy_names();
   std::erase(want, std::string("nolock"));
+  want.insert(want.begin(), kFloorStrategy);  // the floor row runs every qdisc: it has none
   EXPECT_EQ(r.strategies, want);
   c.strategies = {"busylock", "nolock"};
   EXPECT_THROW(resolve_bench_config(c), ConfigError);
@@ -94,7 +95,10 @@ TEST(Bench, DefaultStrategiesAreThoseThatRunTheQdisc) {
 
 TEST(Bench, ResolveFillsDefaultsAndRejectsBadConfigs) {
   const BenchConfig resolved = resolve_bench_config({});
-  EXPECT_EQ(resolved.strategies, strategy_names());
+  auto every = strategy_names();
+  every.insert(every.begin(), kFloorStrategy);
+  EXPECT_EQ(resolved.strategies, every) << "the floor row, then every strategy";
+  EXPECT_EQ(resolved.burst, 1) << "the seed experiment sends packet by packet";
   EXPECT_EQ(resolved.threads, default_thread_counts());
   EXPECT_EQ(resolved.park, std::vector<bool>{true});
   {
@@ -127,6 +131,14 @@ TEST(Bench, ResolveFillsDefaultsAndRejectsBadConfigs) {
   c = {};
   c.park = {true, false, true};
   expect_error(c, "park");
+  for (const int burst : {0, -1, 1025}) {
+    c = {};
+    c.burst = burst;
+    expect_error(c, "burst " + std::to_string(burst) + " out of range 1..1024");
+  }
+  c = {};
+  c.burst = 1024;
+  EXPECT_NO_THROW(resolve_bench_config(c));
 }
 
 TEST(Bench, ParkNames) {
@@ -310,6 +322,88 @@ void expect_queues_conserve(const BenchPoint& p) {
   EXPECT_EQ(dropped, p.dropped);
   EXPECT_EQ(doorbells, p.doorbells);
   EXPECT_GT(p.sent, 0u);
+}
+
+// ---- the floor row and --burst ------------------------------------------------------------------
+
+// The floor row on every model device, on one and two TX queues: a point like the others
+// (strategy "floor", no strategy lock), conserving on every queue and in total, ringing a
+// doorbell at most every kFloorBatch packets; with two senders on two queues each queue carries
+// one sender's packets. Every row's vs_floor_cpu is taken against it (the floor's own is 1).
+TEST(BenchFloor, EveryModelDeviceHasAFloorRowAndEveryRowItsRatio) {
+  const std::string pcap = ::testing::TempDir() + "txpath_floor_" + std::to_string(::getpid()) + ".pcap";
+  for (const std::string& device :
+       std::vector<std::string>{"null", "nic", "fault:busy=0.05,stop=0.01,seed=3", "pcap:" + pcap}) {
+    SCOPED_TRACE(device);
+    // 0.1 s windows: a row that sends nothing in its window (a loaded machine) has no ratio.
+    BenchConfig c = null_bench({kFloorStrategy, "busylock"}, {2}, 0.1, 2);
+    c.device = device;
+    if (!device.starts_with("pcap:")) c.queues = {1, 2};
+    const auto points = run_bench(c);
+    ASSERT_EQ(points.size(), 2 * resolve_bench_config(c).queues.size());
+    for (const BenchPoint& p : points) {
+      SCOPED_TRACE(p.strategy + " queues=" + std::to_string(p.queues));
+      expect_queues_conserve(p);
+      EXPECT_EQ(p.output_error, "");
+      EXPECT_GT(p.vs_floor_cpu, 0.0) << "every row has its ratio to the floor";
+      if (p.strategy != kFloorStrategy) continue;
+      EXPECT_EQ(p.lock, "-");
+      EXPECT_DOUBLE_EQ(p.vs_floor_cpu, 1.0);
+      EXPECT_EQ(p.requeues, 0u);
+      EXPECT_EQ(p.dropped, 0u) << "what a model device refuses is handed again, not dropped";
+      EXPECT_GT(p.doorbells, 0u);
+      EXPECT_GE(p.doorbells * kFloorBatch, p.sent) << "a doorbell at least every 64 packets";
+      if (p.queues == 2) {
+        EXPECT_GT(p.per_queue[0].sent, 0u) << "sender 0 on queue 0";
+        EXPECT_GT(p.per_queue[1].sent, 0u) << "sender 1 on queue 1";
+      }
+    }
+  }
+  std::remove(pcap.c_str());
+}
+
+// More senders than TX queues share theirs (3 senders, 2 queues), and without a floor row no
+// row has a ratio to it.
+TEST(BenchFloor, SendersBeyondTheQueueCountShareAndNoFloorNoRatio) {
+  BenchConfig c = null_bench({kFloorStrategy}, {3}, 0.02, 1);
+  c.device = "nic";
+  c.queues = {2};
+  auto points = run_bench(c);
+  ASSERT_EQ(points.size(), 1u);
+  expect_queues_conserve(points[0]);
+  c = null_bench({"busylock"}, {1}, 0.02, 1);
+  points = run_bench(c);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].vs_floor_cpu, 0.0);
+}
+
+// --burst 32: every strategy (and the floor) runs, on one and two TX queues, null and nic,
+// every point conserving; a lone busylock sender's bursts leave one serialisation and one
+// doorbell per burst, where send() per packet rings one per packet (batch 1 on the null
+// device).
+TEST(BenchFloor, BurstRunsEveryStrategyAndConserves) {
+  for (const char* device : {"null", "nic"}) {
+    SCOPED_TRACE(device);
+    BenchConfig c = null_bench({}, {2}, 0.02, 1);
+    c.device = device;
+    c.queues = {1, 2};
+    c.burst = 32;
+    const BenchConfig resolved = resolve_bench_config(c);
+    EXPECT_EQ(resolved.burst, 32);
+    const auto points = run_bench(c);
+    ASSERT_EQ(points.size(), 2 * resolved.strategies.size());
+    for (const BenchPoint& p : points) expect_queues_conserve(p);
+  }
+  BenchConfig one = null_bench({"busylock"}, {1}, 0.1, 1);
+  one.burst = 32;
+  auto points = run_bench(one);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_TRUE(points[0].conserved);
+  EXPECT_GT(points[0].batch_mean, 1.5) << "a burst of 32 is not one doorbell per packet";
+  one.burst = 1;
+  points = run_bench(one);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_LT(points[0].batch_mean, 1.5) << "one sender, send() per packet: a doorbell each";
 }
 
 // Queues {1, 2} on null and nic, every strategy: points grouped by queue count within a thread

@@ -22,7 +22,7 @@ namespace {
 constexpr std::string_view kHeader =
     "strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,"
     "requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,"
-    "vs_busylock_mpps,vs_busylock_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,"
+    "vs_busylock_mpps,vs_busylock_cpu,vs_floor_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,"
     "sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,partial";
 
 BenchPoint point(std::string strategy, std::string lock, int threads, double mpps) {
@@ -47,6 +47,7 @@ BenchPoint point(std::string strategy, std::string lock, int threads, double mpp
   p.send_p99_ns = 2200;
   p.vs_busylock_mpps = 1.0 / 3.0;
   p.vs_busylock_cpu = 2.5;
+  p.vs_floor_cpu = 6.25;
   p.drained = true;
   p.conserved = true;
   return p;
@@ -434,7 +435,7 @@ TEST(ReportCsv, OneRowPerPointWithEveryColumn) {
   const auto lines = lines_of(csv(points));
   ASSERT_EQ(lines.size(), points.size() + 1);
   const std::size_t columns = split_csv(kHeader).size();
-  EXPECT_EQ(columns, 33u);
+  EXPECT_EQ(columns, 34u);
   for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(split_csv(lines[i]).size(), columns);
 }
 
@@ -446,7 +447,7 @@ TEST(ReportCsv, ValuesRoundTrip) {
   const auto lines = lines_of(csv({p}));
   ASSERT_EQ(lines.size(), 2u);
   const auto f = split_csv(lines[1]);
-  ASSERT_EQ(f.size(), 33u);
+  ASSERT_EQ(f.size(), 34u);
   EXPECT_EQ(f[0], "rootlock");
   EXPECT_EQ(f[1], "mcs");
   EXPECT_EQ(f[2], "off");
@@ -468,9 +469,10 @@ TEST(ReportCsv, ValuesRoundTrip) {
   EXPECT_EQ(to_double(f[18]), p.send_p99_ns);
   EXPECT_EQ(to_double(f[19]), p.vs_busylock_mpps);
   EXPECT_EQ(to_double(f[20]), p.vs_busylock_cpu);
-  EXPECT_EQ(f[21], "false");
-  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[21], "true");
-  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[29], "")
+  EXPECT_EQ(to_double(f[21]), p.vs_floor_cpu);
+  EXPECT_EQ(f[22], "false");
+  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[22], "true");
+  EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[30], "")
       << "no sink counted the point: its columns are empty";
   BenchPoint sunk = point("kernel", "-", 2, 1);
   sunk.sink_checked = true;
@@ -480,12 +482,12 @@ TEST(ReportCsv, ValuesRoundTrip) {
   sunk.delivered = false;
   sunk.vs_kernel_mpps = 1.5;
   const auto g = split_csv(lines_of(csv({sunk}))[1]);
-  ASSERT_EQ(g.size(), 33u);
-  EXPECT_EQ(to_double(g[22]), 1.5);
-  EXPECT_EQ(to_u64(g[24]), 90u);
-  EXPECT_EQ(to_u64(g[25]), 10u);
-  EXPECT_EQ(to_u64(g[27]), 3u);
-  EXPECT_EQ(g[29], "false");
+  ASSERT_EQ(g.size(), 34u);
+  EXPECT_EQ(to_double(g[23]), 1.5);
+  EXPECT_EQ(to_u64(g[25]), 90u);
+  EXPECT_EQ(to_u64(g[26]), 10u);
+  EXPECT_EQ(to_u64(g[28]), 3u);
+  EXPECT_EQ(g[30], "false");
   EXPECT_EQ(split_csv(lines_of(csv({point("a", "-", 1, 1)}))[1])[2], "on") << "the default";
 }
 
@@ -502,15 +504,15 @@ TEST(ReportCsv, PartialBenchIsMarkedOnEveryRow) {
   ASSERT_EQ(lines.size(), 3u);
   const auto f = split_csv(lines[1]);
   const auto g = split_csv(lines[2]);
-  ASSERT_EQ(f.size(), 33u);
-  ASSERT_EQ(g.size(), 33u);
-  EXPECT_EQ(f[30], "3");
-  EXPECT_EQ(f[31], "true");
+  ASSERT_EQ(f.size(), 34u);
+  ASSERT_EQ(g.size(), 34u);
+  EXPECT_EQ(f[31], "3");
   EXPECT_EQ(f[32], "true");
-  EXPECT_EQ(g[30], "1");
-  EXPECT_EQ(g[31], "false");
-  EXPECT_EQ(g[32], "true");
-  EXPECT_EQ(split_csv(lines_of(csv({whole}))[1])[32], "false") << "not partial by default";
+  EXPECT_EQ(f[33], "true");
+  EXPECT_EQ(g[31], "1");
+  EXPECT_EQ(g[32], "false");
+  EXPECT_EQ(g[33], "true");
+  EXPECT_EQ(split_csv(lines_of(csv({whole}))[1])[33], "false") << "not partial by default";
 }
 
 TEST(ReportCsv, LargeCountsAndNonFiniteValues) {
@@ -519,7 +521,7 @@ TEST(ReportCsv, LargeCountsAndNonFiniteValues) {
   p.mpps = std::nan("");
   p.fairness = INFINITY;
   const auto f = split_csv(lines_of(csv({p}))[1]);
-  ASSERT_EQ(f.size(), 33u);
+  ASSERT_EQ(f.size(), 34u);
   EXPECT_EQ(to_u64(f[10]), UINT64_MAX);
   EXPECT_EQ(f[5], "") << "NaN is a missing value";
   EXPECT_EQ(f[13], "inf");
@@ -535,7 +537,7 @@ TEST(ReportCsv, QuotesTextThatNeedsIt) {
   // The record spans two physical lines because of the embedded newline.
   const std::string record = out.substr(out.find('\n') + 1);
   const auto f = split_csv(record.substr(0, record.size() - 1));
-  ASSERT_EQ(f.size(), 33u);
+  ASSERT_EQ(f.size(), 34u);
   EXPECT_EQ(f[0], name);
   EXPECT_EQ(f[1], "ti,ck\net");
   EXPECT_EQ(f[3], "4");

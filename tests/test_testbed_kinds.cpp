@@ -458,13 +458,13 @@ TEST_F(TestbedKinds, TheBenchOnAnIfbCountsEveryFrameItSent) {
   testbed_up(ifb_);
   BenchConfig cfg;
   cfg.device = "afpacket:" + ifb_.host_if;
-  cfg.strategies = {"busylock", "drainer"};
+  cfg.strategies = {"floor", "busylock", "drainer"};
   cfg.threads = {2};
   cfg.queues = {2};
   cfg.duration_s = 0.2;
   cfg.repeat = 1;
   const std::vector<BenchPoint> points = run_bench(cfg);
-  ASSERT_EQ(points.size(), 3u);  // busylock, drainer, kernel
+  ASSERT_EQ(points.size(), 4u);  // floor, busylock, drainer, kernel
   for (const BenchPoint& p : points) {
     SCOPED_TRACE(p.strategy);
     EXPECT_TRUE(p.conserved);

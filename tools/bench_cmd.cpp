@@ -88,6 +88,7 @@ std::vector<std::string> parse_strategies(const std::string& s) {
   if (s == "all") return {};  // the library: every strategy that can run the qdisc
   auto known = strategy_names();
   known.emplace_back(kKernelStrategy);  // the kernel's own path, with a real device
+  known.emplace_back(kFloorStrategy);   // the harness's own limit: senders straight into the device
   std::vector<std::string> out;
   for (const auto& item : split(s)) {
     if (std::find(known.begin(), known.end(), item) == known.end()) {
@@ -143,7 +144,8 @@ nlohmann::json config_json(const BenchConfig& cfg) {
                       {"duration_s", cfg.duration_s}, {"payload", cfg.payload},
                       {"txqueuelen", cfg.txqueuelen}, {"repeat", cfg.repeat},
                       {"pin", cfg.pin},               {"nodes", cfg.nodes},
-                      {"park", park},                 {"kernel_row", cfg.kernel_row}};
+                      {"park", park},                 {"kernel_row", cfg.kernel_row},
+                      {"burst", cfg.burst}};
   put_text(c, "lock", cfg.lock);
   put_text(c, "device", cfg.device);
   put_text(c, "qdisc", cfg.qdisc);
@@ -189,6 +191,7 @@ nlohmann::json point_json(const BenchPoint& p) {
                       {"send_p99_ns", p.send_p99_ns},
                       {"vs_busylock_mpps", p.vs_busylock_mpps},
                       {"vs_busylock_cpu", p.vs_busylock_cpu},
+                      {"vs_floor_cpu", p.vs_floor_cpu},
                       {"conserved", p.conserved},
                       {"runs", p.runs},
                       {"complete", p.complete}};
@@ -353,7 +356,7 @@ void print_results(const std::vector<BenchPoint>& points, int repeat) {
   const auto ratio = [](double v) { return v > 0 ? fmt::format("{:.2f}", v) : std::string("-"); };
   fmt::print("{:<17} {:<6} {:<4} {:>4} ", "strategy", "lock", "park", "thr");
   if (queues) fmt::print("{:>4} ", "txq");
-  fmt::print("{:>7} {:>13} {:>7} {:>6} {:>5} ", "Mpps", "(min..max)", "ns/pkt", "x_bl", "cpu_x");
+  fmt::print("{:>7} {:>13} {:>7} {:>6} {:>5} {:>6} ", "Mpps", "(min..max)", "ns/pkt", "x_bl", "cpu_x", "cpu_xf");
   if (kernel) fmt::print("{:>6} {:>6} ", "x_kern", "cpu_xk");
   fmt::print("{:>6} {:>9} {:>8} {:>7} {:>7} {:>6} {:>6}  {}\n", "fair", "batch", "drop%", "waits/k",
              "p50ns", "p99us", "requ", "check");
@@ -364,9 +367,9 @@ void print_results(const std::vector<BenchPoint>& points, int repeat) {
         p.sent ? 1000.0 * static_cast<double>(p.lock_waits) / static_cast<double>(p.sent) : 0;
     fmt::print("{:<17} {:<6} {:<4} {:>4} ", p.strategy, p.lock, park_name(p.park), p.threads);
     if (queues) fmt::print("{:>4} ", p.queues);
-    fmt::print("{:>7.3f} {:>13} {:>7.0f} {:>6} {:>5} ", p.mpps,
+    fmt::print("{:>7.3f} {:>13} {:>7.0f} {:>6} {:>5} {:>6} ", p.mpps,
                fmt::format("{:.2f}..{:.2f}", p.mpps_min, p.mpps_max), p.cpu_ns_per_pkt,
-               ratio(p.vs_busylock_mpps), ratio(p.vs_busylock_cpu));
+               ratio(p.vs_busylock_mpps), ratio(p.vs_busylock_cpu), ratio(p.vs_floor_cpu));
     if (kernel) fmt::print("{:>6} {:>6} ", ratio(p.vs_kernel_mpps), ratio(p.vs_kernel_cpu));
     fmt::print("{:>6.3f} {:>9.1f} {:>8.2f} {:>7.1f} {:>7.0f} {:>6.1f} {:>6}  {}\n", p.fairness,
                p.batch_mean, drop_pct, waits_per_k, p.send_p50_ns, p.send_p99_ns / 1000.0,
@@ -414,6 +417,8 @@ void print_sink_results(const std::vector<BenchPoint>& points) {
 void print_legend(bool queues) {
   fmt::print("\npark: lock waits park in the kernel (on) or yield (off) after spinning; {}"
              "x_bl, cpu_x: Mpps and CPU ns/packet relative to busylock at the same thread count{} and park; "
+             "cpu_xf: CPU ns/packet relative to the floor row (senders straight into the device, a "
+             "doorbell every 64 packets: the harness's own limit), median of the rounds' ratios; "
              "x_kern, cpu_xk: the same relative to the kernel's own path (strategy kernel: one UDP "
              "socket per sender into the interface's own qdisc); lost: sent but not received at the sink "
              "(sock_drop: of those, dropped at the sink's socket); "
@@ -487,6 +492,7 @@ BenchConfig config_from(const BenchOptions& o) {
   cfg.tc_config = o.tc_config;
   cfg.tc_dev = o.tc_dev;
   cfg.payload = o.payload;
+  cfg.burst = o.burst;
   cfg.pin = !o.no_pin;
   cfg.repeat = o.repeat;
   cfg.nodes = o.nodes;
@@ -506,9 +512,9 @@ void print_config(const BenchConfig& cfg) {
              topo.pus, topo.numa_nodes, one_line(topo.cpu_model));
   std::string queues = queue_counts(cfg);
   if (!queues.empty()) queues = fmt::format(" on {} TX queues (xps {})", queues, xps_text(cfg.xps));
-  fmt::print("config: device {}{}, qdisc {}, lock {}, park {}, payload {} B, {} s per point x {} round(s), {}\n\n",
+  fmt::print("config: device {}{}, qdisc {}, lock {}, park {}, payload {} B, burst {}, {} s per point x {} round(s), {}\n\n",
              one_line(cfg.device), queues, one_line(cfg.qdisc), one_line(cfg.lock), park_list, cfg.payload,
-             cfg.duration_s, cfg.repeat,
+             cfg.burst, cfg.duration_s, cfg.repeat,
              cfg.pin ? (cfg.nodes ? fmt::format("pinned to {} node(s)", cfg.nodes) : "pinned")
                      : "unpinned");
   std::fflush(stdout);
@@ -537,7 +543,10 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
   const CLI::Validator integer(decimal_integer, "");  // no name: the help shows the type
   const CLI::Validator number(decimal_number, "");
   const CLI::Validator non_empty(not_empty, "");
-  cmd->add_option("--strategy", o.strategies, "Comma-separated strategies, or 'all'")
+  cmd->add_option("--strategy", o.strategies,
+                  "Comma-separated strategies, or 'all' (the floor row, then every strategy). 'floor': "
+                  "senders straight into the device, the harness's own limit; name the strategies "
+                  "without it to leave it out")
       ->capture_default_str();
   cmd->add_option("--threads", o.threads,
                   "Comma-separated sender counts (default: 1,cores,2*cores,8*cores)")
@@ -573,6 +582,12 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--payload", o.payload, "UDP payload bytes")
       ->transform(integer)
       ->check(CLI::Range(16, 9000))
+      ->capture_default_str();
+  cmd->add_option("--burst", o.burst,
+                  "Packets per send call: 1, send() per packet; N > 1, send_burst() of N packets "
+                  "(the floor row rings its doorbell every 64 packets whatever N)")
+      ->transform(integer)
+      ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   cmd->add_option("--repeat", o.repeat, "Rounds per point (interleaved); the median is reported")
       ->transform(integer)

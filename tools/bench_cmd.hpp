@@ -23,6 +23,7 @@ struct BenchOptions {
   std::string tc_config;  // --tc-config FILE
   std::string tc_dev;     // --tc-dev NAME
   std::size_t payload = 32;
+  int burst = 1;  // --burst N: packets per send call (1..1024)
   std::string json;
   std::string csv;
   std::string plot;

@@ -36,7 +36,9 @@ XpsPolicy parse_xps(std::string_view text);
 std::string xps_text(const XpsPolicy& xps);
 
 struct BenchConfig {
-  std::vector<std::string> strategies;   // empty: every strategy
+  // Empty: the floor row (kFloorStrategy), then every strategy. Named, only those (the floor
+  // row only when named: leave it out of a list to leave it out of the run).
+  std::vector<std::string> strategies;
   std::vector<int> threads;              // empty: 1, cores, 2*cores, 8*cores
   double duration_s = 0.5;               // measured time per run (after a short warm-up)
   std::string lock = "ticket";
@@ -55,6 +57,12 @@ struct BenchConfig {
   std::vector<uint32_t> queues;
   XpsPolicy xps;                         // with more than one TX queue
   std::size_t payload = 32;              // UDP payload bytes
+  // Packets per send call (--burst, 1..1024). 1: each sender calls TxQueue::send() per packet
+  // (the seed experiment); N > 1: it takes N packets from its pool cache, writes them and hands
+  // them over with one TxQueue::send_burst() (on several TX queues: one per run of consecutive
+  // packets that picked the same queue). The floor row rings its doorbell every 64 packets
+  // whatever the burst.
+  int burst = 1;
   uint32_t txqueuelen = 1000;
   int repeat = 3;                        // rounds; each point reports the median (and min/max)
   bool pin = true;                       // pin senders round-robin over cores, spread over nodes
@@ -129,6 +137,10 @@ struct BenchPoint {
   uint64_t sink_socket_drops = 0;  // of the lost: dropped at the sink's own socket
   bool delivered = true;           // no duplicate, no reordering (loss is reported, not failed;
                                    // the kernel row's reordering is reported, not failed)
+  // cpu_ns_per_pkt / the floor row's at the same threads, queues and park: the median over the
+  // rounds of each round's ratio (both rows ran in the same round; rounds where either sent
+  // nothing in its measured window are left out); 0 without a floor row or such a round.
+  double vs_floor_cpu = 0;
   double vs_kernel_mpps = 0;       // mpps / the kernel row's at the same threads, queues, park
   double vs_kernel_cpu = 0;        // cpu_ns_per_pkt / the kernel row's
   // Runs aggregated (BenchConfig::repeat unless the bench was stopped) and whether the point is
@@ -145,6 +157,19 @@ struct BenchPoint {
 
 // The strategy name of the kernel's own path in a bench with a real device.
 inline constexpr const char* kKernelStrategy = "kernel";
+
+// The strategy name of the harness's own limit, on every device: each sender writes its frames
+// (as every row does) and hands them straight to the device — no strategy, no qdisc, no lock
+// but the device's tx lock, taken once per doorbell — ringing the doorbell (xmit with more =
+// false) every kFloorBatch packets and reaping completions (poll()) when the device says they
+// are due. On several TX queues sender t uses queue t % queues (senders beyond the queue count
+// share theirs, serialised by its tx lock). Every other row's vs_floor_cpu is relative to it.
+// Its counts: submitted = packets its senders wrote and handed over; sent = what the device
+// counted as accepted (DeviceStats::tx_packets, not the senders' own count); dropped = packets
+// the device still refused when the run stopped (freed); conserved when submitted == sent +
+// dropped on every TX queue and every device completed what it accepted (in_flight() 0).
+inline constexpr const char* kFloorStrategy = "floor";
+inline constexpr std::size_t kFloorBatch = 64;
 
 // submitted == sent + dropped and nothing queued: the conservation check every point must pass.
 bool conservation_holds(uint64_t submitted, uint64_t sent, uint64_t dropped, uint64_t queued);

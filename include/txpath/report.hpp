@@ -15,7 +15,7 @@ namespace txpath {
 // Writes a header line, then one row per point, in this column order:
 //   strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,
 //   requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,
-//   vs_busylock_mpps,vs_busylock_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,
+//   vs_busylock_mpps,vs_busylock_cpu,vs_floor_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,
 //   sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,partial
 // (the sink columns are empty when no sink counted the point). runs and complete are the point's
 // (BenchPoint::runs, complete); partial is the same on every row: true when the bench was

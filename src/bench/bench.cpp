@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -18,6 +19,8 @@
 #include <map>
 #include <utility>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <thread>
 #include <tuple>
 #include <type_traits>
@@ -45,6 +48,7 @@ namespace txpath {
 namespace {
 
 constexpr uint64_t kLatencySampleEvery = 64;     // one send() in 64 is timed
+constexpr int kMaxBurst = 1024;                  // BenchConfig::burst's upper bound
 constexpr std::size_t kLatencySamplesPerThread = 1 << 15;
 
 uint64_t process_cpu_ns() {
@@ -201,21 +205,24 @@ class Delivery {
   uint64_t baseline_ = 0;
 };
 
-// Per-sender state, each on its own cache line (48 bytes: what a sender writes per packet shares
+// Per-sender state, each on its own cache line (56 bytes: what a sender writes per packet shares
 // one line).
 struct alignas(64) Sender {
   uint64_t accepted_in_window = 0;  // queued or congested (kernel row: sent) while measuring
   std::vector<uint32_t> latency;    // sampled send() ns, preallocated
-  // The kernel row's totals (txpath's rows read the queue's counters instead). relaxed (both):
-  // owner-written counters, read by the main thread at the window edges; the join orders the end.
+  // The kernel row's totals and the floor row's submitted and dropped (txpath's rows read the
+  // queue's counters instead). relaxed (all three): owner-written counters, read by the main
+  // thread at the window edges; the join orders the end.
   std::atomic<uint64_t> sent{0};
   std::atomic<uint64_t> dropped{0};
+  std::atomic<uint64_t> submitted{0};
 
-  // Calls send(); while the window is open, times one call in kLatencySampleEvery (as long as the
-  // preallocated samples last).
+  // Calls send(), which hands over the `n` packets from number `seq` on; while the window is
+  // open, times it when one of them is a multiple of kLatencySampleEvery (one packet in that
+  // many, one call in that many for n = 1), as long as the preallocated samples last.
   template <class Send>
-  auto timed(bool window, uint64_t seq, Send&& send) {
-    if (!window || seq % kLatencySampleEvery != 0 || latency.size() >= latency.capacity())
+  auto timed(bool window, uint64_t seq, Send&& send, uint64_t n = 1) {
+    if (!window || seq % kLatencySampleEvery >= n || latency.size() >= latency.capacity())
       return send();
     const uint64_t t0 = now_ns();
     auto result = send();
@@ -543,13 +550,15 @@ std::unique_ptr<tc::LiveStats> serve_live_stats(const BenchConfig& cfg, TxQueue&
 }
 
 // Enough buffers for every place a packet can wait: each TX queue's 3 bands and ring, the
-// senders' caches.
+// senders' caches and the bursts (or floor batches) they hold.
 PoolConfig pool_config(const BenchConfig& cfg, int threads, uint32_t queues) {
   PoolConfig pool_cfg;
   pool_cfg.cache_size = 64;
   pool_cfg.packets = std::max<std::size_t>(
       16384, (4 * static_cast<std::size_t>(cfg.txqueuelen) + 4096) * queues +
-                 static_cast<std::size_t>(threads) * pool_cfg.cache_size * 2);
+                 static_cast<std::size_t>(threads) *
+                     (pool_cfg.cache_size * 2 +
+                      std::max<std::size_t>(static_cast<std::size_t>(cfg.burst), kFloorBatch)));
   pool_cfg.buffer_size = std::max<std::size_t>(256, kHeadersLen + cfg.payload);
   return pool_cfg;
 }
@@ -575,32 +584,51 @@ uint32_t flow_hash_of(const FrameTemplate& tmpl, int t) {
 }
 
 // The send loop of txpath's rows: each sender takes buffers from `pool`, writes its frames and
-// sends them through `tx` (a TxQueue, or a MultiQueueTx that picks the queue).
+// sends them through `tx` (a TxQueue, or a MultiQueueTx that picks the queue): one send() per
+// packet, or with cfg.burst > 1 one send_burst() per burst of up to cfg.burst packets (a
+// MultiQueueTx hands each run of packets that picked the same TX queue to that queue).
 template <class Tx>
 auto txpath_send_loop(Tx& tx, Pool& pool, const std::vector<FrameTemplate>& frames,
-                      std::vector<Sender>& senders) {
-  return [&tx, &pool, &frames, &senders](int t, RunFlags& flags) {
+                      std::vector<Sender>& senders, int burst) {
+  return [&tx, &pool, &frames, &senders, burst](int t, RunFlags& flags) {
     Sender& me = senders[static_cast<std::size_t>(t)];
     const FrameTemplate& tmpl = frames[static_cast<std::size_t>(t) % frames.size()];
     // A sender of its own flow carries the flow's hash, as a socket caches its sk_txhash (the
     // queue choice then does not hash every frame); the seed experiment's packets carry none.
     const uint32_t flow_hash = frames.size() > 1 ? flow_hash_of(tmpl, t) : 0;
     Pool::Cache cache(pool);
+    std::array<Packet*, kMaxBurst> packets{};
+    std::array<SendStatus, kMaxBurst> status{};
     flags.started();
     uint64_t seq = 0;
     while (flags.running()) {
-      Packet* p = cache.get();
-      if (!p) {  // every buffer is queued or in flight: back off until completions return some
+      std::size_t n = 0;
+      for (; n < static_cast<std::size_t>(burst); ++n) {
+        Packet* p = cache.get();
+        if (!p) break;
+        p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq + n));
+        p->flow_hash = flow_hash;
+        packets[n] = p;
+      }
+      if (n == 0) {  // every buffer is queued or in flight: back off until completions return some
         std::this_thread::yield();
         continue;
       }
-      p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq));
-      p->flow_hash = flow_hash;
       const bool window = flags.in_window();
-      const SendStatus st = me.timed(window, seq, [&] { return tx.send(p); });
-      if (window && (st == SendStatus::queued || st == SendStatus::congested))
-        ++me.accepted_in_window;
-      ++seq;
+      if (burst == 1) {
+        status[0] = me.timed(window, seq, [&] { return tx.send(packets[0]); });
+      } else {
+        const auto burst_call = [&] {
+          tx.send_burst(std::span(packets.data(), n), std::span(status.data(), n));
+          return 0;
+        };
+        me.timed(window, seq, burst_call, n);
+      }
+      if (window) {
+        for (std::size_t i = 0; i < n; ++i)
+          me.accepted_in_window += status[i] == SendStatus::queued || status[i] == SendStatus::congested;
+      }
+      seq += n;
     }
   };
 }
@@ -620,7 +648,8 @@ Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, i
 
   delivery.reset();
   auto senders = make_senders(threads);
-  const auto w = measure(cfg, threads, delivery, txpath_send_loop(*txq, send_pool, frames, senders),
+  const auto w = measure(cfg, threads, delivery,
+                         txpath_send_loop(*txq, send_pool, frames, senders, cfg.burst),
                          [&] { return std::vector<TxQueueStats>{txq->stats()}; });
 
   const bool drained = txq->drain(std::chrono::seconds(10));
@@ -693,7 +722,8 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
 
   delivery.reset();
   auto senders = make_senders(threads);
-  const auto w = measure(cfg, threads, delivery, txpath_send_loop(*tx, pool, frames, senders),
+  const auto w = measure(cfg, threads, delivery,
+                         txpath_send_loop(*tx, pool, frames, senders, cfg.burst),
                          [&] { return tx->queue_stats(); });
 
   const bool drained = tx->drain(std::chrono::seconds(10));
@@ -707,9 +737,138 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
   return r;
 }
 
+// ---- the floor row ------------------------------------------------------------------------------
+
+// Reaps the device's completions once they are due, as the service thread does for a TxQueue.
+void poll_if_due(Device& device) noexcept {
+  const uint64_t at = device.next_poll_ns();
+  if (at != 0 && at <= now_ns()) device.poll();
+}
+
+// Hands `batch` (numbered from `seq` on) to `device` under its tx lock, more = true until the
+// last packet, whose xmit rings the doorbell. Whatever the device refuses (busy, or its queue
+// stopped: it announced what it had accepted before saying so) is handed again once poll() has
+// reaped completions; once the run has stopped, for up to kFloorStopGrace (then what is left is
+// freed into `cache` and counted dropped: a device that never takes it again cannot hang us).
+void floor_xmit(Device& device, std::span<Packet* const> batch, uint64_t seq, bool window,
+                const RunFlags& flags, Sender& me, Pool::Cache& cache) {
+  constexpr uint64_t kFloorStopGrace = 1'000'000'000;  // ns
+  std::size_t done = 0;
+  uint64_t give_up_ns = 0;  // set once the run has stopped
+  for (;;) {
+    {
+      std::lock_guard tx(device.tx_lock());
+      for (; done < batch.size() && !device.stopped(); ++done) {
+        const bool more = done + 1 < batch.size();
+        const auto xmit = [&] { return device.xmit(batch[done], more); };
+        if (me.timed(window, seq + done, xmit) != XmitResult::ok) break;
+        if (window) ++me.accepted_in_window;
+      }
+    }
+    poll_if_due(device);
+    if (done == batch.size()) return;
+    if (!flags.running()) {
+      if (give_up_ns == 0) give_up_ns = now_ns() + kFloorStopGrace;
+      if (now_ns() >= give_up_ns) break;
+    }
+    std::this_thread::yield();  // the ring is full or the queue stopped: completions first
+  }
+  for (std::size_t i = done; i < batch.size(); ++i) cache.put(batch[i]);
+  // relaxed (both): see Sender::dropped
+  me.dropped.store(me.dropped.load(std::memory_order_relaxed) + (batch.size() - done),
+                   std::memory_order_relaxed);
+}
+
+// The floor row's send loop: sender t writes kFloorBatch frames into buffers from its cache and
+// hands them to TX queue t % queues (floor_xmit).
+auto floor_send_loop(NetDevice& device, Pool& pool, const std::vector<FrameTemplate>& frames,
+                     std::vector<Sender>& senders) {
+  return [&device, &pool, &frames, &senders](int t, RunFlags& flags) {
+    Sender& me = senders[static_cast<std::size_t>(t)];
+    const FrameTemplate& tmpl = frames[static_cast<std::size_t>(t) % frames.size()];
+    Device& queue = device.tx_queue(static_cast<uint32_t>(t) % device.num_tx_queues());
+    Pool::Cache cache(pool);
+    std::array<Packet*, kFloorBatch> batch{};
+    flags.started();
+    uint64_t seq = 0;
+    while (flags.running()) {
+      std::size_t n = 0;
+      for (; n < batch.size(); ++n) {
+        Packet* p = cache.get();
+        if (!p) break;
+        p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq + n));
+        batch[n] = p;
+      }
+      if (n == 0) {  // every buffer is in flight: reap completions
+        poll_if_due(queue);
+        std::this_thread::yield();
+        continue;
+      }
+      // relaxed (both): see Sender::submitted
+      me.submitted.store(me.submitted.load(std::memory_order_relaxed) + n,
+                         std::memory_order_relaxed);
+      floor_xmit(queue, std::span(batch.data(), n), seq, flags.in_window(), flags, me, cache);
+      seq += n;
+    }
+  };
+}
+
+// Each TX queue's counters in a floor run: the senders' submitted and dropped (sender t on
+// queue t % queues), the device's own accepted count as sent, the device's counters.
+std::vector<TxQueueStats> floor_stats(const NetDevice& device, const std::vector<Sender>& senders) {
+  std::vector<TxQueueStats> out(device.num_tx_queues());
+  for (std::size_t t = 0; t < senders.size(); ++t) {
+    TxQueueStats& q = out[t % out.size()];
+    q.submitted += senders[t].submitted.load(std::memory_order_relaxed);  // relaxed: see Sender
+    q.dropped += senders[t].dropped.load(std::memory_order_relaxed);
+  }
+  for (uint32_t i = 0; i < device.num_tx_queues(); ++i) {
+    out[i].device = device.tx_queue(i).stats();
+    out[i].sent = out[i].device.tx_packets;
+  }
+  return out;
+}
+
+// Once the senders have stopped: polls every TX queue until each has completed what it accepted
+// (in_flight() 0), up to `timeout`. False if one still has packets in flight.
+bool drain_devices(NetDevice& device, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    bool idle = true;
+    for (uint32_t i = 0; i < device.num_tx_queues(); ++i) {
+      Device& queue = device.tx_queue(i);
+      if (queue.in_flight() == 0) continue;
+      idle = false;
+      poll_if_due(queue);
+    }
+    if (idle) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+// The floor row: the device (with `queues` TX queues) and nothing between it and the senders.
+Run run_floor_once(const BenchConfig& cfg, int threads, uint32_t queues, Delivery& delivery) {
+  Pool pool(pool_config(cfg, threads, queues));
+  auto device = make_net_device(spec_with_queues(cfg.device, queues));  // after the pool, as above
+  // On several queues each sender is its own flow, as in the multi-queue rows.
+  const auto frames = sender_frames(frames_for(device->tx_queue(0), cfg.payload), threads, queues > 1);
+  delivery.reset();
+  auto senders = make_senders(threads);
+  const auto w = measure(cfg, threads, delivery, floor_send_loop(*device, pool, frames, senders),
+                         [&] { return floor_stats(*device, senders); });
+  const bool drained = drain_devices(*device, std::chrono::seconds(10));
+  Run r = summarize_run("-", drained, floor_stats(*device, senders), senders, w);
+  delivery.check(r.sent, r);
+  for (uint32_t q = 0; q < queues && r.output_error.empty(); ++q)
+    r.output_error = bench_detail::finish_output(device->tx_queue(q));
+  return r;
+}
+
 Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, uint32_t queues,
              Delivery& delivery) {
   if (strategy == kKernelStrategy) return run_kernel_once(cfg, threads, delivery);
+  if (strategy == kFloorStrategy) return run_floor_once(cfg, threads, queues, delivery);
   if (queues == 1) return run_single_queue_once(cfg, strategy, threads, delivery);
   return run_multi_queue_once(cfg, strategy, threads, queues, delivery);
 }
@@ -838,8 +997,19 @@ std::string progress_line(const BenchConfig& cfg, std::size_t done, std::size_t 
 // One thread count's runs, by (queues, park, strategy).
 using RunsByPoint = std::map<std::tuple<uint32_t, bool, std::string>, std::vector<Run>>;
 
+// A row's CPU per packet over the floor row's: the median over the rounds both ran (round i is
+// each one's i-th run) and both sent in their measured windows (a window without packets has no
+// CPU per packet) of the ratio within the round; 0 when there is none to take.
+double floor_ratio(const std::vector<Run>& mine, const std::vector<Run>& floor) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < std::min(mine.size(), floor.size()); ++i)
+    if (floor[i].cpu_ns_per_pkt > 0 && mine[i].cpu_ns_per_pkt > 0)
+      ratios.push_back(mine[i].cpu_ns_per_pkt / floor[i].cpu_ns_per_pkt);
+  return median(std::move(ratios));
+}
+
 // The points of one (threads, queues, park) group, config order of strategies, and their ratios
-// to busylock and to the kernel row in the group.
+// to busylock, to the floor row and to the kernel row in the group.
 void append_group(const BenchConfig& cfg, int threads, uint32_t queues, bool park,
                   RunsByPoint& runs, std::vector<BenchPoint>& points) {
   const std::size_t first = points.size();
@@ -859,6 +1029,10 @@ void append_group(const BenchConfig& cfg, int threads, uint32_t queues, bool par
       p->vs_busylock_cpu = base->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / base->cpu_ns_per_pkt : 0;
     }
   }
+  // Against the floor row, round by round, when it ran.
+  const std::vector<Run>& floor = runs[{queues, park, std::string(kFloorStrategy)}];
+  for (auto p = from; p != points.end(); ++p)
+    p->vs_floor_cpu = floor_ratio(runs[{queues, park, p->strategy}], floor);
   // And against the kernel's own path, when it was measured.
   const auto kernel = std::find_if(
       from, points.end(), [](const BenchPoint& p) { return p.strategy == kKernelStrategy; });
@@ -919,6 +1093,8 @@ void check_ranges(const BenchConfig& cfg) {
     throw ConfigError("park: each of on and off may be given once");
   if (!(cfg.duration_s > 0)) throw ConfigError("duration must be positive");
   if (cfg.repeat < 1 || cfg.repeat > 1000) throw ConfigError("repeat must be in 1..1000");
+  if (cfg.burst < 1 || cfg.burst > kMaxBurst)
+    throw ConfigError("burst " + std::to_string(cfg.burst) + " out of range 1.." + std::to_string(kMaxBurst));
   if (cfg.nodes < 0 || cfg.nodes > topology().numa_nodes)
     throw ConfigError("nodes " + std::to_string(cfg.nodes) + " out of range 1.." +
                       std::to_string(topology().numa_nodes) + " (NUMA nodes on this machine)");
@@ -1012,7 +1188,7 @@ std::vector<std::string> runnable_strategies(const BenchConfig& cfg, Device& dev
   if (every_strategy) try_create("busylock");
   std::vector<std::string> runnable;
   for (const auto& s : cfg.strategies) {
-    if (s == kKernelStrategy) {
+    if (s == kKernelStrategy || s == kFloorStrategy) {  // no TxQueue: nothing to check here
       runnable.push_back(s);
       continue;
     }
@@ -1107,7 +1283,10 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
   // Every strategy by default; those that cannot run the qdisc (nolock: fifos only) are left out
   // below. A strategy named explicitly that cannot run it is an error.
   const bool every_strategy = cfg.strategies.empty();
-  if (every_strategy) cfg.strategies = strategy_names();
+  if (every_strategy) {
+    cfg.strategies = {kFloorStrategy};
+    for (auto& name : strategy_names()) cfg.strategies.push_back(std::move(name));
+  }
   if (cfg.threads.empty()) cfg.threads = default_thread_counts();
   if (cfg.park.empty()) cfg.park = {true};
   check_ranges(cfg);

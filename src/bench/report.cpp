@@ -510,7 +510,7 @@ const std::vector<std::string_view>& csv_columns() {
       "strategy",      "lock",          "park",        "threads",     "queues",      "mpps",        "mpps_min",
       "mpps_max",      "cpu_ns_per_pkt", "submitted",  "sent",        "dropped",
       "requeues",      "fairness",      "batch_mean",  "lock_waits",  "lock_wait_ns",
-      "send_p50_ns",   "send_p99_ns",   "vs_busylock_mpps", "vs_busylock_cpu", "conserved",
+      "send_p50_ns",   "send_p99_ns",   "vs_busylock_mpps", "vs_busylock_cpu", "vs_floor_cpu", "conserved",
       "vs_kernel_mpps", "vs_kernel_cpu", "sink_received", "sink_lost", "sink_duplicated",
       "sink_out_of_order", "sink_socket_drops", "delivered", "runs", "complete", "partial"};
   return columns;
@@ -527,6 +527,7 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool pa
     row.integer(p.submitted).integer(p.sent).integer(p.dropped).integer(p.requeues);
     row.real(p.fairness).real(p.batch_mean).integer(p.lock_waits).integer(p.lock_wait_ns);
     row.real(p.send_p50_ns).real(p.send_p99_ns).real(p.vs_busylock_mpps).real(p.vs_busylock_cpu);
+    row.real(p.vs_floor_cpu);
     row.flag(p.conserved).real(p.vs_kernel_mpps).real(p.vs_kernel_cpu);
     // Sink columns are empty when no sink counted the point.
     if (p.sink_checked) {

@@ -35,6 +35,11 @@ bad bench --park maybe
 bad bench --park on,on
 bad bench --park on,
 bad bench --park ""
+bad bench --burst 0
+bad bench --burst 1025
+bad bench --burst x
+bad bench --burst 0x10
+bad bench --burst ""
 
 # A small real run.
 if ! "$bin" bench --strategy busylock,rootlock --threads 1,3 --duration 0.05 --device null \
@@ -64,7 +69,7 @@ if ! jq -e '
 fi
 grep -q "topology:" "$tmp/stdout" || { echo "FAIL: topology line missing"; fail=1; }
 # CSV: the documented header and one row per point.
-expected_header="strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,vs_busylock_mpps,vs_busylock_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,partial"
+expected_header="strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,vs_busylock_mpps,vs_busylock_cpu,vs_floor_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,partial"
 [ "$(head -1 "$tmp/out.csv")" = "$expected_header" ] || { echo "FAIL: CSV header: $(head -1 "$tmp/out.csv")"; fail=1; }
 [ "$(wc -l < "$tmp/out.csv")" -eq 5 ] || { echo "FAIL: CSV rows"; cat "$tmp/out.csv"; fail=1; }
 # SVG: an svg document with one series per strategy (well-formedness is unit-tested).
@@ -92,6 +97,42 @@ fi
 [ "$(cut -d, -f3 "$tmp/park.csv" | tr '\n' ' ')" = "park on on off off " ] ||
   { echo "FAIL: --park CSV column"; cat "$tmp/park.csv"; fail=1; }
 grep -Eq "^rootlock +mcs +off " "$tmp/park.stdout" || { echo "FAIL: park column in table"; cat "$tmp/park.stdout"; fail=1; }
+
+# The floor row: in the default list (first), named here; every row has vs_floor_cpu (the
+# floor's own is 1), in the JSON, the CSV and the table's cpu_xf column.
+if ! "$bin" bench --strategy floor,busylock --threads 1 --duration 0.05 --device nic --repeat 2 \
+     --quiet --json "$tmp/floor.json" --csv "$tmp/floor.csv" >"$tmp/floor.stdout" 2>"$tmp/floor.stderr"; then
+  echo "FAIL: floor run exited non-zero"; cat "$tmp/floor.stdout" "$tmp/floor.stderr"; fail=1
+fi
+if ! jq -e '
+  (.config.burst == 1) and
+  (.results | map(.strategy) == ["floor","busylock"]) and
+  (.results | all(.vs_floor_cpu > 0 and .conserved and .submitted == .sent + .dropped and .sent > 0)) and
+  (.results[0].vs_floor_cpu == 1 and .results[0].lock == "-")
+' "$tmp/floor.json" >/dev/null; then
+  echo "FAIL: floor row JSON"; cat "$tmp/floor.json"; fail=1
+fi
+col=$(head -1 "$tmp/floor.csv" | tr ',' '\n' | grep -nx vs_floor_cpu | cut -d: -f1)
+[ -n "$col" ] && [ "$(sed -n 2p "$tmp/floor.csv" | cut -d, -f"$col")" = "1" ] ||
+  { echo "FAIL: vs_floor_cpu CSV column"; cat "$tmp/floor.csv"; fail=1; }
+grep -q "cpu_xf" "$tmp/floor.stdout" && grep -Eq "^floor +- " "$tmp/floor.stdout" ||
+  { echo "FAIL: floor row or cpu_xf column in the table"; cat "$tmp/floor.stdout"; fail=1; }
+"$bin" bench --help | grep -q -- "--burst" || { echo "FAIL: --burst not in the help"; fail=1; }
+
+# --burst 32: every strategy and the floor run, each conserving; burst recorded and printed.
+if ! "$bin" bench --threads 2 --duration 0.02 --device null --repeat 1 --burst 32 --quiet \
+     --json "$tmp/burst.json" >"$tmp/burst.stdout" 2>"$tmp/burst.stderr"; then
+  echo "FAIL: --burst 32 run exited non-zero"; cat "$tmp/burst.stdout" "$tmp/burst.stderr"; fail=1
+fi
+if ! jq -e '
+  (.config.strategies | length) as $n |
+  (.config.burst == 32) and (.results | length == $n) and
+  (.results[0].strategy == "floor") and
+  (.results | all(.conserved and .submitted == .sent + .dropped and .sent > 0))
+' "$tmp/burst.json" >/dev/null; then
+  echo "FAIL: --burst 32 JSON"; cat "$tmp/burst.json"; fail=1
+fi
+grep -q "burst 32" "$tmp/burst.stdout" || { echo "FAIL: burst not printed"; cat "$tmp/burst.stdout"; fail=1; }
 
 [ "$fail" -eq 0 ] && echo "bench_cli: all checks passed"
 exit "$fail"
