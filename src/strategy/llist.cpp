@@ -122,7 +122,7 @@ class LlistQueue : public LockedQueue<Lock> {
         const uint64_t k = chain.size;
         // relaxed: a bound, not a synchronisation; the leader's reset may race with it (as in
         // the kernel), which only lets a burst briefly exceed the cap.
-        deferred = defer_count_.fetch_add(k, std::memory_order_relaxed) + k;
+        deferred = defer_count_.fetch_add(static_cast<uint32_t>(k), std::memory_order_relaxed) + k;
         const uint64_t before = deferred - k;
         const uint64_t room = before >= burst_limit_ ? 0 : burst_limit_ - before;
         if (room < k) chain.cut_newest(k - room, refused);
@@ -139,7 +139,7 @@ class LlistQueue : public LockedQueue<Lock> {
   // reset of defer_count_ (notified) ends the wait.
   void follow(uint64_t deferred) noexcept {
     if (deferred > passivate_at_)
-      spin_then_park(defer_count_, [this](uint64_t n) { return n <= passivate_at_; },
+      spin_then_park(defer_count_, [this](uint32_t n) { return n <= passivate_at_; },
                      kYieldsBeforePark);  // see park.hpp
   }
 
@@ -151,11 +151,16 @@ class LlistQueue : public LockedQueue<Lock> {
     this->root_.lock();
     // acquire: pairs with every pusher's release CAS, so their packets are visible.
     Packet* list = head_.exchange(nullptr, std::memory_order_acquire);
-    // seq_cst: the count itself needs no ordering (see the fetch_add above), but the notify
-    // below must not read libstdc++'s waiter count before this store is visible, or a follower
-    // parking right now would sleep through the reset (park.hpp).
-    defer_count_.store(0, std::memory_order_seq_cst);
-    defer_count_.notify_all();
+    // relaxed: every follower whose packet we just took counted itself before its release CAS,
+    // which our acquire exchange saw, so this load sees those counts; 0 means no follower of this
+    // list, hence none waiting on it: a lone leader skips the reset's seq_cst store and notify.
+    if (defer_count_.load(std::memory_order_relaxed) != 0) {
+      // seq_cst: the count itself needs no ordering (see the fetch_add above), but the notify
+      // below must not read libstdc++'s waiter count before this store is visible, or a follower
+      // parking right now would sleep through the reset (park.hpp).
+      defer_count_.store(0, std::memory_order_seq_cst);
+      defer_count_.notify_all();
+    }
     PacketList batch = PacketList::from_lifo(list);
     const bool lone = batch.size() == 1;  // only a lone packet may take the bypass
     const Verdict v = this->serialize(this->root_, batch, to_free, NoOwnerHook{},
@@ -168,7 +173,10 @@ class LlistQueue : public LockedQueue<Lock> {
   const uint64_t burst_limit_;
   const uint64_t passivate_at_;  // followers beyond this list length wait for the leader
   alignas(64) std::atomic<Packet*> head_{nullptr};     // q->defer_list
-  alignas(64) std::atomic<uint64_t> defer_count_{0};  // q->defer_count
+  // q->defer_count. 32 bits (the cap, max_burst, is a uint32_t): libstdc++ waits and notifies on
+  // a 32-bit word with the futex itself, where a 64-bit one costs every notify_all() a seq_cst
+  // RMW on a process-wide waiter table.
+  alignas(64) std::atomic<uint32_t> defer_count_{0};
 };
 
 }  // namespace

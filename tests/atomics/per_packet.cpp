@@ -43,9 +43,9 @@ namespace counts = txpath::atomic_counts;
 
 // The bounds: locked instructions per packet on the sending thread (Counts::locked()), for
 // send() and for send_burst() of 32. Set at what each strategy measured when the test was
-// written (the table in docs/architecture.md, "Atomic operations per packet": 2/32 of every row
-// is the pool cache's refill, a lock round per 32 packets): a change that adds a locked
-// instruction to a path fails here; one that removes some should lower its bound.
+// written (the table in docs/architecture.md, "Atomic operations per packet"), with a little
+// room for the rare lock round of a pool cache that overflows or runs dry: a change that adds a
+// locked instruction to a path fails here; one that removes some should lower its bound.
 // Linux's qdisc path takes 3 per packet (root lock twice, HARD_TX_LOCK once; its unlocks are
 // plain stores), the target for busylock and rootlock send().
 struct Bound {
@@ -54,16 +54,16 @@ struct Bound {
   double burst;
 };
 constexpr auto kBounds = std::to_array<Bound>({
-    {"busylock", 10.1, 0.4},
-    {"rootlock", 10.1, 0.4},
-    {"llist", 14.1, 14.1},
-    {"mutex", 8.1, 0.35},
-    {"nolock", 8.1, 8.1},
-    {"combining", 8.1, 8.1},
-    {"drainer", 2.1, 2.1},
-    {"sharded", 12.1, 12.1},
-    {"peer:ck_ring", 2.1, 2.1},
-    {"peer:mutex_deque", 3.1, 3.1},
+    {"busylock", 3.1, 0.15},
+    {"rootlock", 3.1, 0.15},
+    {"llist", 5.1, 0.2},
+    {"mutex", 3.1, 0.15},
+    {"nolock", 4.1, 0.2},
+    {"combining", 3.1, 0.15},
+    {"drainer", 1.1, 0.15},
+    {"sharded", 5.1, 0.2},
+    {"peer:ck_ring", 1.1, 0.15},
+    {"peer:mutex_deque", 2.1, 0.15},
 });
 
 constexpr std::size_t kBurst = 32;
