@@ -18,6 +18,7 @@
 #include "txpath/device.hpp"
 
 #include "base/cpu_relax.hpp"
+#include "sync/park.hpp"
 
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"
@@ -25,19 +26,24 @@
 namespace txpath {
 
 void TxLock::lock_contended() noexcept {
-  // Spins on a plain load (a few device calls' worth), then yields between tries: the holder
-  // may be preempted or inside a syscall (a real device's kick).
-  constexpr unsigned kSpins = 256;
   for (unsigned round = 0;; ++round) {
     // relaxed: only decides whether to try the exchange; acquire: as lock().
-    if (!locked_.load(std::memory_order_relaxed) &&
-        !locked_.exchange(true, std::memory_order_acquire))
-      return;
-    if (round < kSpins)
+    const uint32_t seen = locked_.load(std::memory_order_relaxed);
+    if (seen == 0 && locked_.exchange(1, std::memory_order_acquire) == 0) return;
+    if (round < kSpinBeforePark)
       cpu_relax();
+    else if (seen != 0 && park_policy().park)
+      park_timed(locked_, seen, parked_);  // until unlock() wakes us, or 1 ms
     else
       sched_yield();
   }
+}
+
+void TxLock::wake_parked_waiters() noexcept {
+  // seq_cst fence: the other half of park_timed()'s Dekker pair (its seq_cst RMW of parked_,
+  // then its load of the word): either the waiter sees our store, or we see it counted.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  wake_parked(locked_);
 }
 
 DeviceStats Device::stats() const noexcept {
