@@ -68,7 +68,7 @@ class Pool {
     Pool& pool_;
     std::vector<Packet*> slots_;  // sized once in the constructor
     std::size_t count_ = 0;
-    void* registered_ = nullptr;  // the thread's cache table it is listed in (pool.cpp), or null
+    bool registered_ = false;  // listed in its thread's cache table (pool.cpp)
   };
 
   // Shared-list operations (take the pool's spinlock, a TTAS lock: src/core/pool.cpp). For cold

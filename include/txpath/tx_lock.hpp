@@ -41,12 +41,12 @@ class TxLock {
     // release: pairs with the acquire exchange of the next holder.
     locked_.store(0, std::memory_order_release);
     // relaxed: a waiter counts itself before it sleeps; see the header comment.
-    if (parked_.load(std::memory_order_relaxed) != 0) [[unlikely]] wake_parked_waiters();
+    if (parked_.load(std::memory_order_relaxed) != 0) [[unlikely]] wake_waiters();
   }
 
  private:
-  void lock_contended() noexcept;       // spin, then park (src/device/device.cpp)
-  void wake_parked_waiters() noexcept;  // seq_cst fence, then a futex wake (device.cpp)
+  void lock_contended() noexcept;     // spin, then park (src/device/device.cpp)
+  void wake_waiters() noexcept;       // wake_parked(): fence, then a futex wake (device.cpp)
 
   std::atomic<uint32_t> locked_{0};  // 1: held; the futex word parked waiters sleep on
   std::atomic<uint32_t> parked_{0};  // waiters inside their futex wait

@@ -114,19 +114,15 @@ inline void release_flow_slot(Packet* p) noexcept {
 // sender that completes its own packets (the null device's doorbell, a real device's poll on the
 // sending thread) then gets them back from its cache, and the shared stack is touched only when
 // a cache overflows or runs dry, half a cache at a time.
-struct ThreadCaches {
-  static constexpr std::size_t kMax = 4;  // pools a thread sends from at once; more: locked path
-  std::array<Pool::Cache*, kMax> cache{};
-  std::array<const Pool*, kMax> pool{};
-};
-thread_local ThreadCaches tls_caches;
+// Pools a thread sends from at once; a fifth cache on one thread takes the locked path.
+constexpr std::size_t kThreadCaches = 4;
+thread_local std::array<Pool::Cache*, kThreadCaches> tls_caches{};
 
 }  // namespace
 
 Pool::Cache* Pool::thread_cache() const noexcept {
-  ThreadCaches& t = tls_caches;
-  for (std::size_t i = 0; i < ThreadCaches::kMax; ++i)
-    if (t.pool[i] == this) return t.cache[i];
+  for (Cache* c : tls_caches)
+    if (c != nullptr && &c->pool_ == this) return c;
   return nullptr;
 }
 
@@ -204,29 +200,22 @@ void Pool::put_batch(Packet* const* in, std::size_t n) noexcept {
 }
 
 Pool::Cache::Cache(Pool& pool) : pool_(pool), slots_(pool.cache_size_) {
-  ThreadCaches& t = tls_caches;
   if (pool_.thread_cache() != nullptr) return;  // this thread has one for the pool: it stays
-  for (std::size_t i = 0; i < ThreadCaches::kMax; ++i) {
-    if (t.pool[i] == nullptr) {
-      t.pool[i] = &pool_;
-      t.cache[i] = this;
-      registered_ = &t;
+  for (Cache*& slot : tls_caches) {
+    if (slot == nullptr) {
+      slot = this;
+      registered_ = true;
       return;
     }
   }
 }
 
 Pool::Cache::~Cache() {
-  if (registered_ != nullptr) {
-    // The thread that made the cache destroys it (see pool.hpp): its own table.
-    assert(registered_ == &tls_caches && "Pool::Cache destroyed on another thread");
-    auto* t = static_cast<ThreadCaches*>(registered_);
-    for (std::size_t i = 0; i < ThreadCaches::kMax; ++i) {
-      if (t->cache[i] == this) {
-        t->cache[i] = nullptr;
-        t->pool[i] = nullptr;
-      }
-    }
+  if (registered_) {
+    // The thread that made the cache destroys it (see pool.hpp): it is in this thread's table.
+    const auto it = std::find(tls_caches.begin(), tls_caches.end(), this);
+    assert(it != tls_caches.end() && "Pool::Cache destroyed on another thread");
+    if (it != tls_caches.end()) *it = nullptr;
   }
   pool_.put_batch(slots_.data(), count_);
 }

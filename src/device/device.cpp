@@ -11,13 +11,10 @@
 // Counting: `stops` counts transitions running -> stopped and `wakes` transitions stopped ->
 // running (the moment the wake handler is called), so at any quiescent point
 //   stops == wakes + (stopped() ? 1 : 0).
-#include <sched.h>
-
 #include <memory>
 
 #include "txpath/device.hpp"
 
-#include "base/cpu_relax.hpp"
 #include "sync/park.hpp"
 
 #include "txpath/error.hpp"
@@ -26,25 +23,15 @@
 namespace txpath {
 
 void TxLock::lock_contended() noexcept {
-  for (unsigned round = 0;; ++round) {
-    // relaxed: only decides whether to try the exchange; acquire: as lock().
-    const uint32_t seen = locked_.load(std::memory_order_relaxed);
-    if (seen == 0 && locked_.exchange(1, std::memory_order_acquire) == 0) return;
-    if (round < kSpinBeforePark)
-      cpu_relax();
-    else if (seen != 0 && park_policy().park)
-      park_timed(locked_, seen, parked_);  // until unlock() wakes us, or 1 ms
-    else
-      sched_yield();
+  for (;;) {
+    // Spin, then park while held; then try to take it (another thread may win the exchange).
+    spin_then_park_timed(locked_, parked_, [](uint32_t held) { return held == 0; });
+    // acquire: as lock().
+    if (locked_.exchange(1, std::memory_order_acquire) == 0) return;
   }
 }
 
-void TxLock::wake_parked_waiters() noexcept {
-  // seq_cst fence: the other half of park_timed()'s Dekker pair (its seq_cst RMW of parked_,
-  // then its load of the word): either the waiter sees our store, or we see it counted.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  wake_parked(locked_);
-}
+void TxLock::wake_waiters() noexcept { wake_parked(locked_, parked_); }
 
 DeviceStats Device::stats() const noexcept {
   return DeviceStats{.tx_packets = tx_packets_.get(),

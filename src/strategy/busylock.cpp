@@ -32,7 +32,7 @@ class BusylockQueue : public LockedQueue<Lock> {
     if (!this->admit(p)) return SendStatus::too_big;
     PacketList batch, to_free;
     batch.push_back(p);
-    const Verdict v = serialize_busy(batch, to_free, NoVerdicts{});
+    const Verdict v = serialize_busy(true, batch, to_free, NoVerdicts{});
     return this->leave(to_free, v);
   }
 
@@ -41,17 +41,17 @@ class BusylockQueue : public LockedQueue<Lock> {
     PacketList batch, to_free;
     const std::size_t accepted = this->admit_burst(packets, status, batch);
     if (accepted == 0) return 0;
-    serialize_busy(batch, to_free, BurstVerdicts(status, accepted));
+    serialize_busy(this->is_running(), batch, to_free, BurstVerdicts(status, accepted));
     free_packets(std::move(to_free));
     return accepted;
   }
 
  private:
-  // Steps 2-4 with busylock in front of the root lock when the qdisc looks busy.
+  // Steps 2-4, with busylock in front of the root lock when the caller saw the qdisc running
+  // (`contended`: qdisc_is_running(), racy by design).
   template <class Verdicts>
-  [[gnu::always_inline]] Verdict serialize_busy(PacketList& batch, PacketList& to_free,
-                                                Verdicts&& verdicts) noexcept {
-    bool contended = this->is_running();  // qdisc_is_running(): racy by design
+  [[gnu::always_inline]] Verdict serialize_busy(bool contended, PacketList& batch,
+                                                PacketList& to_free, Verdicts&& verdicts) noexcept {
     if (contended) busylock_.lock();
     this->root_.lock();
     const Verdict v = this->serialize(

@@ -55,8 +55,7 @@ void park_timed(const std::atomic<uint32_t>& word, uint32_t seen,
   parked.fetch_add(1, std::memory_order_seq_cst);
   if (word.load(std::memory_order_seq_cst) == seen) {
     // The kernel re-checks the word against `seen` under its own lock, so a store that lands
-    // now ends the wait at once. The timeout bounds the one case no fence covers: a notifier
-    // that skipped the wake because, when it looked, no later waiter existed (TicketLock).
+    // now ends the wait at once. The timeout bounds the one case no fence covers (park.hpp).
     const timespec timeout{0, static_cast<long>(kParkTimeoutNs)};
     syscall(SYS_futex, reinterpret_cast<const uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen,
             &timeout, nullptr, 0);
@@ -65,7 +64,12 @@ void park_timed(const std::atomic<uint32_t>& word, uint32_t seen,
   parked.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void wake_parked(const std::atomic<uint32_t>& word) noexcept {
+void wake_parked(const std::atomic<uint32_t>& word, const std::atomic<uint32_t>& parked) noexcept {
+  // seq_cst fence: the other half of park_timed()'s Dekker pair (its seq_cst RMW of `parked`,
+  // then its load of the word): either the waiter sees the caller's store, or we see it counted.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // relaxed: ordered by the fence above.
+  if (parked.load(std::memory_order_relaxed) == 0) return;
   syscall(SYS_futex, reinterpret_cast<const uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX,
           nullptr, nullptr, 0);
 }

@@ -54,15 +54,36 @@ void set_count_parks(bool on) noexcept;
 uint64_t parks_counted() noexcept;
 void count_park() noexcept;  // called by spin_then_park() when counting is on
 
-// A park for waiters whose notifier wants a plain store on its fast path (TicketLock::unlock):
-// counts the caller in `parked`, sleeps on the 32-bit `word` (futex) while it still reads
-// `seen`, for kParkTimeoutNs at most, and counts it out. The notifier stores the word, and only
-// when a waiter may be parked issues a seq_cst fence, reads `parked` and, if non-zero, calls
-// wake_parked(word). The timeout bounds a wake-up lost to a notifier that saw no waiter yet.
+// Timed parking, for waiters whose notifier wants a plain store on its fast path (TicketLock,
+// TxLock unlock with a release store). The waiter (park_timed) counts itself in `parked` with a
+// seq_cst RMW, re-reads the 32-bit `word` and sleeps on it (futex) while it still reads `seen`,
+// for kParkTimeoutNs at most. The notifier stores the word and, when a waiter may be parked (its
+// own cheap test: a later ticket out, a non-zero count), calls wake_parked(word, parked): a
+// seq_cst fence, then a futex wake if `parked` is non-zero — the other half of the Dekker pair.
+// The timeout bounds the one wake-up no fence orders: a notifier whose cheap test ran before the
+// waiter existed.
 inline constexpr uint64_t kParkTimeoutNs = 1'000'000;
 void park_timed(const std::atomic<uint32_t>& word, uint32_t seen,
                 std::atomic<uint32_t>& parked) noexcept;
-void wake_parked(const std::atomic<uint32_t>& word) noexcept;  // every thread parked on word
+void wake_parked(const std::atomic<uint32_t>& word, const std::atomic<uint32_t>& parked) noexcept;
+
+// spin_then_park() with park_timed() as its park: returns once done(word) holds.
+template <class Done>
+uint32_t spin_then_park_timed(const std::atomic<uint32_t>& word, std::atomic<uint32_t>& parked,
+                              Done&& done, unsigned yields_before_park = 0) noexcept {
+  for (unsigned round = 0;; ++round) {
+    // acquire: pairs with the notifier's release store that makes done() true.
+    const uint32_t seen = word.load(std::memory_order_acquire);
+    if (done(seen)) return seen;
+    if (round < kSpinBeforePark) {
+      cpu_relax();
+    } else if (park_policy().park && round >= kSpinBeforePark + yields_before_park) {
+      park_timed(word, seen, parked);  // woken by wake_parked(), or after kParkTimeoutNs
+    } else {
+      sched_yield();
+    }
+  }
+}
 
 // `yields_before_park`: rounds of sched_yield() between the spin and the park. 0 (default) parks
 // as soon as the spin is spent. Waits that end within a scheduling quantum under load, and whose

@@ -45,7 +45,6 @@
 #include <cstdint>
 #include <string_view>
 
-#include <sched.h>
 
 #include "sync/park.hpp"
 
@@ -81,7 +80,9 @@ class alignas(64) TicketLock {
       if (me - serving == 1) break;  // next in line (modulo 2^32)
       far.once();
     }
-    wait_for_turn(me);
+    // Spin, then yield, then park until owner_ serves us (the next-in-line waiter only).
+    spin_then_park_timed(owner_, parked_, [me](uint32_t serving) { return serving == me; },
+                         kYieldsBeforePark);
   }
 
   bool try_lock() noexcept {
@@ -104,34 +105,10 @@ class alignas(64) TicketLock {
     owner_.store(serve, std::memory_order_release);
     // relaxed: if no ticket beyond the one now served was handed out, no waiter can be parked
     // (only the next in line parks, and it parks for a turn already taken). Otherwise wake it.
-    if (next_.load(std::memory_order_relaxed) != serve) [[unlikely]] wake_next();
+    if (next_.load(std::memory_order_relaxed) != serve) [[unlikely]] wake_parked(owner_, parked_);
   }
 
  private:
-  // Spin, then yield, then park until owner_ serves `me` (the next-in-line waiter only).
-  void wait_for_turn(uint32_t me) noexcept {
-    for (unsigned round = 0;; ++round) {
-      // acquire: pairs with the release store of owner_ in unlock() of the previous holder.
-      const uint32_t serving = owner_.load(std::memory_order_acquire);
-      if (serving == me) return;
-      if (round < kSpinBeforePark) {
-        cpu_relax();
-      } else if (park_policy().park && round >= kSpinBeforePark + kYieldsBeforePark) {
-        park_timed(owner_, serving, parked_);  // futex, woken by wake_next()
-      } else {
-        sched_yield();
-      }
-    }
-  }
-
-  [[gnu::noinline]] void wake_next() noexcept {
-    // seq_cst fence: the other half of park_timed()'s Dekker pair (its seq_cst RMW of parked_,
-    // then its load of owner_): either the waiter sees our store, or we see it counted.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    // relaxed: ordered by the fence above.
-    if (parked_.load(std::memory_order_relaxed) != 0) wake_parked(owner_);
-  }
-
   std::atomic<uint32_t> next_{0};    // next ticket to hand out
   std::atomic<uint32_t> owner_{0};   // ticket now being served
   std::atomic<uint32_t> parked_{0};  // waiters inside park_timed() (the next in line, at most)
