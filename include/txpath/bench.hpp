@@ -98,6 +98,21 @@ struct BenchQueuePoint {
   bool conserved = false;  // submitted == sent + dropped, nothing left queued, every repeat
 };
 
+// A 95% confidence interval of a ratio or figure; lo == hi == 0 when there is none (fewer than
+// two rounds, or no reference row).
+struct Interval95 {
+  double lo = 0;
+  double hi = 0;
+};
+
+// The machine's noise during measured windows, read from /proc/stat and the process's own CPU
+// time: what the hypervisor took (steal) and what other processes used, each as a percentage of
+// the whole machine's CPU time over the window (100 = every CPU, the whole window).
+struct BenchNoise {
+  double steal_pct = 0;
+  double other_cpu_pct = 0;
+};
+
 struct BenchPoint {
   std::string strategy;       // a strategy name, or "peer:ck_ring" / "peer:mutex_deque"
   std::string lock;           // lock kind ("-" for strategies and peers that take no lock)
@@ -143,6 +158,26 @@ struct BenchPoint {
   double vs_floor_cpu = 0;
   double vs_kernel_mpps = 0;       // mpps / the kernel row's at the same threads, queues, park
   double vs_kernel_cpu = 0;        // cpu_ns_per_pkt / the kernel row's
+  // Statistics over the rounds (each round is one run of every row, so round i of two rows ran
+  // side by side): every round's figure in round order, the coefficient of variation
+  // (stddev / mean) of Mpps and of CPU per packet, and 95% confidence intervals of each ratio
+  // taken round by round (paired: round i's figure over the reference's round i).
+  std::vector<double> mpps_samples;
+  std::vector<double> cpu_samples;         // CPU ns per packet
+  std::vector<BenchNoise> noise_samples;   // the machine's noise in each round's window
+  double mpps_cv = 0;
+  double cpu_cv = 0;
+  Interval95 vs_busylock_mpps_ci95;
+  Interval95 vs_busylock_cpu_ci95;
+  Interval95 vs_floor_cpu_ci95;
+  Interval95 vs_kernel_mpps_ci95;
+  Interval95 vs_kernel_cpu_ci95;
+  // The rounds disagree: bimodal, or a coefficient of variation above the threshold. The reason
+  // is one short phrase ("bimodal: 1.4 vs 9.1 Mpps", "cv 23%"); empty when stable.
+  bool unstable = false;
+  std::string unstable_reason;
+  BenchNoise noise;         // the worst of noise_samples (each field's maximum)
+  int advised_repeat = 0;   // rounds that would bring the Mpps CI within +-5% at the observed CV
   // Runs aggregated (BenchConfig::repeat unless the bench was stopped) and whether the point is
   // whole: every round ran its full duration. A stop leaves the point it interrupted with
   // complete == false (fewer runs, or a last run cut short; its counts and conservation check
