@@ -29,8 +29,17 @@
 #include "net_cmds.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
+#include "txpath/version.hpp"
 
 namespace {
+
+// `txpath --version`: "txpath VERSION" (as `txpath bench --json` records it), then how it was built.
+std::string version_text() {
+  const txpath::BuildInfo& b = txpath::build_info();
+  return fmt::format("txpath {}\nbuilt by {} {}, build type {}{}", b.version, b.compiler_id,
+                     b.compiler_version, b.build_type,
+                     b.sanitize.empty() ? std::string() : fmt::format(", sanitizer {}", b.sanitize));
+}
 
 // The commands registered with `app`, in order: bench, tc, testbed, sink.
 std::vector<std::string> command_names(CLI::App& app) {
@@ -50,8 +59,9 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"txpath: the Linux transmit path (qdisc + contention strategies) in userspace"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "txpath 0.1.0");
+  app.set_version_flag("--version", version_text());
   txpath::cli::BenchOptions bench;
+  bench.command_line.assign(argv, argv + argc);
   txpath::cli::add_bench_command(app, bench);
   // Listed for --help only: main() hands `txpath tc` to tc::run above.
   app.add_subcommand("tc", "tc's grammar over a txpath configuration file (txpath tc help)");
