@@ -13,9 +13,9 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "txpath/device.hpp"
@@ -99,131 +99,6 @@ std::vector<std::string> parse_strategies(const std::string& s) {
     out.push_back(item);
   }
   return out;
-}
-
-// ---- names in JSON ------------------------------------------------------------------------------
-
-bool is_utf8(const std::string& text) {
-  try {
-    (void)nlohmann::json(text).dump();  // strict: throws type_error 316 on a byte that is not UTF-8
-    return true;
-  } catch (const nlohmann::json::type_error&) {
-    return false;
-  }
-}
-
-std::string hex_bytes(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : text) {
-    const auto b = static_cast<unsigned char>(c);
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-  return out;
-}
-
-// j[key] = text. Names are bytes: one that is not UTF-8 is written with each bad byte as U+FFFD,
-// and its exact bytes in hex as key + "_hex" (the documented form: include/txpath/bench.hpp).
-void put_text(nlohmann::json& j, const std::string& key, const std::string& text) {
-  if (is_utf8(text)) {
-    j[key] = text;
-    return;
-  }
-  const auto replaced =
-      nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  j[key] = nlohmann::json::parse(replaced);
-  j[key + "_hex"] = hex_bytes(text);
-}
-
-nlohmann::json config_json(const BenchConfig& cfg) {
-  std::vector<std::string> park;
-  for (const bool p : cfg.park) park.emplace_back(park_name(p));
-  nlohmann::json c = {{"strategies", cfg.strategies}, {"threads", cfg.threads},
-                      {"queues", cfg.queues},         {"xps", xps_text(cfg.xps)},
-                      {"duration_s", cfg.duration_s}, {"payload", cfg.payload},
-                      {"txqueuelen", cfg.txqueuelen}, {"repeat", cfg.repeat},
-                      {"pin", cfg.pin},               {"nodes", cfg.nodes},
-                      {"park", park},                 {"kernel_row", cfg.kernel_row},
-                      {"burst", cfg.burst}};
-  put_text(c, "lock", cfg.lock);
-  put_text(c, "device", cfg.device);
-  put_text(c, "qdisc", cfg.qdisc);
-  put_text(c, "sink", cfg.sink);
-  if (!cfg.tc_config.empty()) {
-    put_text(c, "tc_config", cfg.tc_config);
-    put_text(c, "tc_dev", cfg.tc_dev);
-  }
-  return c;
-}
-
-// Each TX queue's counts: [{"queue": 0, "submitted": ..., "sent": ..., "dropped": ...,
-// "doorbells": ..., "batch": packets per doorbell, "conserved": ...}, ...].
-nlohmann::json per_queue_json(const BenchPoint& p) {
-  nlohmann::json out = nlohmann::json::array();
-  for (std::size_t i = 0; i < p.per_queue.size(); ++i) {
-    const BenchQueuePoint& q = p.per_queue[i];
-    out.push_back({{"queue", i},          {"submitted", q.submitted}, {"sent", q.sent},
-                   {"dropped", q.dropped}, {"doorbells", q.doorbells}, {"batch", q.batch_mean},
-                   {"conserved", q.conserved}});
-  }
-  return out;
-}
-
-nlohmann::json point_json(const BenchPoint& p) {
-  nlohmann::json r = {{"park", park_name(p.park)},
-                      {"threads", p.threads},
-                      {"queues", p.queues},
-                      {"per_queue", per_queue_json(p)},
-                      {"mpps", p.mpps},
-                      {"mpps_min", p.mpps_min},
-                      {"mpps_max", p.mpps_max},
-                      {"cpu_ns_per_pkt", p.cpu_ns_per_pkt},
-                      {"submitted", p.submitted},
-                      {"sent", p.sent},
-                      {"dropped", p.dropped},
-                      {"requeues", p.requeues},
-                      {"fairness", p.fairness},
-                      {"batch_mean", p.batch_mean},
-                      {"lock_waits", p.lock_waits},
-                      {"lock_wait_ns", p.lock_wait_ns},
-                      {"send_p50_ns", p.send_p50_ns},
-                      {"send_p99_ns", p.send_p99_ns},
-                      {"vs_busylock_mpps", p.vs_busylock_mpps},
-                      {"vs_busylock_cpu", p.vs_busylock_cpu},
-                      {"vs_floor_cpu", p.vs_floor_cpu},
-                      {"conserved", p.conserved},
-                      {"runs", p.runs},
-                      {"complete", p.complete}};
-  put_text(r, "strategy", p.strategy);
-  put_text(r, "lock", p.lock);
-  if (!p.output_error.empty()) put_text(r, "output_error", p.output_error);
-  if (p.sink_checked) {
-    r["sink"] = {{"received", p.sink_received},         {"lost", p.sink_lost},
-                 {"duplicated", p.sink_duplicated},     {"out_of_order", p.sink_out_of_order},
-                 {"socket_drops", p.sink_socket_drops}, {"delivered", p.delivered}};
-  }
-  if (p.vs_kernel_mpps > 0) {
-    r["vs_kernel_mpps"] = p.vs_kernel_mpps;
-    r["vs_kernel_cpu"] = p.vs_kernel_cpu;
-  }
-  return r;
-}
-
-// The --json document. "partial": true when a signal stopped the bench (results then holds the
-// points that ran; see BenchPoint::complete). Never throws on odd bytes: see put_text.
-std::string json_document(const BenchConfig& cfg, const std::vector<BenchPoint>& points,
-                          bool partial) {
-  const Topology& topo = topology();
-  nlohmann::json j;
-  j["partial"] = partial;
-  j["config"] = config_json(cfg);
-  j["topology"] = {{"cores", topo.cores}, {"pus", topo.pus}, {"numa_nodes", topo.numa_nodes}};
-  put_text(j["topology"], "cpu_model", topo.cpu_model);
-  j["results"] = nlohmann::json::array();
-  for (const auto& p : points) j["results"].push_back(point_json(p));
-  // replace: put_text left no invalid UTF-8, but an output must never abort the run.
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 // ---- signals ----------------------------------------------------------------------------------
@@ -438,7 +313,8 @@ std::string queue_counts(const BenchConfig& cfg) {
 // Writes --json, --csv and --plot (each complete or not there: OutputFile) and reports every
 // failure in one line naming the file. False if any failed.
 bool write_outputs(const BenchOptions& o, const BenchConfig& cfg,
-                   const std::vector<BenchPoint>& points, bool partial) {
+                   const std::vector<BenchPoint>& points, const BenchProvenance& provenance,
+                   bool partial) {
   bool ok = true;
   const auto write = [&](std::string_view flag, const std::string& file, const auto& contents) {
     if (file.empty()) return;
@@ -449,7 +325,7 @@ bool write_outputs(const BenchOptions& o, const BenchConfig& cfg,
       ok = false;
     }
   };
-  write("--json", o.json, [&] { return json_document(cfg, points, partial); });
+  write("--json", o.json, [&] { return bench_json(cfg, points, provenance, partial); });
   write("--csv", o.csv, [&] {
     std::ostringstream out;
     write_csv(out, points, partial);
@@ -616,6 +492,8 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
 // (exit 1). A stopped bench exits 128 + the signal, its outputs marked partial.
 int run_bench_command(const BenchOptions& o) {
   const StopOnSignals stop_on_signals;  // until the outputs are written: a second signal exits
+  const BenchProvenance provenance{.command_line = o.command_line,
+                                   .started = std::chrono::system_clock::now()};
   BenchConfig cfg;
   std::vector<BenchPoint> points;
   try {
@@ -643,7 +521,7 @@ int run_bench_command(const BenchOptions& o) {
   if (partial)
     fmt::print(stderr, "txpath: stopped by {}: the rows above are those that ran; outputs are marked partial\n",
                g_signal.load(std::memory_order_relaxed) == SIGINT ? "SIGINT" : "SIGTERM");
-  const bool written = write_outputs(o, cfg, points, partial);
+  const bool written = write_outputs(o, cfg, points, provenance, partial);
   const bool all_ok = std::all_of(points.begin(), points.end(),
                                   [](const BenchPoint& p) { return p.conserved && p.delivered; });
   if (!all_ok) fmt::print(stderr, "txpath: error: conservation or delivery check failed\n");

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "txpath/bench.hpp"
 
@@ -34,6 +35,7 @@ struct BenchOptions {
   bool quiet = false;
   std::string sink = "auto";
   bool no_kernel_row = false;
+  std::vector<std::string> command_line;  // argv as given, recorded in --json (main() sets it)
 };
 
 void add_bench_command(CLI::App& app, BenchOptions& options);

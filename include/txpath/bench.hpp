@@ -184,6 +184,14 @@ struct BenchPoint {
   // cover exactly what ran) and points not started at all out of the result.
   int runs = 0;
   bool complete = true;
+  // The final `tc -s` statistics of the row's qdisc tree, as JSON text:
+  // {"qdiscs": [...], "classes": [...]}, each list in the form `txpath tc -s -j qdisc show` /
+  // `class show` prints (kind, handle, parent, options, bytes, packets, drops, ..., the xstats
+  // as keys), taken when the row's last round ended (after its drain, before its tree went):
+  // the counters of that round's tree alone, since every round builds a fresh tree. With several
+  // TX queues: mq's root (the sum) and each queue's tree. Empty for rows without a txpath qdisc
+  // (floor, kernel, peer:*), and when the tc device has another TX queue count than the row.
+  std::string tc_stats;
   // A device output that could not be written during this point's runs (pcap:FILE: a failed
   // write, fsync or rename), one line naming the file; empty if none. The measurement stands;
   // the file is left as it was before the run (see PcapDevice).

@@ -97,6 +97,13 @@ class CsvRow {
     if (!std::isnan(v)) out_ << shortest(v);
     return *this;
   }
+  // A ratio to a reference row: empty when it does not apply (the bench writes 0: no such row).
+  CsvRow& ratio(double v) { return v > 0 ? real(v) : empty(1); }
+  // A 95% interval as two fields, lo and hi: both empty when there is none (lo == hi == 0).
+  CsvRow& interval(const Interval95& ci) {
+    if (ci.lo == 0 && ci.hi == 0) return empty(2);
+    return real(ci.lo).real(ci.hi);
+  }
   CsvRow& empty(int fields) {
     for (int i = 0; i < fields; ++i) next();
     return *this;
@@ -512,9 +519,29 @@ const std::vector<std::string_view>& csv_columns() {
       "requeues",      "fairness",      "batch_mean",  "lock_waits",  "lock_wait_ns",
       "send_p50_ns",   "send_p99_ns",   "vs_busylock_mpps", "vs_busylock_cpu", "vs_floor_cpu", "conserved",
       "vs_kernel_mpps", "vs_kernel_cpu", "sink_received", "sink_lost", "sink_duplicated",
-      "sink_out_of_order", "sink_socket_drops", "delivered", "runs", "complete", "partial"};
+      "sink_out_of_order", "sink_socket_drops", "delivered", "runs", "complete", "partial",
+      "mpps_cv", "cpu_cv", "vs_busylock_mpps_ci95_lo", "vs_busylock_mpps_ci95_hi",
+      "vs_busylock_cpu_ci95_lo", "vs_busylock_cpu_ci95_hi", "vs_floor_cpu_ci95_lo",
+      "vs_floor_cpu_ci95_hi", "vs_kernel_mpps_ci95_lo", "vs_kernel_mpps_ci95_hi",
+      "vs_kernel_cpu_ci95_lo", "vs_kernel_cpu_ci95_hi", "unstable", "unstable_reason",
+      "noise_steal_pct", "noise_other_cpu_pct", "advised_repeat"};
   return columns;
 }
+
+namespace {
+
+// The statistics columns, mpps_cv .. advised_repeat: empty where they do not apply.
+void write_round_statistics(CsvRow& row, const BenchPoint& p) {
+  if (p.mpps_samples.size() >= 2) row.real(p.mpps_cv); else row.empty(1);
+  if (p.cpu_samples.size() >= 2) row.real(p.cpu_cv); else row.empty(1);
+  row.interval(p.vs_busylock_mpps_ci95).interval(p.vs_busylock_cpu_ci95);
+  row.interval(p.vs_floor_cpu_ci95).interval(p.vs_kernel_mpps_ci95).interval(p.vs_kernel_cpu_ci95);
+  row.flag(p.unstable).text(p.unstable_reason);
+  if (p.noise_samples.empty()) row.empty(2); else row.real(p.noise.steal_pct).real(p.noise.other_cpu_pct);
+  if (p.advised_repeat > 0) row.integer(p.advised_repeat); else row.empty(1);
+}
+
+}  // namespace
 
 void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool partial) {
   const auto& columns = csv_columns();
@@ -526,9 +553,9 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool pa
     row.real(p.mpps).real(p.mpps_min).real(p.mpps_max).real(p.cpu_ns_per_pkt);
     row.integer(p.submitted).integer(p.sent).integer(p.dropped).integer(p.requeues);
     row.real(p.fairness).real(p.batch_mean).integer(p.lock_waits).integer(p.lock_wait_ns);
-    row.real(p.send_p50_ns).real(p.send_p99_ns).real(p.vs_busylock_mpps).real(p.vs_busylock_cpu);
-    row.real(p.vs_floor_cpu);
-    row.flag(p.conserved).real(p.vs_kernel_mpps).real(p.vs_kernel_cpu);
+    row.real(p.send_p50_ns).real(p.send_p99_ns).ratio(p.vs_busylock_mpps).ratio(p.vs_busylock_cpu);
+    row.ratio(p.vs_floor_cpu);
+    row.flag(p.conserved).ratio(p.vs_kernel_mpps).ratio(p.vs_kernel_cpu);
     // Sink columns are empty when no sink counted the point.
     if (p.sink_checked) {
       row.integer(p.sink_received).integer(p.sink_lost).integer(p.sink_duplicated);
@@ -537,6 +564,7 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool pa
       row.empty(6);
     }
     row.integer(p.runs).flag(p.complete).flag(partial);
+    write_round_statistics(row, p);
     out << '\n';
   }
 }
