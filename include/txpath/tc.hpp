@@ -136,6 +136,8 @@ struct QueueTrees {
   std::vector<Tree> queues;      // one per TX queue
 };
 
+struct TreeCounters;  // below: the counters of a built tree, copied out
+
 class Config {
  public:
   Config() = default;
@@ -184,6 +186,12 @@ class Config {
   };
   // Returns true if the configuration changed.
   bool execute(std::span<const std::string> args, std::ostream& out, const ShowOptions& show);
+
+  // What `txpath tc -s -j qdisc show dev DEV` and `txpath tc -s -j class show dev DEV` print
+  // with `counters` as the live counters (e.g. a run's last snapshot, kept after its tree is
+  // gone), as one JSON object: {"qdiscs": [...], "classes": [...]}. An entry the counters lack
+  // shows the configuration's (zeros). Throws ConfigError for an unknown device.
+  std::string show_stats_json(std::string_view dev, const TreeCounters& counters) const;
 
   // Builds the tree of device `dev` (its configured root, or the default pfifo_fast).
   Tree build(std::string_view dev, QdiscEnv env = {}) const;
@@ -315,6 +323,20 @@ struct TreeCounters {
 TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
                               const std::optional<QdiscStats>& root = std::nullopt);
 std::string stats_document(const TreeCounters& counters);
+
+// A TxQueue's counters as LiveStats serves them: copied inside TxQueue::inspect_qdisc (the root's
+// generic counters as the TxQueue sees them, TxQueueStats::qdisc). With `nodes` (the tree the
+// queue's root_qdisc factory built), every node's; with none (a root built from
+// TxQueueConfig::qdisc, no tree), the root qdisc and its classes, as qdisc `root_handle` below
+// `root_parent`. nullopt when the queue did not answer within `timeout`.
+std::optional<TreeCounters> snapshot_counters(TxQueue& txq, const std::vector<TreeNode>& nodes,
+                                              std::chrono::milliseconds timeout,
+                                              uint32_t root_handle = 0, uint32_t root_parent = kRoot);
+// The counters of a multi-queue device's trees (one TreeCounters per TX queue, each of
+// queues[i].nodes) as one tree's, as LiveStats serves them: entries of the same qdisc or class
+// summed; with an mq or mqprio root, the root's entry (the sum of the queues' top qdiscs), its
+// per-queue classes (each queue's top qdisc) and mqprio's traffic classes (their queues' sum).
+TreeCounters merge_queue_counters(const QueueTrees& trees, std::span<const TreeCounters> queues);
 
 // The live counters of `dev` of configuration `config_path` as `txpath tc -s` gets them: the
 // document of the process serving them (LiveStats), if it runs as this effective uid or root and

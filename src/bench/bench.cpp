@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "bench/real_path.hpp"
+#include "bench/tc_final.hpp"
 #include "base/clock.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
@@ -124,6 +125,7 @@ struct Run {
   bool interrupted = false;  // BenchConfig::stop cut this run short
   std::string output_error;  // the device's output could not be written (see finish_output)
   std::string live_note;     // why tc -s gets no live counters from this run (empty: it does)
+  std::string tc_stats;      // the tree's final tc -s statistics (BenchPoint::tc_stats)
   std::vector<QueueRun> per_queue;  // each TX queue's (none for the kernel row)
 };
 
@@ -655,6 +657,7 @@ Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, i
   const bool drained = txq->drain(std::chrono::seconds(10));
   Run r = summarize_run(txq->lock_kind(), drained, {txq->stats()}, senders, w);
   r.live_note = std::move(live_note);
+  r.tc_stats = bench_detail::final_tc_stats(cfg, *txq, *tc_tree);
   delivery.check(r.sent, r);
   // Nothing transmits once the queue is gone: the device's output (pcap:FILE) is complete.
   live.reset();
@@ -729,6 +732,7 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
   const bool drained = tx->drain(std::chrono::seconds(10));
   Run r = summarize_run(tx->queue(0).lock_kind(), drained, tx->queue_stats(), senders, w);
   r.live_note = std::move(live_note);
+  r.tc_stats = bench_detail::final_tc_stats(cfg, *tx, per_queue_trees ? trees.get() : nullptr);
   delivery.check(r.sent, r);
   live.reset();
   tx.reset();
@@ -920,6 +924,7 @@ BenchPoint aggregate(const std::string& strategy, int threads, uint32_t queues, 
   p.per_queue = aggregate_queues(runs);
   p.park = park;
   p.lock = runs.front().lock;
+  p.tc_stats = runs.back().tc_stats;  // the last round's tree: each round builds a fresh one
   p.runs = static_cast<int>(runs.size());
   p.drained = p.conserved = true;
   uint64_t window_sent = 0, window_doorbells = 0;

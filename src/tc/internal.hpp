@@ -23,11 +23,10 @@ bool is_multiqueue_kind(std::string_view kind) noexcept;
 std::string qdisc_key(uint32_t handle, uint32_t parent);
 // The counters tc shows for qdisc q: mq's and mqprio's are the sum of their children's.
 QdiscStats shown_stats(const Qdisc& q);
-// The counters of a multi-queue device's trees (QueueTrees, one TreeCounters per TX queue, each
-// from collect_counters over queues[i].nodes) as one tree's: entries of the same qdisc or class
-// summed; with an mq or mqprio root, the root's entry (the sum of the queues' top qdiscs), its
-// per-queue classes (each queue's top qdisc) and mqprio's traffic classes (their queues' sum).
-TreeCounters merge_queue_counters(const QueueTrees& trees, std::span<const TreeCounters> queues);
+// Appends qdisc q's entry (with `stats` as its generic counters) as `handle` below `parent`, then
+// its classes' entries (show.cpp).
+void append_counters(const Qdisc& q, uint32_t handle, uint32_t parent, const QdiscStats& stats,
+                     TreeCounters& out);
 // True if words[0] is a tc object (qdisc, class or link, or a prefix tc accepts for one).
 bool is_tc_command(std::span<const std::string> words);
 

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,15 +54,33 @@ std::string timed_out(const std::string& what) {
 
 // One queue's counters, copied inside its qdisc's serialised context; false if it did not answer.
 bool queue_counters(TxQueue& txq, const std::vector<TreeNode>& nodes, TreeCounters& out) {
-  // The root's generic counters as the TxQueue sees them (requeue list and a nolock qdisc's
-  // per-thread counts included); read from counters any thread may read, just before.
-  const QdiscStats root = txq.stats().qdisc;
-  // Inside: a copy of the counters only; the JSON is built after the qdisc runs again.
-  return txq.inspect_qdisc([&](const Qdisc&) { out = collect_counters(nodes, root); },
-                           kSnapshotTimeout);
+  std::optional<TreeCounters> got = snapshot_counters(txq, nodes, kSnapshotTimeout);
+  if (got) out = std::move(*got);
+  return got.has_value();
 }
 
 }  // namespace
+
+std::optional<TreeCounters> snapshot_counters(TxQueue& txq, const std::vector<TreeNode>& nodes,
+                                              std::chrono::milliseconds timeout,
+                                              uint32_t root_handle, uint32_t root_parent) {
+  // The root's generic counters as the TxQueue sees them (requeue list and a nolock qdisc's
+  // per-thread counts included); read from counters any thread may read, just before.
+  const QdiscStats root = txq.stats().qdisc;
+  TreeCounters out;
+  // Inside: a copy of the counters only; the JSON is built after the qdisc runs again.
+  const bool answered = txq.inspect_qdisc(
+      [&](const Qdisc& q) {
+        if (!nodes.empty()) {
+          out = collect_counters(nodes, root);
+          return;
+        }
+        append_counters(q, root_handle, root_parent, root, out);
+      },
+      timeout);
+  if (!answered) return std::nullopt;
+  return out;
+}
 
 struct LiveStats::Impl {
   Impl(const std::string& config_path, const std::string& dev, std::function<std::string()> take)

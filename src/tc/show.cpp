@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -293,18 +294,22 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
 
 // ---- the live document ----
 
+void append_counters(const Qdisc& q, uint32_t handle, uint32_t parent, const QdiscStats& stats,
+                     TreeCounters& out) {
+  out.entries.push_back({handle, parent, false, stats, q.xstats()});
+  const uint32_t major = handle & 0xFFFF0000u;
+  if (const ClassOps* ops = q.class_ops())
+    for (const QdiscClassInfo& info : ops->classes())
+      out.entries.push_back({major | info.minor, kRoot, true, ops->class_stats(info.minor),
+                             ops->class_xstats(info.minor)});
+}
+
 TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
                               const std::optional<QdiscStats>& root) {
   TreeCounters out;
   for (const TreeNode& n : nodes) {
     const Qdisc& q = *n.qdisc;
-    const QdiscStats s = &n == &nodes.front() && root ? *root : shown_stats(q);
-    out.entries.push_back({n.handle, n.parent, false, s, q.xstats()});
-    const uint32_t major = n.handle & 0xFFFF0000u;
-    if (const ClassOps* ops = q.class_ops())
-      for (const QdiscClassInfo& info : ops->classes())
-        out.entries.push_back({major | info.minor, kRoot, true, ops->class_stats(info.minor),
-                               ops->class_xstats(info.minor)});
+    append_counters(q, n.handle, n.parent, &n == &nodes.front() && root ? *root : shown_stats(q), out);
   }
   return out;
 }
@@ -363,6 +368,22 @@ std::string stats_document(const TreeCounters& counters) {
         std::move(j);
   }
   return doc.dump();
+}
+
+std::string Config::show_stats_json(std::string_view dev, const TreeCounters& counters) const {
+  const Device& d = need(dev);
+  const std::string doc = stats_document(counters);
+  ShowOptions show;
+  show.stats = true;
+  show.json = true;
+  show.fetch_live = [&doc](const std::string&) { return ShowOptions::LiveDocument{doc, {}}; };
+  std::ostringstream qdiscs, classes;
+  show_qdiscs(&d, qdiscs, show);
+  show_classes(d, classes, show);
+  Json out;
+  out["qdiscs"] = Json::parse(qdiscs.str());
+  out["classes"] = Json::parse(classes.str());
+  return out.dump();
 }
 
 std::string stats_document(const std::vector<TreeNode>& nodes, const std::optional<QdiscStats>& root) {
