@@ -23,7 +23,11 @@ constexpr std::string_view kHeader =
     "strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,"
     "requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,"
     "vs_busylock_mpps,vs_busylock_cpu,vs_floor_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,"
-    "sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,partial";
+    "sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,"
+    "mpps_cv,cpu_cv,vs_busylock_mpps_ci95_lo,vs_busylock_mpps_ci95_hi,vs_busylock_cpu_ci95_lo,"
+    "vs_busylock_cpu_ci95_hi,vs_floor_cpu_ci95_lo,vs_floor_cpu_ci95_hi,vs_kernel_mpps_ci95_lo,"
+    "vs_kernel_mpps_ci95_hi,vs_kernel_cpu_ci95_lo,vs_kernel_cpu_ci95_hi,unstable,unstable_reason,"
+    "noise_steal_pct,noise_other_cpu_pct,advised_repeat,partial";
 
 BenchPoint point(std::string strategy, std::string lock, int threads, double mpps) {
   BenchPoint p;
@@ -435,7 +439,7 @@ TEST(ReportCsv, OneRowPerPointWithEveryColumn) {
   const auto lines = lines_of(csv(points));
   ASSERT_EQ(lines.size(), points.size() + 1);
   const std::size_t columns = split_csv(kHeader).size();
-  EXPECT_EQ(columns, 34u);
+  EXPECT_EQ(columns, 51u);
   for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(split_csv(lines[i]).size(), columns);
 }
 
@@ -447,7 +451,7 @@ TEST(ReportCsv, ValuesRoundTrip) {
   const auto lines = lines_of(csv({p}));
   ASSERT_EQ(lines.size(), 2u);
   const auto f = split_csv(lines[1]);
-  ASSERT_EQ(f.size(), 34u);
+  ASSERT_EQ(f.size(), 51u);
   EXPECT_EQ(f[0], "rootlock");
   EXPECT_EQ(f[1], "mcs");
   EXPECT_EQ(f[2], "off");
@@ -482,7 +486,7 @@ TEST(ReportCsv, ValuesRoundTrip) {
   sunk.delivered = false;
   sunk.vs_kernel_mpps = 1.5;
   const auto g = split_csv(lines_of(csv({sunk}))[1]);
-  ASSERT_EQ(g.size(), 34u);
+  ASSERT_EQ(g.size(), 51u);
   EXPECT_EQ(to_double(g[23]), 1.5);
   EXPECT_EQ(to_u64(g[25]), 90u);
   EXPECT_EQ(to_u64(g[26]), 10u);
@@ -504,15 +508,15 @@ TEST(ReportCsv, PartialBenchIsMarkedOnEveryRow) {
   ASSERT_EQ(lines.size(), 3u);
   const auto f = split_csv(lines[1]);
   const auto g = split_csv(lines[2]);
-  ASSERT_EQ(f.size(), 34u);
-  ASSERT_EQ(g.size(), 34u);
+  ASSERT_EQ(f.size(), 51u);
+  ASSERT_EQ(g.size(), 51u);
   EXPECT_EQ(f[31], "3");
   EXPECT_EQ(f[32], "true");
-  EXPECT_EQ(f[33], "true");
+  EXPECT_EQ(f[50], "true");
   EXPECT_EQ(g[31], "1");
   EXPECT_EQ(g[32], "false");
-  EXPECT_EQ(g[33], "true");
-  EXPECT_EQ(split_csv(lines_of(csv({whole}))[1])[33], "false") << "not partial by default";
+  EXPECT_EQ(g[50], "true");
+  EXPECT_EQ(split_csv(lines_of(csv({whole}))[1])[50], "false") << "not partial by default";
 }
 
 TEST(ReportCsv, LargeCountsAndNonFiniteValues) {
@@ -521,10 +525,89 @@ TEST(ReportCsv, LargeCountsAndNonFiniteValues) {
   p.mpps = std::nan("");
   p.fairness = INFINITY;
   const auto f = split_csv(lines_of(csv({p}))[1]);
-  ASSERT_EQ(f.size(), 34u);
+  ASSERT_EQ(f.size(), 51u);
   EXPECT_EQ(to_u64(f[10]), UINT64_MAX);
   EXPECT_EQ(f[5], "") << "NaN is a missing value";
   EXPECT_EQ(f[13], "inf");
+}
+
+// The field of `column` in a data record.
+std::string field(const std::vector<std::string>& record, std::string_view column) {
+  const auto& columns = csv_columns();
+  const auto it = std::find(columns.begin(), columns.end(), column);
+  EXPECT_NE(it, columns.end()) << column;
+  const auto i = static_cast<std::size_t>(it - columns.begin());
+  return i < record.size() ? record[i] : "<missing>";
+}
+
+// A ratio to a reference row that the group did not have (0 from the bench) is an empty cell,
+// not 0: vs_kernel_* without a kernel row (--device null), vs_busylock_* without busylock,
+// vs_floor_cpu without a floor row; so are the statistics that were not taken.
+TEST(ReportCsv, CellsThatDoNotApplyAreEmpty) {
+  BenchPoint p = point("nolock", "-", 2, 3);
+  p.vs_busylock_mpps = p.vs_busylock_cpu = p.vs_floor_cpu = 0;
+  p.vs_kernel_mpps = p.vs_kernel_cpu = 0;
+  const auto f = split_csv(lines_of(csv({p}))[1]);
+  ASSERT_EQ(f.size(), csv_columns().size());
+  for (const std::string_view c :
+       {"vs_busylock_mpps", "vs_busylock_cpu", "vs_floor_cpu", "vs_kernel_mpps", "vs_kernel_cpu",
+        "mpps_cv", "cpu_cv", "vs_busylock_mpps_ci95_lo", "vs_busylock_mpps_ci95_hi",
+        "vs_busylock_cpu_ci95_lo", "vs_busylock_cpu_ci95_hi", "vs_floor_cpu_ci95_lo",
+        "vs_floor_cpu_ci95_hi", "vs_kernel_mpps_ci95_lo", "vs_kernel_mpps_ci95_hi",
+        "vs_kernel_cpu_ci95_lo", "vs_kernel_cpu_ci95_hi", "unstable_reason", "noise_steal_pct",
+        "noise_other_cpu_pct", "advised_repeat"})
+    EXPECT_EQ(field(f, c), "") << c;
+  EXPECT_EQ(field(f, "unstable"), "false");
+  // One sample is no spread: the CVs stay empty.
+  p.mpps_samples = {3};
+  p.cpu_samples = {100};
+  const auto g = split_csv(lines_of(csv({p}))[1]);
+  EXPECT_EQ(field(g, "mpps_cv"), "");
+  EXPECT_EQ(field(g, "cpu_cv"), "");
+}
+
+// The statistics of a row whose rounds were measured (as the stats code fills them).
+TEST(ReportCsv, StatisticsColumnsRoundTrip) {
+  BenchPoint p = point("busylock", "ticket", 2, 3);
+  p.vs_kernel_mpps = 1.25;
+  p.vs_kernel_cpu = 0.5;
+  p.mpps_samples = {2.9, 3.0, 3.3};
+  p.cpu_samples = {101, 99, 100};
+  p.noise_samples = {{1.5, 10}, {0.25, 30}, {0, 12.5}};
+  p.mpps_cv = 0.0671;
+  p.cpu_cv = 0.01;
+  p.vs_busylock_mpps_ci95 = {0.9, 1.1};
+  p.vs_busylock_cpu_ci95 = {0.8, 1.2};
+  p.vs_floor_cpu_ci95 = {5.5, 7};
+  p.vs_kernel_mpps_ci95 = {1.125, 1.375};
+  p.vs_kernel_cpu_ci95 = {0.25, 0.75};
+  p.unstable = true;
+  p.unstable_reason = "bimodal: 1.4 vs 9.1 Mpps, cv 23%";
+  p.noise = {1.5, 30};
+  p.advised_repeat = 12;
+  const auto lines = lines_of(csv({p}));
+  ASSERT_EQ(lines.size(), 2u);
+  const auto f = split_csv(lines[1]);
+  ASSERT_EQ(f.size(), csv_columns().size());
+  EXPECT_EQ(to_double(field(f, "vs_kernel_mpps")), 1.25);
+  EXPECT_EQ(to_double(field(f, "vs_kernel_cpu")), 0.5);
+  EXPECT_EQ(to_double(field(f, "mpps_cv")), p.mpps_cv);
+  EXPECT_EQ(to_double(field(f, "cpu_cv")), p.cpu_cv);
+  EXPECT_EQ(to_double(field(f, "vs_busylock_mpps_ci95_lo")), 0.9);
+  EXPECT_EQ(to_double(field(f, "vs_busylock_mpps_ci95_hi")), 1.1);
+  EXPECT_EQ(to_double(field(f, "vs_busylock_cpu_ci95_lo")), 0.8);
+  EXPECT_EQ(to_double(field(f, "vs_busylock_cpu_ci95_hi")), 1.2);
+  EXPECT_EQ(to_double(field(f, "vs_floor_cpu_ci95_lo")), 5.5);
+  EXPECT_EQ(to_double(field(f, "vs_floor_cpu_ci95_hi")), 7);
+  EXPECT_EQ(to_double(field(f, "vs_kernel_mpps_ci95_lo")), 1.125);
+  EXPECT_EQ(to_double(field(f, "vs_kernel_mpps_ci95_hi")), 1.375);
+  EXPECT_EQ(to_double(field(f, "vs_kernel_cpu_ci95_lo")), 0.25);
+  EXPECT_EQ(to_double(field(f, "vs_kernel_cpu_ci95_hi")), 0.75);
+  EXPECT_EQ(field(f, "unstable"), "true");
+  EXPECT_EQ(field(f, "unstable_reason"), p.unstable_reason) << "quoted: it holds a comma";
+  EXPECT_EQ(to_double(field(f, "noise_steal_pct")), 1.5);
+  EXPECT_EQ(to_double(field(f, "noise_other_cpu_pct")), 30);
+  EXPECT_EQ(to_u64(field(f, "advised_repeat")), 12u);
 }
 
 TEST(ReportCsv, QuotesTextThatNeedsIt) {
@@ -537,7 +620,7 @@ TEST(ReportCsv, QuotesTextThatNeedsIt) {
   // The record spans two physical lines because of the embedded newline.
   const std::string record = out.substr(out.find('\n') + 1);
   const auto f = split_csv(record.substr(0, record.size() - 1));
-  ASSERT_EQ(f.size(), 34u);
+  ASSERT_EQ(f.size(), 51u);
   EXPECT_EQ(f[0], name);
   EXPECT_EQ(f[1], "ti,ck\net");
   EXPECT_EQ(f[3], "4");

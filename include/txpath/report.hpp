@@ -72,11 +72,11 @@ std::string bench_json(const BenchConfig& config, const std::vector<BenchPoint>&
 //   strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,
 //   requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,
 //   vs_busylock_mpps,vs_busylock_cpu,vs_floor_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,
-//   sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,partial,
+//   sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,
 //   mpps_cv,cpu_cv,vs_busylock_mpps_ci95_lo,vs_busylock_mpps_ci95_hi,vs_busylock_cpu_ci95_lo,
 //   vs_busylock_cpu_ci95_hi,vs_floor_cpu_ci95_lo,vs_floor_cpu_ci95_hi,vs_kernel_mpps_ci95_lo,
 //   vs_kernel_mpps_ci95_hi,vs_kernel_cpu_ci95_lo,vs_kernel_cpu_ci95_hi,unstable,unstable_reason,
-//   noise_steal_pct,noise_other_cpu_pct,advised_repeat
+//   noise_steal_pct,noise_other_cpu_pct,advised_repeat,partial
 // A cell is empty where its column does not apply: the sink columns when no sink counted the
 // point; vs_busylock_* without a busylock row at the same threads, queues and park (the ratio
 // is 0), vs_floor_cpu without a floor row, vs_kernel_* without a kernel row (e.g. --device

@@ -519,12 +519,12 @@ const std::vector<std::string_view>& csv_columns() {
       "requeues",      "fairness",      "batch_mean",  "lock_waits",  "lock_wait_ns",
       "send_p50_ns",   "send_p99_ns",   "vs_busylock_mpps", "vs_busylock_cpu", "vs_floor_cpu", "conserved",
       "vs_kernel_mpps", "vs_kernel_cpu", "sink_received", "sink_lost", "sink_duplicated",
-      "sink_out_of_order", "sink_socket_drops", "delivered", "runs", "complete", "partial",
+      "sink_out_of_order", "sink_socket_drops", "delivered", "runs", "complete",
       "mpps_cv", "cpu_cv", "vs_busylock_mpps_ci95_lo", "vs_busylock_mpps_ci95_hi",
       "vs_busylock_cpu_ci95_lo", "vs_busylock_cpu_ci95_hi", "vs_floor_cpu_ci95_lo",
       "vs_floor_cpu_ci95_hi", "vs_kernel_mpps_ci95_lo", "vs_kernel_mpps_ci95_hi",
       "vs_kernel_cpu_ci95_lo", "vs_kernel_cpu_ci95_hi", "unstable", "unstable_reason",
-      "noise_steal_pct", "noise_other_cpu_pct", "advised_repeat"};
+      "noise_steal_pct", "noise_other_cpu_pct", "advised_repeat", "partial"};
   return columns;
 }
 
@@ -563,8 +563,9 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool pa
     } else {
       row.empty(6);
     }
-    row.integer(p.runs).flag(p.complete).flag(partial);
+    row.integer(p.runs).flag(p.complete);
     write_round_statistics(row, p);
+    row.flag(partial);
     out << '\n';
   }
 }
