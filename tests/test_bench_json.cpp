@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "support/bench_statistics.hpp"
 #include "txpath/bench.hpp"
 #include "txpath/device.hpp"
 #include "txpath/pool.hpp"
@@ -179,26 +180,7 @@ TEST(BenchJson, KeysThatDoNotApplyAreLeftOut) {
 }
 
 TEST(BenchJson, RoundStatisticsAndRatios) {
-  BenchPoint p = plain("nolock");
-  p.vs_busylock_mpps = 1.5;
-  p.vs_busylock_cpu = 0.75;
-  p.vs_floor_cpu = 4;
-  p.vs_kernel_mpps = 2;
-  p.vs_kernel_cpu = 0.5;
-  p.mpps_samples = {2.5, 3, 3.5};
-  p.cpu_samples = {310, 300, 290};
-  p.noise_samples = {{0.5, 10}, {2, 5}, {0, 40}};
-  p.mpps_cv = 0.1667;
-  p.cpu_cv = 0.0333;
-  p.vs_busylock_mpps_ci95 = {1.25, 1.75};
-  p.vs_busylock_cpu_ci95 = {0.5, 1};
-  p.vs_floor_cpu_ci95 = {3, 5};
-  p.vs_kernel_mpps_ci95 = {1.5, 2.5};
-  p.vs_kernel_cpu_ci95 = {0.25, 0.75};
-  p.unstable = true;
-  p.unstable_reason = "cv 23%";
-  p.noise = {2, 40};
-  p.advised_repeat = 9;
+  const BenchPoint p = test::with_statistics(plain("nolock"));
   const Json r = document({p})["results"][0];
   EXPECT_EQ(r["vs_busylock_mpps"], 1.5);
   EXPECT_EQ(r["vs_busylock_cpu"], 0.75);
@@ -217,7 +199,7 @@ TEST(BenchJson, RoundStatisticsAndRatios) {
   EXPECT_EQ(r["vs_kernel_mpps_ci95"], Json::array({1.5, 2.5}));
   EXPECT_EQ(r["vs_kernel_cpu_ci95"], Json::array({0.25, 0.75}));
   EXPECT_EQ(r["unstable"], true);
-  EXPECT_EQ(r["unstable_reason"], "cv 23%");
+  EXPECT_EQ(r["unstable_reason"], p.unstable_reason);
   EXPECT_EQ(r["noise"], Json({{"steal_pct", 2.0}, {"other_cpu_pct", 40.0}}));
   EXPECT_EQ(r["advised_repeat"], 9);
 }

@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <ctime>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "txpath/report.hpp"
@@ -224,11 +225,12 @@ Json point_json(const BenchPoint& p) {
             {"complete", p.complete}};
   put_text(r, "strategy", p.strategy);
   put_text(r, "lock", p.lock);
-  put_ratio(r, "vs_busylock_mpps", p.vs_busylock_mpps);
-  put_ratio(r, "vs_busylock_cpu", p.vs_busylock_cpu);
-  put_ratio(r, "vs_floor_cpu", p.vs_floor_cpu);
-  put_ratio(r, "vs_kernel_mpps", p.vs_kernel_mpps);
-  put_ratio(r, "vs_kernel_cpu", p.vs_kernel_cpu);
+  for (const auto& [key, ratio] : {std::pair{"vs_busylock_mpps", p.vs_busylock_mpps},
+                                   std::pair{"vs_busylock_cpu", p.vs_busylock_cpu},
+                                   std::pair{"vs_floor_cpu", p.vs_floor_cpu},
+                                   std::pair{"vs_kernel_mpps", p.vs_kernel_mpps},
+                                   std::pair{"vs_kernel_cpu", p.vs_kernel_cpu}})
+    put_ratio(r, key, ratio);
   if (!p.output_error.empty()) put_text(r, "output_error", p.output_error);
   if (p.sink_checked) {
     r["sink"] = {{"received", p.sink_received},         {"lost", p.sink_lost},
