@@ -68,6 +68,11 @@ if ! jq -e '[.results[] | .strategy] == ["busylock", "drainer", "kernel"] and
      "$tmp/out.json" >/dev/null; then
   echo "FAIL: JSON sink fields"; jq -c '.results[]' "$tmp/out.json"; fail=1
 fi
+# The kernel row ran (config.kernel_row says so) and has no txpath qdisc; txpath's rows keep
+# their tree's final tc statistics.
+jq -e '.config.kernel_row == true and (.results[] | select(.strategy == "kernel") | has("tc") | not) and
+       all(.results[] | select(.strategy != "kernel"); .tc.qdiscs[0].kind == "pfifo_fast" and .tc.qdiscs[0].packets > 0)' \
+   "$tmp/out.json" >/dev/null || { echo "FAIL: kernel_row / tc statistics"; jq -c '.config, .results[].tc' "$tmp/out.json"; fail=1; }
 
 # --no-kernel-row leaves it out; --sink none leaves out the check.
 "$bin" bench --device "afpacket:$host_if" --strategy busylock --threads 1 --duration 0.05 \
