@@ -90,6 +90,8 @@ TEST(BenchJson, ProvenanceAtTheTopLevel) {
   EXPECT_FALSE(b.compiler_id.empty());
   EXPECT_FALSE(b.build_type.empty());
   EXPECT_EQ(j["date"], "2026-12-03T20:47:55Z");
+  EXPECT_EQ(utc_iso8601(provenance().started), "2026-12-03T20:47:55Z");
+  EXPECT_EQ(j["host"]["hostname"], host_info().hostname);
   EXPECT_EQ(j["command_line"], Json::array({"txpath", "bench"}));
   EXPECT_FALSE(j.contains("command_line_hex")) << "every argument is UTF-8";
   struct utsname u {};

@@ -20,6 +20,18 @@ struct BenchProvenance {
   std::chrono::system_clock::time_point started;  // when the bench started
 };
 
+// The machine, as the JSON's "host" records it (uname, gethostname; empty where unknown).
+struct HostInfo {
+  std::string hostname;
+  std::string kernel_release;  // uname -r
+  std::string kernel_version;  // uname -v
+  std::string machine;         // uname -m
+};
+HostInfo host_info();
+
+// `t` as the JSON's "date" writes it: UTC, ISO 8601, to the second ("2026-12-03T20:47:55Z").
+std::string utc_iso8601(std::chrono::system_clock::time_point t);
+
 // The `txpath bench --json` document (2-space indented, '\n' at the end). Top level:
 //   "partial"       true when a signal stopped the bench (results: the rows that ran)
 //   "txpath"        the build (txpath/version.hpp): {"version", "project_version",

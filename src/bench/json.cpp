@@ -84,16 +84,6 @@ Json noise_json(const BenchNoise& n) {
   return {{"steal_pct", n.steal_pct}, {"other_cpu_pct", n.other_cpu_pct}};
 }
 
-// "2026-12-03T20:47:55Z": UTC, ISO 8601, to the second.
-std::string iso8601_utc(std::chrono::system_clock::time_point t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  std::array<char, 32> buf{};
-  const std::size_t n = std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return std::string(buf.data(), n);
-}
-
 // The CPUs this process may run on (its affinity mask), in ascending order.
 std::vector<int> allowed_cpus() {
   std::vector<int> out;
@@ -117,15 +107,12 @@ Json build_json() {
 }
 
 Json host_json() {
+  const HostInfo host = host_info();
   Json j = Json::object();
-  struct utsname u {};
-  if (::uname(&u) == 0) {
-    put_text(j, "kernel", u.release);
-    put_text(j, "kernel_version", u.version);
-    put_text(j, "machine", u.machine);
-  }
-  std::array<char, 256> name{};
-  if (::gethostname(name.data(), name.size() - 1) == 0) put_text(j, "hostname", name.data());
+  put_text(j, "hostname", host.hostname);
+  put_text(j, "kernel", host.kernel_release);
+  put_text(j, "kernel_version", host.kernel_version);
+  put_text(j, "machine", host.machine);
   return j;
 }
 
@@ -247,12 +234,34 @@ Json point_json(const BenchPoint& p) {
 
 }  // namespace
 
+HostInfo host_info() {
+  HostInfo host;
+  struct utsname u {};
+  if (::uname(&u) == 0) {
+    host.kernel_release = u.release;
+    host.kernel_version = u.version;
+    host.machine = u.machine;
+  }
+  std::array<char, 256> name{};  // zeroed: the last byte stays a terminator
+  if (::gethostname(name.data(), name.size() - 1) == 0) host.hostname = name.data();
+  return host;
+}
+
+std::string utc_iso8601(std::chrono::system_clock::time_point t) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  std::array<char, 32> buf{};
+  const std::size_t n = std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return std::string(buf.data(), n);
+}
+
 std::string bench_json(const BenchConfig& config, const std::vector<BenchPoint>& points,
                        const BenchProvenance& provenance, bool partial) {
   Json j;
   j["partial"] = partial;
   j["txpath"] = build_json();
-  j["date"] = iso8601_utc(provenance.started);
+  j["date"] = utc_iso8601(provenance.started);
   put_texts(j, "command_line", provenance.command_line);
   j["host"] = host_json();
   j["topology"] = topology_json();
