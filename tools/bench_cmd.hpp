@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "txpath/bench.hpp"
 
@@ -34,12 +35,18 @@ struct BenchOptions {
   bool quiet = false;
   std::string sink = "auto";
   bool no_kernel_row = false;
+  uint64_t seed = 0;         // --seed N: the order of rows in each round (0: a random one)
+  bool in_process = false;   // --in-process: every round in this process (no workers)
+  std::string worker;        // hidden --worker THREADS:ROUND: run that round, print its text
+  std::vector<std::string> args;  // the command line after the program name (workers re-run it)
 };
 
 void add_bench_command(CLI::App& app, BenchOptions& options);
 // Runs the bench and prints its table, then writes --json/--csv/--plot. Returns the exit status
 // (tools/main.cpp): 0; 1 a check failed or an output could not be written (after the table);
-// 2 bad usage or configuration (before anything runs); 130/143 stopped by SIGINT/SIGTERM.
+// 2 bad usage or configuration (before anything runs); 130/143 stopped by SIGINT/SIGTERM. A
+// worker process that failed: 1 (killed, or malformed output: one error line), or the status
+// of a worker that printed its own error line.
 int run_bench_command(const BenchOptions& options);
 
 // An error message as one safe terminal line: as is when it is printable ASCII of at most 400 bytes

@@ -86,7 +86,10 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "txpath: error: {}\n", txpath::cli::one_line(e.what()));
     return 2;
   }
-  if (app.got_subcommand("bench")) return txpath::cli::run_bench_command(bench);
+  if (app.got_subcommand("bench")) {
+    bench.args.assign(argv + 1, argv + argc);  // each round's worker runs the same command line
+    return txpath::cli::run_bench_command(bench);
+  }
   if (app.got_subcommand("testbed")) return txpath::cli::run_testbed_command(testbed);
   if (app.got_subcommand("sink")) {
     txpath::cli::prepare_sink_signals();

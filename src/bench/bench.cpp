@@ -1086,7 +1086,16 @@ struct RoundProgress {
   std::size_t total = 0;
   std::size_t done = 0;
   std::string last_live_note;  // said once, not once per run
+  bool live_notes = true;      // false in a worker: run_bench says them, once for all rounds
 };
+
+// Says a run's "no live counters" note unless it is the one said last.
+void tell_live_note(const Run& run, const std::function<void(const std::string&)>& progress,
+                    RoundProgress& counter) {
+  if (progress && counter.live_notes && !run.live_note.empty() && run.live_note != counter.last_live_note)
+    progress("no live counters for txpath tc -s: " + run.live_note);
+  counter.last_live_note = run.live_note;
+}
 
 using RowKey = RunsByPoint::key_type;  // (queues, park, strategy)
 
@@ -1115,9 +1124,7 @@ void run_round(const BenchConfig& cfg, int threads, int round, Delivery& deliver
       progress(progress_line(cfg, counter.done, counter.total, strategy, threads, queues, park, round));
     set_spin_park(park);  // no waiter of an earlier run is left: its queue is gone
     Run run = run_once(cfg, strategy, threads, queues, delivery);
-    if (progress && !run.live_note.empty() && run.live_note != counter.last_live_note)
-      progress("no live counters for txpath tc -s: " + run.live_note);
-    counter.last_live_note = run.live_note;
+    tell_live_note(run, progress, counter);
     runs[{queues, park, strategy}].push_back(std::move(run));
   }
 }
@@ -1235,8 +1242,10 @@ Run run_from_json(const nlohmann::json& j, std::size_t queue_count) {
 }
 
 // Adds a worker's round to `runs`: every row of the round at most once, each a row of the
-// configuration with its TX queues; anything else throws a one-line runtime_error.
-void read_round(const BenchConfig& cfg, int threads, int round, const std::string& text, RunsByPoint& runs) {
+// configuration with its TX queues; anything else throws a one-line runtime_error. Returns the
+// rows it added.
+std::vector<RowKey> read_round(const BenchConfig& cfg, int threads, int round, const std::string& text,
+                               RunsByPoint& runs) {
   const std::string where =
       "bench worker (threads " + std::to_string(threads) + ", round " + std::to_string(round + 1) + "): ";
   try {
@@ -1260,6 +1269,7 @@ void read_round(const BenchConfig& cfg, int threads, int round, const std::strin
       const std::size_t queue_count = std::get<2>(key) == kKernelStrategy ? 0 : std::get<0>(key);
       runs[key].push_back(run_from_json(in.at("run"), queue_count));
     }
+    return seen;
   } catch (const std::exception& e) {
     throw std::runtime_error(where + "malformed output: " + e.what());
   }
@@ -1485,7 +1495,8 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
   if (cfg.park.empty()) cfg.park = {true};
   if (cfg.seed == 0) {  // recorded, so that the order can be had again (--seed)
     std::random_device entropy;
-    while (cfg.seed == 0) cfg.seed = (static_cast<uint64_t>(entropy()) << 32) | entropy();
+    // Below 2^53, so that a JSON reader that holds numbers as doubles reads it exactly.
+    while (cfg.seed == 0) cfg.seed = ((static_cast<uint64_t>(entropy()) << 32) | entropy()) >> 11;
   }
   check_ranges(cfg);
   if (!cfg.tc_config.empty()) resolve_tc_config(cfg);
@@ -1521,10 +1532,12 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
     RunsByPoint runs;
     // Interleaved: round 1 runs every (queues, park, strategy) once, then round 2, ... (A B A B).
     for (int round = 0; round < cfg.repeat && !stop_requested(cfg); ++round) {
-      if (cfg.round_runner)
-        read_round(cfg, threads, round, cfg.round_runner(threads, round), runs);
-      else
+      if (cfg.round_runner) {
+        for (const RowKey& key : read_round(cfg, threads, round, cfg.round_runner(threads, round), runs))
+          tell_live_note(runs[key].back(), progress, counter);
+      } else {
         run_round(cfg, threads, round, delivery, progress, counter, runs);
+      }
     }
     append_points(cfg, threads, runs, points);
   }
@@ -1546,6 +1559,7 @@ std::string run_bench_round(const BenchConfig& config, int threads, int round,
   RoundProgress counter;
   const std::size_t per_round = cfg.queues.size() * cfg.park.size() * cfg.strategies.size();
   counter.total = cfg.threads.size() * per_round * static_cast<std::size_t>(cfg.repeat);
+  counter.live_notes = false;  // its runs carry them to run_bench
   counter.done = (static_cast<std::size_t>(at - cfg.threads.begin()) * static_cast<std::size_t>(cfg.repeat) +
                   static_cast<std::size_t>(round)) * per_round;
   RunsByPoint runs;

@@ -160,9 +160,10 @@ std::vector<std::string> bench_warnings(const std::vector<BenchPoint>& points) {
   }
   if (unstable > kListed)
     out.push_back("unstable: " + std::to_string(unstable - kListed) + " more row(s)");
+  // More rounds narrow a spread, not two modes: bimodal rows are left out of the advice.
   const BenchPoint* widest = nullptr;
   for (const BenchPoint& p : points)
-    if (p.advised_repeat > p.runs && (!widest || p.advised_repeat > widest->advised_repeat)) widest = &p;
+    if (p.advised_repeat > p.runs && p.unstable_reason.rfind("bimodal", 0) != 0 && (!widest || p.advised_repeat > widest->advised_repeat)) widest = &p;
   if (widest) {
     const double half = bench_stats::t975(widest->runs - 1) * widest->mpps_cv /
                         std::sqrt(static_cast<double>(widest->runs));
