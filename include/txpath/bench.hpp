@@ -40,7 +40,7 @@ struct BenchConfig {
   // row only when named: leave it out of a list to leave it out of the run).
   std::vector<std::string> strategies;
   std::vector<int> threads;              // empty: 1, cores, 2*cores, 8*cores
-  double duration_s = 0.5;               // measured time per run (after a short warm-up)
+  double duration_s = 0.3;               // measured time per run (after a short warm-up)
   std::string lock = "ticket";
   std::string device = "nic";            // --device spec, see make_device()
   std::string qdisc = "pfifo_fast";      // tc-style spec, see make_qdisc()
