@@ -645,13 +645,13 @@ int run_worker(const BenchOptions& o) {
     if (t.empty() || r.empty() || te != std::errc() || re != std::errc() || tp != t.data() + t.size() ||
         rp != r.data() + r.size())
       throw ConfigError("--worker: " + txpath::quoted(o.worker) + " is not THREADS:ROUND");
+    check_round_pipe();
     BenchConfig cfg = config_from(o);
     cfg.stop = &g_stop;
     const std::string text = run_bench_round(cfg, threads, round, [&](const std::string& line) {
       if (!o.quiet) fmt::print(stderr, "txpath bench: {}\n", line);
     });
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    write_round_text(text);
   } catch (const ConfigError& e) {
     fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
     return 2;

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "bench_worker.hpp"
 
+#include "txpath/error.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +55,23 @@ int wait_for(pid_t pid) {
 
 }  // namespace
 
+void check_round_pipe() {
+  struct stat st {};
+  if (::fstat(kWorkerFd, &st) != 0 || !S_ISFIFO(st.st_mode))
+    throw ConfigError("--worker: file descriptor 3 is not a pipe (--worker is for txpath bench's own use)");
+}
+
+void write_round_text(const std::string& text) {
+  check_round_pipe();
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(kWorkerFd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(std::string("--worker: writing the round: ") + std::strerror(errno));
+    done += static_cast<std::size_t>(n);
+  }
+}
+
 void signal_worker(int sig) noexcept {
   const pid_t pid = g_worker.load(std::memory_order_relaxed);  // relaxed: see g_worker
   if (pid > 0) ::kill(pid, sig);
@@ -82,7 +102,12 @@ std::string run_round_in_worker(const std::vector<std::string>& args, uint64_t s
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
-    ::dup2(fds[1], STDOUT_FILENO);  // dup2 clears O_CLOEXEC on the copy
+    // The round's text goes to fd 3; stdout stays the parent's (pcap:/dev/stdout writes there).
+    if (fds[1] == kWorkerFd) {
+      ::fcntl(kWorkerFd, F_SETFD, 0);
+    } else {
+      ::dup2(fds[1], kWorkerFd);  // the copy is not close-on-exec
+    }
     ::execv("/proc/self/exe", argv.data());
     ::_exit(127);
   }

@@ -5,7 +5,7 @@
 #  - --seed N gives the same order of rows, in workers and in one process; the seed is printed and
 #    recorded in the JSON;
 #  - a worker killed mid-round: one error line naming the round and the signal, exit 1, no worker
-#    left; --worker with a bad value: one error line, exit 2;
+#    left; --worker with a bad value or run by hand (no pipe on fd 3): one error line, exit 2;
 #  - SIGINT to the parent reaches the worker: the rows that ran are printed, exit 130, no worker left.
 set -u
 bin=${1:?usage: bench_workers.sh PATH_TO_TXPATH}
@@ -52,9 +52,12 @@ errs=$(grep -c '^txpath: error' "$tmp/k.err")
   grep -qx 'txpath: error: bench worker (threads 1, round 1): killed by signal 9 (SIGKILL)' "$tmp/k.err" ||
   { FAIL "killed worker: exit $rc, $errs error line(s)"; cat "$tmp/k.err"; }
 
+out=$(bad bench --device null --strategy busylock --threads 1 --worker 1:0 3>&-)
+[ "$out" = "txpath: error: --worker: file descriptor 3 is not a pipe (--worker is for txpath bench's own use)" ] ||
+  FAIL "--worker without the parent's pipe: $out"
 out=$(bad bench --device null --worker nonsense)
 [ "$out" = 'txpath: error: --worker: "nonsense" is not THREADS:ROUND' ] || FAIL "--worker nonsense: $out"
-out=$(bad bench --device null --strategy busylock --threads 1 --worker 7:0)
+out=$(bad bench --device null --strategy busylock --threads 1 --worker 7:0 3> >(cat >/dev/null))
 [ "$out" = 'txpath: error: round 1 at 7 threads is not in the configuration' ] || FAIL "--worker 7:0: $out"
 
 # ---- 3: --seed gives the order ------------------------------------------------------------------
