@@ -536,6 +536,19 @@ std::string device_help() {
   return text;
 }
 
+// Where and in what order rounds run: --seed, --in-process, and the workers' hidden --worker.
+void add_round_options(CLI::App* cmd, BenchOptions& o, const CLI::Validator& integer) {
+  cmd->add_option("--seed", o.seed,
+                  "Seed of the random order of rows in each round (default: a new one, printed and "
+                  "in the JSON; give it again to run the same order)")
+      ->transform(integer)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cmd->add_flag("--in-process", o.in_process,
+                "Run every round in this process (default: each round in a fresh process, so that "
+                "no process-wide state decides a whole row)");
+  cmd->add_option("--worker", o.worker)->group("");  // hidden: one round, for the parent process
+}
+
 }  // namespace
 
 std::string one_line(std::string_view message) {
@@ -618,15 +631,7 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--no-kernel-row", o.no_kernel_row,
                 "With afpacket/udp devices, do not add the kernel's own path (strategy kernel)");
-  cmd->add_option("--seed", o.seed,
-                  "Seed of the random order of rows in each round (default: a new one, printed and "
-                  "in the JSON; give it again to run the same order)")
-      ->transform(integer)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  cmd->add_flag("--in-process", o.in_process,
-                "Run every round in this process (default: each round in a fresh process, so that "
-                "no process-wide state decides a whole row)");
-  cmd->add_option("--worker", o.worker)->group("");  // hidden: one round, for the parent process
+  add_round_options(cmd, o, integer);
 }
 
 namespace {

@@ -14,6 +14,17 @@ FAIL() { echo "FAIL: $*"; fail=1; }
 bg=""
 trap '[ -n "$bg" ] && kill -KILL "$bg" 2>/dev/null; common_cleanup' EXIT
 
+# Sets child to the background bench's ($bg) worker once FILE has a line matching PATTERN
+# (at most 10 s; child empty if there is none).
+wait_for_worker() {
+  child=""
+  for _ in $(seq 200); do
+    child=$(cat /proc/"$bg"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -m1 .)
+    [ -n "$child" ] && grep -q "$1" "$2" && return
+    sleep 0.05
+  done
+}
+
 quick=(bench --device null --strategy busylock,rootlock,mutex --threads 1,2 --duration 0.02 --repeat 2)
 
 # ---- 1: workers, and their rows in the parent's outputs ---------------------------------------
@@ -32,12 +43,7 @@ jq -e '.config.rounds_in == "one process" and (.results | length == 6)' "$tmp/p.
 # A worker is a child of the bench with --worker on its command line: seen while a long round runs.
 "$bin" bench --device null --strategy busylock --threads 1 --duration 30 --repeat 1 >"$tmp/k.out" 2>"$tmp/k.err" &
 bg=$!
-child=""
-for _ in $(seq 200); do
-  child=$(cat /proc/"$bg"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -m1 .)
-  [ -n "$child" ] && grep -q 'busylock threads=1' "$tmp/k.err" && break
-  sleep 0.05
-done
+wait_for_worker 'busylock threads=1' "$tmp/k.err"
 [ -n "$child" ] && tr '\0' ' ' </proc/"$child"/cmdline | grep -q -- '--worker 1:0' ||
   FAIL "no worker process with --worker 1:0 under the bench (child: ${child:-none})"
 
@@ -76,12 +82,7 @@ a=$(order 42)
 env --default-signal=INT "$bin" bench --device null --strategy busylock,rootlock --threads 1 --duration 30 \
   --repeat 2 --json "$tmp/i.json" >"$tmp/i.out" 2>"$tmp/i.err" &
 bg=$!
-child=""
-for _ in $(seq 200); do
-  child=$(cat /proc/"$bg"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -m1 .)
-  [ -n "$child" ] && grep -q '^txpath bench: \[1/' "$tmp/i.err" && break
-  sleep 0.05
-done
+wait_for_worker '^txpath bench: \[1/' "$tmp/i.err"
 kill -INT "$bg"
 for _ in $(seq 200); do kill -0 "$bg" 2>/dev/null || break; sleep 0.05; done
 wait "$bg"
