@@ -30,7 +30,8 @@ struct WorkerFailed : std::runtime_error {
 // command line after the program name) and --seed SEED --worker THREADS:ROUND, in its own
 // process group (a terminal's ^C reaches the parent only; it forwards it) and killed if the
 // parent dies. Returns the worker's text (at most 16 MiB) when it exited 0, or 128 + the
-// signal the parent forwarded. Throws WorkerFailed otherwise.
+// signal the parent forwarded; an empty text when that signal killed it before it could stop
+// (a stop during its start: nothing ran). Throws WorkerFailed otherwise.
 // `stop_signal`: the stop signal the parent caught (0: none), forwarded to a worker that started
 // just after it.
 std::string run_round_in_worker(const std::vector<std::string>& args, uint64_t seed, int threads, int round,

@@ -92,7 +92,8 @@ struct BenchConfig {
   // Where each round runs. Empty: in this process. Set (the CLI's default: a fresh process per
   // round, as pyperf runs its workers): run_bench calls it with the thread count and round index
   // (from 0), and it returns what run_bench_round() returned for them elsewhere; run_bench
-  // checks that text as untrusted input and aggregates it as if the round had run here. It
+  // checks that text as untrusted input and aggregates it as if the round had run here; an
+  // empty text once `stop` reads true means the round was stopped before it ran. It
   // throws (std::runtime_error, one line) for a round that could not run; run_bench then throws
   // it on. The sink then belongs to the worker.
   std::function<std::string(int threads, int round)> round_runner;

@@ -1533,7 +1533,9 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
     // Interleaved: round 1 runs every (queues, park, strategy) once, then round 2, ... (A B A B).
     for (int round = 0; round < cfg.repeat && !stop_requested(cfg); ++round) {
       if (cfg.round_runner) {
-        for (const RowKey& key : read_round(cfg, threads, round, cfg.round_runner(threads, round), runs))
+        const std::string text = cfg.round_runner(threads, round);
+        if (text.empty() && stop_requested(cfg)) break;  // stopped before the round ran
+        for (const RowKey& key : read_round(cfg, threads, round, text, runs))
           tell_live_note(runs[key].back(), progress, counter);
       } else {
         run_round(cfg, threads, round, delivery, progress, counter, runs);
