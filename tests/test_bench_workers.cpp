@@ -3,6 +3,7 @@
 // whole, and anything else a worker might send is refused with one line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,9 +47,12 @@ TEST(BenchWorkers, RoundsRunElsewhereAggregateAsInProcess) {
     ASSERT_EQ(p.mpps_samples.size(), 2u);
     EXPECT_EQ(p.per_queue.size(), 1u);
     EXPECT_EQ(p.lock, p.strategy == "mutex" ? "mutex" : "ticket");
+    const bool every_round_sent = std::all_of(p.mpps_samples.begin(), p.mpps_samples.end(),
+                                              [](double m) { return m > 0; });
     if (p.strategy == "busylock") {
       EXPECT_DOUBLE_EQ(p.vs_busylock_mpps, 1.0);
-      EXPECT_DOUBLE_EQ(p.vs_busylock_mpps_ci95.lo, 1.0) << "every round's ratio to itself is 1";
+      // A window without packets (a preempted lock holder, on a loaded machine) has no ratio.
+      if (every_round_sent) EXPECT_DOUBLE_EQ(p.vs_busylock_mpps_ci95.lo, 1.0) << "every round's ratio to itself is 1";
     }
   }
 }
@@ -93,6 +97,7 @@ TEST(BenchWorkers, MalformedRoundTextIsOneLineError) {
       "",
       "not json\n\x1b[31m",
       std::string(17u << 20, '['),
+      std::string(8u << 20, '['),  // under the size limit: refused by depth, without 8M values
       "{}",
       "{\"txpath_round\": 5}",
       "{\"txpath_round\": [1]}",

@@ -235,7 +235,9 @@ BenchConfig resolve_bench_config(const BenchConfig& config);
 
 // Runs every point (after resolve_bench_config()); `progress` (may be empty) is told before each
 // run starts. Points come grouped by thread count, then TX queue count, then park policy (in
-// config order), then strategy; runs at one thread count are interleaved over all three. The process-wide spin-park policy is restored afterwards.
+// config order), then strategy; runs at one thread count are interleaved over all three, in
+// rounds (each runs every row once, in the order BenchConfig::seed shuffles; each round in
+// config.round_runner when set). The process-wide spin-park policy is restored afterwards.
 // Throws ConfigError for a bad strategy, lock, device or qdisc, before anything runs.
 // When config.stop is set, returns early with the points that ran (see BenchConfig::stop).
 //

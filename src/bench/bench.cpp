@@ -2,8 +2,9 @@
 // The bench engine. One "run" = one strategy at one thread count on one TX queue count under one
 // spin-park policy for one duration; a "point" aggregates the --repeat runs of a (strategy,
 // threads, queues, park) tuple. Runs of different strategies, queue counts and park policies at
-// the same thread count are interleaved (A/1q B/1q A/2q B/2q A/1q ...) so that ratios hold on a
-// drifting machine.
+// the same thread count are interleaved in rounds (each round runs every row once, in an order
+// shuffled from the seed: B/2q A/1q A/2q B/1q, then A/2q B/1q ...) so that ratios hold on a
+// drifting machine; each round's figures are kept for the row's statistics (bench/stats.hpp).
 #include "txpath/bench.hpp"
 
 #include <pthread.h>
@@ -1156,6 +1157,7 @@ constexpr std::pair<const char*, uint64_t QueueRun::*> kQueueCounts[] = {
 // What run_bench accepts from a worker: a round's text is a few kB per row.
 constexpr std::size_t kMaxRoundText = 16u << 20;
 constexpr std::size_t kMaxWorkerString = 4096;
+constexpr int kMaxRoundDepth = 6;
 
 nlohmann::json run_json(const Run& r) {
   nlohmann::json j;
@@ -1250,7 +1252,13 @@ std::vector<RowKey> read_round(const BenchConfig& cfg, int threads, int round, c
       "bench worker (threads " + std::to_string(threads) + ", round " + std::to_string(round + 1) + "): ";
   try {
     if (text.size() > kMaxRoundText) throw std::runtime_error("output over 16 MiB");
-    const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+    // A round nests 5 deep (object, rows, row, run, per_queue entries): deeper is refused as it
+    // is read, before a hostile text of 16 MiB of '[' becomes millions of nested values.
+    const auto shallow = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+      if (depth > kMaxRoundDepth) throw std::runtime_error("nested deeper than a round");
+      return true;
+    };
+    const nlohmann::json doc = nlohmann::json::parse(text, shallow, false);
     if (doc.is_discarded()) throw std::runtime_error("output is not JSON");
     const auto& rows = FieldReader(doc).at("txpath_round");
     if (!rows.is_array()) throw std::runtime_error("txpath_round is not a list");
