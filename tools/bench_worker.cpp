@@ -4,6 +4,7 @@
 #include "txpath/error.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -31,10 +32,16 @@ std::string where(int threads, int round) {
   return "bench worker (threads " + std::to_string(threads) + ", round " + std::to_string(round + 1) + ")";
 }
 
-// Reads `fd` to its end, at most kMaxOutput + 1 bytes. False on a read error.
+// Reads `fd` to its end, at most kMaxOutput + 1 bytes. False on a read error. Waits in poll()
+// with a timeout, never in read(): a sanitizer that runs signal handlers only when a call
+// returns (ThreadSanitizer) then still forwards a stop to the worker within 100 ms.
 bool read_bounded(int fd, std::string& out) {
   char buf[65536];
   while (out.size() <= kMaxOutput) {
+    pollfd ready{fd, POLLIN, 0};
+    const int polled = ::poll(&ready, 1, 100);
+    if (polled < 0 && errno != EINTR) return false;
+    if (polled <= 0) continue;
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n == 0) return true;
     if (n < 0) {
