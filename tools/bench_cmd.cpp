@@ -2,6 +2,7 @@
 // `txpath bench`: the seed experiment (netperf UDP_STREAM senders into one TX queue, or into a
 // device's N TX queues with --queues).
 #include "bench_cmd.hpp"
+#include "bench_worker.hpp"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
@@ -112,8 +113,12 @@ static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler
 
 extern "C" void on_stop_signal(int sig) {
   // Async-signal-safe only: lock-free atomics and _exit.
-  if (g_signal.exchange(sig, std::memory_order_relaxed) != 0) ::_exit(128 + sig);
+  if (g_signal.exchange(sig, std::memory_order_relaxed) != 0) {
+    signal_worker(SIGKILL);  // never left behind
+    ::_exit(128 + sig);
+  }
   g_stop.store(true, std::memory_order_relaxed);
+  signal_worker(sig);  // it stops its run and reports what ran, as run_bench does here
 }
 
 // SIGINT and SIGTERM stop the bench while this lives; the previous handlers come back after.
@@ -374,6 +379,7 @@ BenchConfig config_from(const BenchOptions& o) {
   cfg.nodes = o.nodes;
   cfg.sink = o.sink;
   cfg.kernel_row = !o.no_kernel_row;
+  cfg.seed = o.seed;
   for (const auto& [flag, file] : {std::pair{"--json", o.json}, std::pair{"--csv", o.csv},
                                    std::pair{"--plot", o.plot}})
     if (!file.empty()) check_output_path(flag, file);
@@ -388,11 +394,13 @@ void print_config(const BenchConfig& cfg) {
              topo.pus, topo.numa_nodes, one_line(topo.cpu_model));
   std::string queues = queue_counts(cfg);
   if (!queues.empty()) queues = fmt::format(" on {} TX queues (xps {})", queues, xps_text(cfg.xps));
-  fmt::print("config: device {}{}, qdisc {}, lock {}, park {}, payload {} B, burst {}, {} s per point x {} round(s), {}\n\n",
+  fmt::print("config: device {}{}, qdisc {}, lock {}, park {}, payload {} B, burst {}, {} s per point x {} round(s), {}\n",
              one_line(cfg.device), queues, one_line(cfg.qdisc), one_line(cfg.lock), park_list, cfg.payload,
              cfg.burst, cfg.duration_s, cfg.repeat,
              cfg.pin ? (cfg.nodes ? fmt::format("pinned to {} node(s)", cfg.nodes) : "pinned")
                      : "unpinned");
+  fmt::print("rounds: {}, rows in random order (--seed {})\n\n",
+             cfg.round_runner ? "each in a fresh process" : "all in this process (--in-process)", cfg.seed);
   std::fflush(stdout);
 }
 
@@ -401,6 +409,19 @@ std::string device_help() {
   std::string text = "The device the queue transmits into, one of:";
   for (const DeviceKind& k : device_kinds()) text += fmt::format("\n  {}  {}", k.spec, k.what);
   return text;
+}
+
+// Where and in what order rounds run: --seed, --in-process, and the workers' hidden --worker.
+void add_round_options(CLI::App* cmd, BenchOptions& o, const CLI::Validator& integer) {
+  cmd->add_option("--seed", o.seed,
+                  "Seed of the random order of rows in each round (default: a new one, printed and "
+                  "in the JSON; give it again to run the same order)")
+      ->transform(integer)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cmd->add_flag("--in-process", o.in_process,
+                "Run every round in this process (default: each round in a fresh process, so that "
+                "no process-wide state decides a whole row)");
+  cmd->add_option("--worker", o.worker)->group("");  // hidden: one round, for the parent process
 }
 
 }  // namespace
@@ -485,12 +506,55 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--no-kernel-row", o.no_kernel_row,
                 "With afpacket/udp devices, do not add the kernel's own path (strategy kernel)");
+  add_round_options(cmd, o, integer);
 }
 
+namespace {
+
+// --worker THREADS:ROUND: runs that round of the configuration and writes its text on stdout
+// for the parent (bench_worker.hpp). Exits as the bench does: 2 bad configuration, 1 a failed
+// run, 128 + the signal when a stop cut the round short (its text still written).
+int run_worker(const BenchOptions& o) {
+  const StopOnSignals stop_on_signals;
+  try {
+    int threads = 0, round = 0;
+    const std::size_t colon = o.worker.find(':');
+    const std::string t = o.worker.substr(0, colon), r = colon == std::string::npos ? "" : o.worker.substr(colon + 1);
+    const auto [tp, te] = std::from_chars(t.data(), t.data() + t.size(), threads);
+    const auto [rp, re] = std::from_chars(r.data(), r.data() + r.size(), round);
+    if (t.empty() || r.empty() || te != std::errc() || re != std::errc() || tp != t.data() + t.size() ||
+        rp != r.data() + r.size())
+      throw ConfigError("--worker: " + txpath::quoted(o.worker) + " is not THREADS:ROUND");
+    check_round_pipe();
+    BenchConfig cfg = config_from(o);
+    cfg.stop = &g_stop;
+    const std::string text = run_bench_round(cfg, threads, round, [&](const std::string& line) {
+      if (!o.quiet) fmt::print(stderr, "txpath bench: {}\n", line);
+    });
+    write_round_text(text);
+  } catch (const ConfigError& e) {
+    fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
+    return 1;
+  }
+  const int signal = g_signal.load(std::memory_order_relaxed);  // relaxed: see g_signal
+  return signal != 0 ? 128 + signal : 0;
+}
+
+void print_warnings(const std::vector<BenchPoint>& points) {
+  for (const std::string& line : bench_warnings(points)) fmt::print(stderr, "txpath: warning: {}\n", line);
+}
+
+}  // namespace
+
 // Order: check the whole configuration (exit 2, nothing run); measure (a first SIGINT/SIGTERM
-// stops it early); print the table, always; then write the outputs, each failure one line
-// (exit 1). A stopped bench exits 128 + the signal, its outputs marked partial.
+// stops it early), each round in a fresh process unless --in-process; print the table, always;
+// then the warnings; then write the outputs, each failure one line (exit 1). A stopped bench
+// exits 128 + the signal, its outputs marked partial.
 int run_bench_command(const BenchOptions& o) {
+  if (!o.worker.empty()) return run_worker(o);
   const StopOnSignals stop_on_signals;  // until the outputs are written: a second signal exits
   const BenchProvenance provenance{.command_line = o.command_line,
                                    .started = std::chrono::system_clock::now()};
@@ -498,11 +562,19 @@ int run_bench_command(const BenchOptions& o) {
   std::vector<BenchPoint> points;
   try {
     cfg = config_from(o);
+    if (!o.in_process) {
+      cfg.round_runner = [&o, seed = cfg.seed](int threads, int round) {
+        return run_round_in_worker(o.args, seed, threads, round, g_signal);
+      };
+    }
     print_config(cfg);
     cfg.stop = &g_stop;
     points = run_bench(cfg, [&](const std::string& line) {
       if (!o.quiet) fmt::print(stderr, "txpath bench: {}\n", line);
     });
+  } catch (const WorkerFailed& e) {
+    if (!e.reported) fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
+    return e.status;
   } catch (const ConfigError& e) {
     fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
     return 2;
@@ -518,6 +590,7 @@ int run_bench_command(const BenchOptions& o) {
   print_sink_results(points);
   print_legend(multi_queue(points));
   std::fflush(stdout);
+  print_warnings(points);
   if (partial)
     fmt::print(stderr, "txpath: stopped by {}: the rows above are those that ran; outputs are marked partial\n",
                g_signal.load(std::memory_order_relaxed) == SIGINT ? "SIGINT" : "SIGTERM");

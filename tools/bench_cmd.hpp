@@ -16,7 +16,7 @@ struct BenchOptions {
   std::string threads;  // empty: library default
   std::string queues;   // --queues LIST; empty: the device spec's own count (1)
   std::string xps = "auto";  // --xps auto | off | CPU:Q[+Q...],...
-  double duration = 0.5;
+  double duration = 0.3;  // the default run (132 runs on 2 cores) fits 60 s: docs/architecture.md
   std::string lock = "ticket";
   std::string park = "on";  // on | off | on,off
   std::string device = "nic";
@@ -36,12 +36,18 @@ struct BenchOptions {
   std::string sink = "auto";
   bool no_kernel_row = false;
   std::vector<std::string> command_line;  // argv as given, recorded in --json (main() sets it)
+  uint64_t seed = 0;         // --seed N: the order of rows in each round (0: a random one)
+  bool in_process = false;   // --in-process: every round in this process (no workers)
+  std::string worker;        // hidden --worker THREADS:ROUND: run that round, print its text
+  std::vector<std::string> args;  // the command line after the program name (workers re-run it)
 };
 
 void add_bench_command(CLI::App& app, BenchOptions& options);
 // Runs the bench and prints its table, then writes --json/--csv/--plot. Returns the exit status
 // (tools/main.cpp): 0; 1 a check failed or an output could not be written (after the table);
-// 2 bad usage or configuration (before anything runs); 130/143 stopped by SIGINT/SIGTERM.
+// 2 bad usage or configuration (before anything runs); 130/143 stopped by SIGINT/SIGTERM. A
+// worker process that failed: 1 (killed, or malformed output: one error line), or the status
+// of a worker that printed its own error line.
 int run_bench_command(const BenchOptions& options);
 
 // An error message as one safe terminal line: as is when it is printable ASCII of at most 400 bytes

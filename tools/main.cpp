@@ -4,7 +4,9 @@
 // Exit codes:
 //   0    ok
 //   1    a check failed (conservation, delivery), or an output (--json, --csv, --plot, a
-//        pcap:FILE capture) could not be written; bench prints its table first
+//        pcap:FILE capture) could not be written; bench prints its table first. Also: a bench
+//        worker process (each round runs in one) was killed or sent malformed output (one line
+//        naming the round; nothing printed); a worker's own error exits with its status
 //   2    bad usage or configuration (unknown command or option, a bad value, a file that cannot
 //        be used): nothing was run
 //   130  bench stopped by SIGINT, 143 by SIGTERM (128 + the signal): the table of the rows that
@@ -96,7 +98,10 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "txpath: error: {}\n", txpath::cli::one_line(e.what()));
     return 2;
   }
-  if (app.got_subcommand("bench")) return txpath::cli::run_bench_command(bench);
+  if (app.got_subcommand("bench")) {
+    bench.args.assign(argv + 1, argv + argc);  // each round's worker runs the same command line
+    return txpath::cli::run_bench_command(bench);
+  }
   if (app.got_subcommand("testbed")) return txpath::cli::run_testbed_command(testbed);
   if (app.got_subcommand("sink")) {
     txpath::cli::prepare_sink_signals();

@@ -40,7 +40,7 @@ struct BenchConfig {
   // row only when named: leave it out of a list to leave it out of the run).
   std::vector<std::string> strategies;
   std::vector<int> threads;              // empty: 1, cores, 2*cores, 8*cores
-  double duration_s = 0.5;               // measured time per run (after a short warm-up)
+  double duration_s = 0.3;               // measured time per run (after a short warm-up)
   std::string lock = "ticket";
   std::string device = "nic";            // --device spec, see make_device()
   std::string qdisc = "pfifo_fast";      // tc-style spec, see make_qdisc()
@@ -85,6 +85,18 @@ struct BenchConfig {
   // BenchPoint::complete). Read with relaxed loads: it only steers loops, and the senders' joins
   // order their results. nullptr: never stops early.
   const std::atomic<bool>* stop = nullptr;
+  // Each round runs every row once in an order shuffled from this seed, the thread count and the
+  // round (the same seed gives the same order); 0: resolve_bench_config() picks one at random and
+  // records it here.
+  uint64_t seed = 0;
+  // Where each round runs. Empty: in this process. Set (the CLI's default: a fresh process per
+  // round, as pyperf runs its workers): run_bench calls it with the thread count and round index
+  // (from 0), and it returns what run_bench_round() returned for them elsewhere; run_bench
+  // checks that text as untrusted input and aggregates it as if the round had run here; an
+  // empty text once `stop` reads true means the round was stopped before it ran. It
+  // throws (std::runtime_error, one line) for a round that could not run; run_bench then throws
+  // it on. The sink then belongs to the worker.
+  std::function<std::string(int threads, int round)> round_runner;
 };
 static_assert(std::atomic<bool>::is_always_lock_free, "BenchConfig::stop is set from signal handlers");
 
@@ -231,7 +243,9 @@ BenchConfig resolve_bench_config(const BenchConfig& config);
 
 // Runs every point (after resolve_bench_config()); `progress` (may be empty) is told before each
 // run starts. Points come grouped by thread count, then TX queue count, then park policy (in
-// config order), then strategy; runs at one thread count are interleaved over all three. The process-wide spin-park policy is restored afterwards.
+// config order), then strategy; runs at one thread count are interleaved over all three, in
+// rounds (each runs every row once, in the order BenchConfig::seed shuffles; each round in
+// config.round_runner when set). The process-wide spin-park policy is restored afterwards.
 // Throws ConfigError for a bad strategy, lock, device or qdisc, before anything runs.
 // When config.stop is set, returns early with the points that ran (see BenchConfig::stop).
 //
@@ -244,5 +258,19 @@ BenchConfig resolve_bench_config(const BenchConfig& config);
 // present, else NAME.
 std::vector<BenchPoint> run_bench(const BenchConfig& config,
                                   const std::function<void(const std::string&)>& progress = {});
+
+// One round of a resolved configuration in this process (a worker's job: BenchConfig::round_runner
+// runs it elsewhere): every row at `threads` once, in the seed's order, with the sink if any.
+// `progress` is told the same lines run_bench would tell for this round. Returns the round's
+// results as text for run_bench to read back (a private format: one binary on both sides).
+// Honours config.stop as run_bench does (the text then holds the runs that ran).
+std::string run_bench_round(const BenchConfig& config, int threads, int round,
+                            const std::function<void(const std::string&)>& progress = {});
+
+// Lines to print after the table (each without "warning: " and newline): the machine was busy
+// during some rows' windows (other processes' CPU above 10% of the machine, or steal above 5%),
+// each unstable row and why, the --repeat that would bring every row's Mpps 95% CI within +-5%,
+// and a single round (no spread known). Empty when there is nothing to say.
+std::vector<std::string> bench_warnings(const std::vector<BenchPoint>& points);
 
 }  // namespace txpath

@@ -2,8 +2,9 @@
 // The bench engine. One "run" = one strategy at one thread count on one TX queue count under one
 // spin-park policy for one duration; a "point" aggregates the --repeat runs of a (strategy,
 // threads, queues, park) tuple. Runs of different strategies, queue counts and park policies at
-// the same thread count are interleaved (A/1q B/1q A/2q B/2q A/1q ...) so that ratios hold on a
-// drifting machine.
+// the same thread count are interleaved in rounds (each round runs every row once, in an order
+// shuffled from the seed: B/2q A/1q A/2q B/1q, then A/2q B/1q ...) so that ratios hold on a
+// drifting machine; each round's figures are kept for the row's statistics (bench/stats.hpp).
 #include "txpath/bench.hpp"
 
 #include <pthread.h>
@@ -20,13 +21,17 @@
 #include <utility>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
 #include <span>
 #include <thread>
 #include <tuple>
 #include <type_traits>
 
+#include "bench/noise.hpp"
 #include "bench/real_path.hpp"
 #include "bench/tc_final.hpp"
+#include "bench/stats.hpp"
 #include "base/clock.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
@@ -127,6 +132,7 @@ struct Run {
   std::string live_note;     // why tc -s gets no live counters from this run (empty: it does)
   std::string tc_stats;      // the tree's final tc -s statistics (BenchPoint::tc_stats)
   std::vector<QueueRun> per_queue;  // each TX queue's (none for the kernel row)
+  BenchNoise noise;                 // the machine's noise during the measured window
 };
 
 // True once the caller asked the bench to stop (BenchConfig::stop).
@@ -257,6 +263,7 @@ template <class Counters>
 struct Window {
   Counters start{}, end{};
   uint64_t cpu0 = 0, cpu1 = 0;
+  bench_detail::MachineSample machine0, machine1;  // the whole machine's CPU time at the edges
   std::chrono::steady_clock::duration length{};
   bool whole = true;  // false: a stop cut the run short
 };
@@ -285,10 +292,12 @@ auto measure(const BenchConfig& cfg, int threads, const Delivery& delivery, Send
   flags.measuring.store(true, std::memory_order_relaxed);
   w.start = sample();
   w.cpu0 = process_cpu_ns() - delivery.cpu_ns();
+  w.machine0 = bench_detail::sample_machine();
   const auto t0 = std::chrono::steady_clock::now();
   w.whole = w.whole && sleep_unless_stopped(cfg, std::chrono::duration<double>(cfg.duration_s));
   w.end = sample();
   w.cpu1 = process_cpu_ns() - delivery.cpu_ns();
+  w.machine1 = bench_detail::sample_machine();
   w.length = std::chrono::steady_clock::now() - t0;
   flags.measuring.store(false, std::memory_order_relaxed);
   flags.stop.store(true, std::memory_order_relaxed);
@@ -315,6 +324,7 @@ void fill_window_figures(Run& r, uint64_t window_sent, const Window<Counters>& w
     latency.insert(latency.end(), s.latency.begin(), s.latency.end());
   }
   r.fairness = jain_index(per_sender);
+  r.noise = bench_detail::noise_between(w.machine0, w.machine1);
   r.send_p50_ns = percentile(latency, 0.50);
   r.send_p99_ns = percentile(latency, 0.99);
 }
@@ -953,6 +963,12 @@ BenchPoint aggregate(const std::string& strategy, int threads, uint32_t queues, 
   p.batch_mean = window_doorbells ? static_cast<double>(window_sent) /
                                         static_cast<double>(window_doorbells)
                                   : 0;
+  for (const Run& r : runs) {  // every round's figures, in round order
+    p.mpps_samples.push_back(r.mpps);
+    p.cpu_samples.push_back(r.cpu_ns_per_pkt);
+    p.noise_samples.push_back(r.noise);
+  }
+  bench_stats::fill_row_statistics(p);
   return p;
 }
 
@@ -1032,12 +1048,19 @@ void append_group(const BenchConfig& cfg, int threads, uint32_t queues, bool par
     for (auto p = from; p != points.end(); ++p) {
       p->vs_busylock_mpps = base->mpps > 0 ? p->mpps / base->mpps : 0;
       p->vs_busylock_cpu = base->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / base->cpu_ns_per_pkt : 0;
+      p->vs_busylock_mpps_ci95 = bench_stats::paired_ratio_ci95(p->mpps_samples, base->mpps_samples);
+      p->vs_busylock_cpu_ci95 = bench_stats::paired_ratio_ci95(p->cpu_samples, base->cpu_samples);
     }
   }
   // Against the floor row, round by round, when it ran.
   const std::vector<Run>& floor = runs[{queues, park, std::string(kFloorStrategy)}];
-  for (auto p = from; p != points.end(); ++p)
+  const auto floor_row = std::find_if(
+      from, points.end(), [](const BenchPoint& p) { return p.strategy == kFloorStrategy; });
+  for (auto p = from; p != points.end(); ++p) {
     p->vs_floor_cpu = floor_ratio(runs[{queues, park, p->strategy}], floor);
+    if (floor_row != points.end())
+      p->vs_floor_cpu_ci95 = bench_stats::paired_ratio_ci95(p->cpu_samples, floor_row->cpu_samples);
+  }
   // And against the kernel's own path, when it was measured.
   const auto kernel = std::find_if(
       from, points.end(), [](const BenchPoint& p) { return p.strategy == kKernelStrategy; });
@@ -1046,6 +1069,8 @@ void append_group(const BenchConfig& cfg, int threads, uint32_t queues, bool par
       p->vs_kernel_mpps = kernel->mpps > 0 ? p->mpps / kernel->mpps : 0;
       p->vs_kernel_cpu =
           kernel->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / kernel->cpu_ns_per_pkt : 0;
+      p->vs_kernel_mpps_ci95 = bench_stats::paired_ratio_ci95(p->mpps_samples, kernel->mpps_samples);
+      p->vs_kernel_cpu_ci95 = bench_stats::paired_ratio_ci95(p->cpu_samples, kernel->cpu_samples);
     }
   }
 }
@@ -1067,28 +1092,218 @@ struct RoundProgress {
   std::size_t total = 0;
   std::size_t done = 0;
   std::string last_live_note;  // said once, not once per run
+  bool live_notes = true;      // false in a worker: run_bench says them, once for all rounds
 };
+
+// Says a run's "no live counters" note unless it is the one said last.
+void tell_live_note(const Run& run, const std::function<void(const std::string&)>& progress,
+                    RoundProgress& counter) {
+  if (progress && counter.live_notes && !run.live_note.empty() && run.live_note != counter.last_live_note)
+    progress("no live counters for txpath tc -s: " + run.live_note);
+  counter.last_live_note = run.live_note;
+}
+
+using RowKey = RunsByPoint::key_type;  // (queues, park, strategy)
+
+// The rows of one round at `threads`, in the order it runs them: every (queues, park, strategy)
+// once, shuffled from the seed, the thread count and the round. Fisher-Yates over mt19937_64
+// (both fully specified, unlike std::shuffle), so a seed gives the same order on every build.
+std::vector<RowKey> round_order(const BenchConfig& cfg, int threads, int round) {
+  std::vector<RowKey> rows;
+  for (const uint32_t queues : cfg.queues)
+    for (const bool park : cfg.park)
+      for (const auto& strategy : cfg.strategies) rows.emplace_back(queues, park, strategy);
+  std::mt19937_64 rng(cfg.seed ^ (static_cast<uint64_t>(threads) * 0x9e3779b97f4a7c15ULL) ^
+                      (static_cast<uint64_t>(round) * 0xc2b2ae3d27d4eb4fULL));
+  for (std::size_t i = rows.size(); i > 1; --i) std::swap(rows[i - 1], rows[rng() % i]);
+  return rows;
+}
 
 // One round at one thread count: every (queues, park, strategy) once, into `runs`.
 void run_round(const BenchConfig& cfg, int threads, int round, Delivery& delivery,
                const std::function<void(const std::string&)>& progress, RoundProgress& counter,
                RunsByPoint& runs) {
-  for (const uint32_t queues : cfg.queues) {
-    for (const bool park : cfg.park) {
-      for (const auto& strategy : cfg.strategies) {
-        if (stop_requested(cfg)) return;
-        ++counter.done;
-        if (progress)
-          progress(progress_line(cfg, counter.done, counter.total, strategy, threads, queues, park, round));
-        set_spin_park(park);  // no waiter of an earlier run is left: its queue is gone
-        Run run = run_once(cfg, strategy, threads, queues, delivery);
-        if (progress && !run.live_note.empty() && run.live_note != counter.last_live_note)
-          progress("no live counters for txpath tc -s: " + run.live_note);
-        counter.last_live_note = run.live_note;
-        runs[{queues, park, strategy}].push_back(std::move(run));
-      }
-    }
+  for (const auto& [queues, park, strategy] : round_order(cfg, threads, round)) {
+    if (stop_requested(cfg)) return;
+    ++counter.done;
+    if (progress)
+      progress(progress_line(cfg, counter.done, counter.total, strategy, threads, queues, park, round));
+    set_spin_park(park);  // no waiter of an earlier run is left: its queue is gone
+    Run run = run_once(cfg, strategy, threads, queues, delivery);
+    tell_live_note(run, progress, counter);
+    runs[{queues, park, strategy}].push_back(std::move(run));
   }
+}
+
+// ---- a round's runs as text, between a worker and run_bench ----------------------------------
+
+// Every field of a Run and a QueueRun, by type: the worker writes them all, run_bench reads them
+// all back (a field added to Run must be added here, or workers lose it).
+constexpr std::pair<const char*, double Run::*> kRunReals[] = {
+    {"mpps", &Run::mpps}, {"cpu_ns_per_pkt", &Run::cpu_ns_per_pkt}, {"fairness", &Run::fairness},
+    {"send_p50_ns", &Run::send_p50_ns}, {"send_p99_ns", &Run::send_p99_ns}};
+constexpr std::pair<const char*, uint64_t Run::*> kRunCounts[] = {
+    {"submitted", &Run::submitted},   {"sent", &Run::sent},
+    {"dropped", &Run::dropped},       {"requeues", &Run::requeues},
+    {"doorbells", &Run::doorbells},   {"window_sent", &Run::window_sent},
+    {"window_doorbells", &Run::window_doorbells}, {"lock_waits", &Run::lock_waits},
+    {"lock_wait_ns", &Run::lock_wait_ns}, {"sink_received", &Run::sink_received},
+    {"sink_lost", &Run::sink_lost},   {"sink_duplicated", &Run::sink_duplicated},
+    {"sink_out_of_order", &Run::sink_out_of_order}, {"sink_socket_drops", &Run::sink_socket_drops}};
+constexpr std::pair<const char*, bool Run::*> kRunFlags[] = {
+    {"drained", &Run::drained}, {"conserved", &Run::conserved},
+    {"sink_checked", &Run::sink_checked}, {"interrupted", &Run::interrupted}};
+constexpr std::pair<const char*, std::string Run::*> kRunTexts[] = {
+    {"lock", &Run::lock}, {"output_error", &Run::output_error}, {"live_note", &Run::live_note}};
+constexpr std::pair<const char*, uint64_t QueueRun::*> kQueueCounts[] = {
+    {"submitted", &QueueRun::submitted}, {"sent", &QueueRun::sent},
+    {"dropped", &QueueRun::dropped},     {"doorbells", &QueueRun::doorbells},
+    {"window_sent", &QueueRun::window_sent}, {"window_doorbells", &QueueRun::window_doorbells}};
+// What run_bench accepts from a worker: a round's text is a few kB per row.
+constexpr std::size_t kMaxRoundText = 16u << 20;
+constexpr std::size_t kMaxWorkerString = 4096;
+constexpr std::size_t kMaxWorkerTcStats = 1u << 20;  // a row's final tc -s document (JSON text)
+constexpr int kMaxRoundDepth = 6;
+
+nlohmann::json run_json(const Run& r) {
+  nlohmann::json j;
+  for (const auto& [name, field] : kRunReals) j[name] = r.*field;
+  for (const auto& [name, field] : kRunCounts) j[name] = r.*field;
+  for (const auto& [name, field] : kRunFlags) j[name] = r.*field;
+  for (const auto& [name, field] : kRunTexts) j[name] = r.*field;
+  j["tc_stats"] = r.tc_stats;
+  j["steal_pct"] = r.noise.steal_pct;
+  j["other_cpu_pct"] = r.noise.other_cpu_pct;
+  j["per_queue"] = nlohmann::json::array();
+  for (const QueueRun& q : r.per_queue) {
+    nlohmann::json one;
+    for (const auto& [name, field] : kQueueCounts) one[name] = q.*field;
+    one["conserved"] = q.conserved;
+    j["per_queue"].push_back(std::move(one));
+  }
+  return j;
+}
+
+std::string round_text(const RunsByPoint& runs) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& [key, list] : runs)
+    for (const Run& r : list)
+      rows.push_back({{"queues", std::get<0>(key)}, {"park", std::get<1>(key)},
+                      {"strategy", std::get<2>(key)}, {"run", run_json(r)}});
+  // replace: a device's error text may hold bytes that are not UTF-8; the text must still go.
+  return nlohmann::json{{"txpath_round", rows}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Reads one field of a worker's text; throws a one-line runtime_error naming it otherwise.
+class FieldReader {
+ public:
+  explicit FieldReader(const nlohmann::json& j) : j_(j) {}
+  const nlohmann::json& at(const char* name) const {
+    if (!j_.is_object() || !j_.contains(name)) throw std::runtime_error(std::string("no field ") + name);
+    return j_.at(name);
+  }
+  double real(const char* name) const {
+    const auto& v = at(name);
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+      throw std::runtime_error(std::string("field ") + name + " is not a finite number >= 0");
+    return v.get<double>();
+  }
+  uint64_t count(const char* name) const {
+    const auto& v = at(name);
+    if (!v.is_number_unsigned()) throw std::runtime_error(std::string("field ") + name + " is not a count");
+    return v.get<uint64_t>();
+  }
+  bool flag(const char* name) const {
+    const auto& v = at(name);
+    if (!v.is_boolean()) throw std::runtime_error(std::string("field ") + name + " is not true or false");
+    return v.get<bool>();
+  }
+  std::string text(const char* name, std::size_t limit = kMaxWorkerString) const {
+    const auto& v = at(name);
+    if (!v.is_string() || v.get_ref<const std::string&>().size() > limit)
+      throw std::runtime_error(std::string("field ") + name + " is not a short string");
+    return v.get<std::string>();
+  }
+
+ private:
+  const nlohmann::json& j_;
+};
+
+Run run_from_json(const nlohmann::json& j, std::size_t queue_count) {
+  const FieldReader in(j);
+  Run r;
+  for (const auto& [name, field] : kRunReals) r.*field = in.real(name);
+  for (const auto& [name, field] : kRunCounts) r.*field = in.count(name);
+  for (const auto& [name, field] : kRunFlags) r.*field = in.flag(name);
+  for (const auto& [name, field] : kRunTexts) r.*field = in.text(name);
+  r.tc_stats = in.text("tc_stats", kMaxWorkerTcStats);
+  r.noise = {in.real("steal_pct"), in.real("other_cpu_pct")};
+  const auto& queues = in.at("per_queue");
+  if (!queues.is_array() || queues.size() != queue_count)
+    throw std::runtime_error("per_queue does not hold " + std::to_string(queue_count) + " TX queue(s)");
+  for (const auto& q : queues) {
+    const FieldReader qin(q);
+    QueueRun one;
+    for (const auto& [name, field] : kQueueCounts) one.*field = qin.count(name);
+    one.conserved = qin.flag("conserved");
+    r.per_queue.push_back(one);
+  }
+  return r;
+}
+
+// Adds a worker's round to `runs`: every row of the round at most once, each a row of the
+// configuration with its TX queues; anything else throws a one-line runtime_error. Returns the
+// rows it added.
+std::vector<RowKey> read_round(const BenchConfig& cfg, int threads, int round, const std::string& text,
+                               RunsByPoint& runs) {
+  const std::string where =
+      "bench worker (threads " + std::to_string(threads) + ", round " + std::to_string(round + 1) + "): ";
+  try {
+    if (text.size() > kMaxRoundText) throw std::runtime_error("output over 16 MiB");
+    // A round nests 5 deep (object, rows, row, run, per_queue entries): deeper is refused as it
+    // is read, before a hostile text of 16 MiB of '[' becomes millions of nested values.
+    const auto shallow = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+      if (depth > kMaxRoundDepth) throw std::runtime_error("nested deeper than a round");
+      return true;
+    };
+    const nlohmann::json doc = nlohmann::json::parse(text, shallow, false);
+    if (doc.is_discarded()) throw std::runtime_error("output is not JSON");
+    const auto& rows = FieldReader(doc).at("txpath_round");
+    if (!rows.is_array()) throw std::runtime_error("txpath_round is not a list");
+    const std::vector<RowKey> expected = round_order(cfg, threads, round);
+    std::vector<RowKey> seen;
+    for (const auto& row : rows) {
+      const FieldReader in(row);
+      const auto queues = in.count("queues");
+      const RowKey key{static_cast<uint32_t>(std::min<uint64_t>(queues, UINT32_MAX)), in.flag("park"),
+                       in.text("strategy")};
+      if (std::find(expected.begin(), expected.end(), key) == expected.end() || queues > UINT32_MAX)
+        throw std::runtime_error("a row " + txpath::quoted(std::get<2>(key)) + " the configuration does not have");
+      if (std::find(seen.begin(), seen.end(), key) != seen.end())
+        throw std::runtime_error("row " + txpath::quoted(std::get<2>(key)) + " twice");
+      seen.push_back(key);
+      const std::size_t queue_count = std::get<2>(key) == kKernelStrategy ? 0 : std::get<0>(key);
+      runs[key].push_back(run_from_json(in.at("run"), queue_count));
+    }
+    return seen;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(where + "malformed output: " + e.what());
+  }
+}
+
+// The sink (or the ifb testbed's counter) that checks arrivals for `delivery`; null when none.
+std::unique_ptr<Sink> start_delivery(const BenchConfig& cfg, Delivery& delivery) {
+  Probe probe(cfg.device);
+  std::unique_ptr<Sink> sink;
+  if (auto sink_cfg = bench_detail::resolve_sink(cfg.sink, probe.device(),
+                                                 frames_for(probe.device(), cfg.payload))) {
+    sink = std::make_unique<Sink>(*sink_cfg);
+    sink->start();
+    delivery.sink = sink.get();
+  } else if (cfg.sink == "auto") {
+    delivery.null_nic = bench_detail::null_nic_of(probe.device());
+  }
+  return sink;
 }
 
 // The numbers of a configuration, each in its range.
@@ -1294,6 +1509,11 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
   }
   if (cfg.threads.empty()) cfg.threads = default_thread_counts();
   if (cfg.park.empty()) cfg.park = {true};
+  if (cfg.seed == 0) {  // recorded, so that the order can be had again (--seed)
+    std::random_device entropy;
+    // Below 2^53, so that a JSON reader that holds numbers as doubles reads it exactly.
+    while (cfg.seed == 0) cfg.seed = ((static_cast<uint64_t>(entropy()) << 32) | entropy()) >> 11;
+  }
   check_ranges(cfg);
   if (!cfg.tc_config.empty()) resolve_tc_config(cfg);
   // Validate everything up front, so a typo fails before minutes of measuring.
@@ -1316,19 +1536,9 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
                                   const std::function<void(const std::string&)>& progress) {
   const BenchConfig cfg = resolve_bench_config(config);
   const SpinParkRestore restore_policy;
-  std::unique_ptr<Sink> sink;
   Delivery delivery;
-  {
-    Probe probe(cfg.device);
-    if (auto sink_cfg = bench_detail::resolve_sink(cfg.sink, probe.device(),
-                                                   frames_for(probe.device(), cfg.payload))) {
-      sink = std::make_unique<Sink>(*sink_cfg);
-      sink->start();
-      delivery.sink = sink.get();
-    } else if (cfg.sink == "auto") {
-      delivery.null_nic = bench_detail::null_nic_of(probe.device());
-    }
-  }
+  // With a round runner the workers check arrivals, each with its own sink.
+  const std::unique_ptr<Sink> sink = cfg.round_runner ? nullptr : start_delivery(cfg, delivery);
   std::vector<BenchPoint> points;
   RoundProgress counter;
   counter.total = cfg.threads.size() * cfg.queues.size() * cfg.park.size() *
@@ -1337,11 +1547,42 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
     if (stop_requested(cfg)) break;
     RunsByPoint runs;
     // Interleaved: round 1 runs every (queues, park, strategy) once, then round 2, ... (A B A B).
-    for (int round = 0; round < cfg.repeat && !stop_requested(cfg); ++round)
-      run_round(cfg, threads, round, delivery, progress, counter, runs);
+    for (int round = 0; round < cfg.repeat && !stop_requested(cfg); ++round) {
+      if (cfg.round_runner) {
+        const std::string text = cfg.round_runner(threads, round);
+        if (text.empty() && stop_requested(cfg)) break;  // stopped before the round ran
+        for (const RowKey& key : read_round(cfg, threads, round, text, runs))
+          tell_live_note(runs[key].back(), progress, counter);
+      } else {
+        run_round(cfg, threads, round, delivery, progress, counter, runs);
+      }
+    }
     append_points(cfg, threads, runs, points);
   }
   return points;
+}
+
+std::string run_bench_round(const BenchConfig& config, int threads, int round,
+                            const std::function<void(const std::string&)>& progress) {
+  BenchConfig cfg = resolve_bench_config(config);
+  cfg.round_runner = nullptr;  // this is where the round runs
+  const auto at = std::find(cfg.threads.begin(), cfg.threads.end(), threads);
+  if (at == cfg.threads.end() || round < 0 || round >= cfg.repeat)
+    throw ConfigError("round " + std::to_string(round + 1) + " at " + std::to_string(threads) +
+                      " threads is not in the configuration");
+  const SpinParkRestore restore_policy;
+  Delivery delivery;
+  const std::unique_ptr<Sink> sink = start_delivery(cfg, delivery);
+  // The progress lines count as run_bench's do: the runs before this round come first.
+  RoundProgress counter;
+  const std::size_t per_round = cfg.queues.size() * cfg.park.size() * cfg.strategies.size();
+  counter.total = cfg.threads.size() * per_round * static_cast<std::size_t>(cfg.repeat);
+  counter.live_notes = false;  // its runs carry them to run_bench
+  counter.done = (static_cast<std::size_t>(at - cfg.threads.begin()) * static_cast<std::size_t>(cfg.repeat) +
+                  static_cast<std::size_t>(round)) * per_round;
+  RunsByPoint runs;
+  run_round(cfg, threads, round, delivery, progress, counter, runs);
+  return round_text(runs);
 }
 
 }  // namespace txpath

@@ -139,7 +139,8 @@ Json config_json(const BenchConfig& cfg, const std::vector<BenchPoint>& points) 
             {"txqueuelen", cfg.txqueuelen}, {"repeat", cfg.repeat},
             {"pin", cfg.pin},               {"nodes", cfg.nodes},
             {"park", park},                 {"kernel_row", kernel_ran},
-            {"burst", cfg.burst}};
+            {"burst", cfg.burst},           {"seed", cfg.seed},
+            {"rounds_in", cfg.round_runner ? "worker processes" : "one process"}};
   put_texts(c, "strategies", cfg.strategies);
   put_text(c, "lock", cfg.lock);
   put_text(c, "device", cfg.device);
