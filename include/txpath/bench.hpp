@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +35,9 @@ struct XpsPolicy {
 XpsPolicy parse_xps(std::string_view text);
 // The policy as --xps takes it ("auto", "off", "0:0,1:1+2").
 std::string xps_text(const XpsPolicy& xps);
+
+struct BenchInterval;
+struct BenchPoint;
 
 struct BenchConfig {
   // Empty: the floor row (kFloorStrategy), then every strategy. Named, only those (the floor
@@ -85,6 +89,30 @@ struct BenchConfig {
   // BenchPoint::complete). Read with relaxed loads: it only steers loops, and the senders' joins
   // order their results. nullptr: never stops early.
   const std::atomic<bool>* stop = nullptr;
+  // Interval reports (--interval, as iperf3 -i): with interval_s > 0 and on_interval set, each
+  // run's measured window is cut into slices of interval_s seconds (the last one shorter) and
+  // on_interval is told each slice's figures as it ends, on the thread that called run_bench.
+  double interval_s = 0;
+  std::function<void(const BenchInterval&)> on_interval;
+  // Told the points of one thread count once they are final (every round ran, ratios and
+  // statistics filled in), in run_bench's order, on the thread that called run_bench: a caller
+  // prints rows as they finish instead of all at the end. The span is valid during the call.
+  std::function<void(std::span<const BenchPoint>)> on_points;
+};
+
+// One slice of a run's measured window (BenchConfig::interval_s): which run, when, and what its
+// queue(s) sent and dropped in the slice.
+struct BenchInterval {
+  std::string strategy;
+  int threads = 0;
+  uint32_t queues = 1;
+  bool park = true;
+  int round = 0;         // 0-based
+  double begin_s = 0;    // seconds since the measured window opened
+  double end_s = 0;
+  uint64_t sent = 0;     // in this slice
+  uint64_t dropped = 0;  // in this slice (the kernel row: its sockets' refusals are not sampled: 0)
+  double mpps = 0;       // sent / (end_s - begin_s), millions per second
 };
 static_assert(std::atomic<bool>::is_always_lock_free, "BenchConfig::stop is set from signal handlers");
 

@@ -25,6 +25,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "bench/live.hpp"
 #include "bench/real_path.hpp"
 #include "base/clock.hpp"
 #include "txpath/device.hpp"
@@ -259,6 +260,21 @@ struct Window {
   bool whole = true;  // false: a stop cut the run short
 };
 
+// Sleeps through a measured window that opened with `start` sampled; with BenchConfig::on_interval,
+// wakes at each slice's end to sample and report it. False if a stop cut the window short.
+template <class Counters, class Sample>
+bool sleep_through_window(const BenchConfig& cfg, const Counters& start, Sample& sample) {
+  bench_detail::IntervalClock clock(cfg, bench_detail::interval_counts(start));
+  if (!clock.enabled()) return sleep_unless_stopped(cfg, std::chrono::duration<double>(cfg.duration_s));
+  for (auto end = clock.next_end();;) {
+    if (!sleep_unless_stopped(cfg, end - std::chrono::steady_clock::now())) return false;
+    clock.tick(bench_detail::interval_counts(sample()));
+    const auto next = clock.next_end();
+    if (next <= end) return true;  // that was the window's last slice
+    end = next;
+  }
+}
+
 // One run, for txpath's rows and the kernel row alike: starts `threads` senders (pinned when
 // cfg.pin), each running send_loop(t, flags) (which calls flags.started() once it is set up, then
 // sends while flags.running()); once all have started, warms up, measures for cfg.duration_s with
@@ -284,7 +300,7 @@ auto measure(const BenchConfig& cfg, int threads, const Delivery& delivery, Send
   w.start = sample();
   w.cpu0 = process_cpu_ns() - delivery.cpu_ns();
   const auto t0 = std::chrono::steady_clock::now();
-  w.whole = w.whole && sleep_unless_stopped(cfg, std::chrono::duration<double>(cfg.duration_s));
+  w.whole = w.whole && sleep_through_window(cfg, w.start, sample);
   w.end = sample();
   w.cpu1 = process_cpu_ns() - delivery.cpu_ns();
   w.length = std::chrono::steady_clock::now() - t0;
@@ -1062,6 +1078,7 @@ struct RoundProgress {
   std::size_t total = 0;
   std::size_t done = 0;
   std::string last_live_note;  // said once, not once per run
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();  // for the ETA
 };
 
 // One round at one thread count: every (queues, park, strategy) once, into `runs`.
@@ -1073,9 +1090,13 @@ void run_round(const BenchConfig& cfg, int threads, int round, Delivery& deliver
       for (const auto& strategy : cfg.strategies) {
         if (stop_requested(cfg)) return;
         ++counter.done;
-        if (progress)
-          progress(progress_line(cfg, counter.done, counter.total, strategy, threads, queues, park, round));
+        if (progress) {
+          const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - counter.start;
+          progress(progress_line(cfg, counter.done, counter.total, strategy, threads, queues, park, round) +
+                   bench_detail::eta_note(cfg, elapsed.count(), counter.done - 1, counter.total));
+        }
         set_spin_park(park);  // no waiter of an earlier run is left: its queue is gone
+        const bench_detail::RowScope row(strategy, threads, queues, park, round);  // on_interval's
         Run run = run_once(cfg, strategy, threads, queues, delivery);
         if (progress && !run.live_note.empty() && run.live_note != counter.last_live_note)
           progress("no live counters for txpath tc -s: " + run.live_note);
@@ -1092,6 +1113,8 @@ void check_ranges(const BenchConfig& cfg) {
       std::count(cfg.park.begin(), cfg.park.end(), false) > 1)
     throw ConfigError("park: each of on and off may be given once");
   if (!(cfg.duration_s > 0)) throw ConfigError("duration must be positive");
+  if (!(cfg.interval_s >= 0) || !std::isfinite(cfg.interval_s))
+    throw ConfigError("interval must be a finite number of seconds, 0 for none");
   if (cfg.repeat < 1 || cfg.repeat > 1000) throw ConfigError("repeat must be in 1..1000");
   if (cfg.burst < 1 || cfg.burst > kMaxBurst)
     throw ConfigError("burst " + std::to_string(cfg.burst) + " out of range 1.." + std::to_string(kMaxBurst));
@@ -1334,7 +1357,10 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
     // Interleaved: round 1 runs every (queues, park, strategy) once, then round 2, ... (A B A B).
     for (int round = 0; round < cfg.repeat && !stop_requested(cfg); ++round)
       run_round(cfg, threads, round, delivery, progress, counter, runs);
+    const std::size_t before = points.size();
     append_points(cfg, threads, runs, points);
+    if (cfg.on_points && points.size() > before)
+      cfg.on_points(std::span<const BenchPoint>(points).subspan(before));
   }
   return points;
 }
