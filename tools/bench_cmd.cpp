@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <sstream>
@@ -344,6 +345,20 @@ std::string queue_counts(const BenchConfig& cfg) {
   return fmt::format("{}", fmt::join(cfg.queues, ","));
 }
 
+// The SVG's provenance line: "txpath · 2026-12-03 21:04 UTC · host NAME".
+std::string provenance_line() {
+  // VERSION: the txpath version string (git describe) goes here, e.g. "txpath v0.16-3-gabc1234".
+  const std::string version = "txpath";
+  char date[64] = "";
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  if (::gmtime_r(&now, &utc) == nullptr || std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &utc) == 0)
+    date[0] = '\0';
+  char host[256] = "";
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return version + " \u00b7 " + date + " \u00b7 host " + one_line(host);
+}
+
 // Writes --json, --csv and --plot (each complete or not there: OutputFile) and reports every
 // failure in one line naming the file. False if any failed.
 bool write_outputs(const BenchOptions& o, const BenchConfig& cfg,
@@ -372,7 +387,8 @@ bool write_outputs(const BenchOptions& o, const BenchConfig& cfg,
     const std::string into = counts.empty() ? "one TX queue" : counts + " TX queues";
     return render_svg(points, fmt::format("txpath bench: senders into {} (device {}, qdisc {}, lock {}, park {}){}",
                                           into, one_line(cfg.device), one_line(cfg.qdisc), one_line(cfg.lock), park_list,
-                                          partial ? " [partial: stopped by a signal]" : ""));
+                                          partial ? " [partial: stopped by a signal]" : ""),
+                      provenance_line());
   });
   // A device's own output (pcap:FILE), once per file.
   std::vector<std::string> seen;
