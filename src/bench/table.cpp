@@ -159,6 +159,26 @@ std::string group_line(const std::vector<Column>& cols) {
   return rstrip(std::move(line)) + "\n";
 }
 
+// `text` cut into lines of at most `width` characters at spaces (a longer word stands alone).
+std::string wrap(const std::string& text, std::size_t width) {
+  std::string out, line;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    start = end + 1;
+    if (word.empty()) continue;
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+  }
+  return line.empty() ? out : out + line + "\n";
+}
+
 }  // namespace
 
 double offered_loss_pct(const BenchPoint& p) {
@@ -219,24 +239,27 @@ std::string table_notes(const TableLayout& layout, std::span<const BenchPoint> p
 }
 
 std::string table_legend(const TableLayout& l) {
-  std::string out =
-      "\nMpps: packets sent per second, median of the rounds (~: the rounds disagree, see the note). CPU ns/pkt: the\n"
-      "process's CPU time per packet sent. vs busylock, vs floor" + std::string(l.kernel ? ", vs kernel" : "") +
-      ": Mpps and CPU per packet over that row's at the same\n"
-      "threads" + std::string(l.queues ? ", TX queues (txq)" : "") +
+  const std::string kernel = l.kernel ? ", vs kernel" : "";
+  std::string text =
+      "Mpps: packets sent per second, median of the rounds (~: the rounds disagree, see the note). CPU ns/pkt: the "
+      "process's CPU time per packet sent. vs busylock, vs floor" + kernel +
+      ": Mpps and CPU per packet over that row's at the same threads" + (l.queues ? ", TX queues (txq)" : "") +
       " and park (JSON vs_busylock_mpps, vs_busylock_cpu, vs_floor_cpu" +
-      std::string(l.kernel ? ", vs_kernel_mpps, vs_kernel_cpu" : "") + "). floor: senders\n"
-      "straight into the device, the harness's own limit" +
-      std::string(l.kernel ? "; kernel: a UDP socket per sender into the interface's own qdisc" : "") + ".\n"
-      "drop%: of the packets offered (submitted), dropped" +
-      std::string(l.sink ? "; lost%: of those sent, never seen at the sink" : "") +
-      ". !: the row dropped or lost >= 50%\nof what it was offered, so its Mpps ratio is no win. "
-      "park: lock waits park in the kernel (on) or yield (off).\n";
+      (l.kernel ? ", vs_kernel_mpps, vs_kernel_cpu" : "") +
+      "). floor: senders straight into the device, the harness's own limit" +
+      (l.kernel ? "; kernel: a UDP socket per sender into the interface's own qdisc" : "") +
+      ". drop%: of the packets offered (submitted), dropped" +
+      (l.sink ? "; lost%: of those sent, never seen at the sink" : "") +
+      ". !: the row dropped or lost >= 50% of what it was offered, so its Mpps ratio is no win. "
+      "park: lock waits park in the kernel (on) or yield (off). ";
   if (l.wide)
-    out += "min..max, CV%: over the rounds; CI95: 95% confidence interval of the ratio, round by round; fair: Jain index\n"
-           "over senders; batch: packets per doorbell; waits/k: contended lock acquisitions per 1000 packets.\n";
-  out += "p50/p99 us: sampled send() latency. check: submitted = sent + dropped (ok), in full with --wide or in the JSON.\n";
-  return out;
+    text += "min..max, CV%: over the rounds; CI95: 95% confidence interval of the ratio, round by round; fair: Jain "
+            "index over senders; batch: packets per doorbell; waits/k: contended lock acquisitions per 1000 "
+            "packets. ";
+  text += "p50/p99 us: sampled send() latency. check: submitted = sent + dropped (ok), in full with --wide and in "
+          "the JSON.";
+  std::string out(1, '\n');  // appended: GCC 12 warns (-Wrestrict) on "\n" + ...
+  return out += wrap(text, kTableColumns);
 }
 
 std::string queue_table(const TableLayout& layout, std::span<const BenchPoint> points) {
