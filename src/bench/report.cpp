@@ -148,27 +148,54 @@ double text_width(std::string_view s, double font_size) {
   return static_cast<double>(glyphs(s)) * font_size * 0.6;
 }
 
-// Tableau 10: distinct, colour-blind-friendlier than the SVG named colours.
-constexpr std::array<std::string_view, 10> kPalette = {
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+// Tableau 10 and two darker tones: distinct, colour-blind-friendlier than the SVG named colours.
+constexpr std::array<std::string_view, 12> kPalette = {
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+    "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1b5e20", "#3f3f7f"};
 // Each series also has its own dash pattern and marker shape, so that two lines differ in more
-// than colour (series i: colour i % 10, dash i % 5, shape i % 6: any two of the first 30 differ
-// in at least two of the three, the first 10 in colour).
-constexpr std::array<std::string_view, 5> kDashes = {"", "8 4", "2 3", "8 3 2 3", "12 3 2 3 2 3"};
-enum class Shape : uint8_t { circle, square, triangle, diamond, triangle_down, cross };
-constexpr std::array<std::string_view, 6> kShapeNames = {"circle",  "square",        "triangle",
-                                                         "diamond", "triangle-down", "cross"};
+// than colour. Series i: colour i % 12, dash i % 11, shape i % 13 — the first 11 differ in all
+// three, and two series share two of them only when their indices differ by a multiple of 132,
+// 143 or 156.
+constexpr std::array<std::string_view, 11> kDashes = {
+    "", "8 4", "2 3", "8 3 2 3", "14 4", "5 2 1 2 1 2", "3 6", "10 2 2 2 2 2", "1 4", "16 3 4 3", "6 2"};
+// A marker: a closed outline through these points (unit radius, y down), or, with an odd name
+// ("cross", "plus"), two strokes; "circle" is drawn as a circle.
+struct Shape {
+  std::string_view name;
+  std::vector<std::pair<double, double>> outline;
+};
+
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> list = {
+      {"circle", {}},
+      {"square", {{-0.8, -0.8}, {0.8, -0.8}, {0.8, 0.8}, {-0.8, 0.8}}},
+      {"triangle", {{0, -1.05}, {1, 0.75}, {-1, 0.75}}},
+      {"diamond", {{0, -1.1}, {1.1, 0}, {0, 1.1}, {-1.1, 0}}},
+      {"triangle-down", {{0, 1.05}, {1, -0.75}, {-1, -0.75}}},
+      {"cross", {{-1, -1}, {1, 1}, {1, -1}, {-1, 1}}},
+      {"triangle-left", {{-1.05, 0}, {0.75, -1}, {0.75, 1}}},
+      {"pentagon", {{0, -1}, {0.95, -0.31}, {0.59, 0.81}, {-0.59, 0.81}, {-0.95, -0.31}}},
+      {"plus", {{-1.1, 0}, {1.1, 0}, {0, -1.1}, {0, 1.1}}},
+      {"triangle-right", {{1.05, 0}, {-0.75, -1}, {-0.75, 1}}},
+      {"hexagon", {{0, -1}, {0.87, -0.5}, {0.87, 0.5}, {0, 1}, {-0.87, 0.5}, {-0.87, -0.5}}},
+      {"star", {{0, -1.2}, {0.28, -0.38}, {1.14, -0.37}, {0.45, 0.15}, {0.71, 0.97},
+                {0, 0.47}, {-0.71, 0.97}, {-0.45, 0.15}, {-1.14, -0.37}, {-0.28, -0.38}}},
+      {"hourglass", {{-0.9, -0.9}, {0.9, -0.9}, {-0.9, 0.9}, {0.9, 0.9}}},
+  };
+  return list;
+}
+
+bool stroked(const Shape& shape) { return shape.name == "cross" || shape.name == "plus"; }
 
 struct Style {
   std::string_view colour;
   std::string_view dash;
-  Shape shape = Shape::circle;
+  const Shape* shape = nullptr;
 };
 
 Style style_for(std::size_t index) {
   return {kPalette[index % kPalette.size()], kDashes[index % kDashes.size()],
-          static_cast<Shape>(index % kShapeNames.size())};
+          &shapes()[index % shapes().size()]};
 }
 
 struct Series {
@@ -357,40 +384,35 @@ class Svg {
   }
   // A marker of the style's shape; hollow (white inside): the point dropped most of its load.
   void marker(double x, double y, const Style& st, bool hollow = false) {
-    const std::string_view shape = kShapeNames[static_cast<std::size_t>(st.shape)];
+    const Shape& shape = *st.shape;
+    const bool outlined = hollow || stroked(shape);
     std::string paint;
-    put(paint, "fill=\"", hollow ? "#ffffff" : st.colour, "\" stroke=\"",
-        hollow || st.shape == Shape::cross ? st.colour : "#ffffff", "\" stroke-width=\"",
-        hollow || st.shape == Shape::cross ? "1.8" : "1", "\"");
-    put(out_, "<", st.shape == Shape::circle ? "circle" : "path", " class=\"marker ", shape,
-        hollow ? " dropped" : "", "\" ");
-    if (st.shape == Shape::circle) {
+    put(paint, "fill=\"", outlined ? "#ffffff" : st.colour, "\" stroke=\"", outlined ? st.colour : "#ffffff",
+        "\" stroke-width=\"", outlined ? "1.8" : "1", "\"");
+    const bool circle = shape.outline.empty();
+    put(out_, "<", circle ? "circle" : "path", " class=\"marker ", shape.name, hollow ? " dropped" : "", "\" ");
+    if (circle) {
       put(out_, "cx=\"", fixed(x), "\" cy=\"", fixed(y), "\" r=\"3.5\" ", paint, "/>\n");
       return;
     }
-    put(out_, "d=\"", shape_path(x, y, st.shape), "\" ", paint, "/>\n");
+    put(out_, "d=\"", shape_path(x, y, shape), "\" ", paint, "/>\n");
   }
   void raw(std::string_view markup) { out_.append(markup); }
   std::string take() { return std::move(out_); }
 
  private:
-  // The outline of a marker centred on (x, y), about 8 px across.
-  static std::string shape_path(double x, double y, Shape shape) {
+  // The outline of a marker centred on (x, y), about 8 px across: a closed polygon, or for a
+  // stroked shape two lines (its points pairwise).
+  static std::string shape_path(double x, double y, const Shape& shape) {
+    constexpr double kRadius = 4;
     std::string d;
-    const auto at = [&](std::string_view cmd, double dx, double dy) {
-      put(d, cmd, fixed(x + dx), ",", fixed(y + dy), " ");
-    };
-    switch (shape) {
-      case Shape::square: at("M", -3.2, -3.2), at("L", 3.2, -3.2), at("L", 3.2, 3.2), at("L", -3.2, 3.2); break;
-      case Shape::triangle: at("M", 0, -4.2), at("L", 4, 3), at("L", -4, 3); break;
-      case Shape::diamond: at("M", 0, -4.5), at("L", 4.5, 0), at("L", 0, 4.5), at("L", -4.5, 0); break;
-      case Shape::triangle_down: at("M", 0, 4.2), at("L", 4, -3), at("L", -4, -3); break;
-      default:  // a cross: two strokes (fill does not show)
-        at("M", -4, -4), at("L", 4, 4), at("M", 4, -4), at("L", -4, 4);
-        d.pop_back();
-        return d;
+    for (std::size_t i = 0; i < shape.outline.size(); ++i) {
+      const bool move = i == 0 || (stroked(shape) && i % 2 == 0);
+      put(d, i ? " " : "", move ? "M" : "L", fixed(x + kRadius * shape.outline[i].first), ",",
+          fixed(y + kRadius * shape.outline[i].second));
     }
-    return d + "Z";
+    if (!stroked(shape)) d += " Z";
+    return d;
   }
 
   std::string out_;
@@ -567,7 +589,7 @@ void draw_series(Svg& svg, const Series& series, const Style& st, const Scales& 
     if (dropped && label_drops) {
       std::string attrs;
       put(attrs, "class=\"drop-label\" font-size=\"10\" fill=\"", st.colour, "\"");
-      svg.text(x + 6, y - 6, fixed(offered_loss_pct(*p), 0) + "% dropped", attrs);
+      svg.text(x + 6, y - 6, std::to_string(std::lround(offered_loss_pct(*p))) + "% dropped", attrs);
     }
   }
   svg.raw("</g>\n");
