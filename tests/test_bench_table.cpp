@@ -24,6 +24,14 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
+// The ratios to busylock (Mpps, CPU), to the floor (CPU) and to the kernel row (Mpps as busylock's).
+void set_ratios(BenchPoint& p, double mpps, double cpu, double floor, double kernel_cpu) {
+  p.vs_busylock_mpps = p.vs_kernel_mpps = mpps;
+  p.vs_busylock_cpu = cpu;
+  p.vs_floor_cpu = floor;
+  p.vs_kernel_cpu = kernel_cpu;
+}
+
 // A point with every figure filled in; `loss` percent of its offered packets dropped.
 BenchPoint point(const std::string& strategy, int threads, double loss_pct = 0) {
   BenchPoint p;
@@ -42,11 +50,7 @@ BenchPoint point(const std::string& strategy, int threads, double loss_pct = 0) 
   p.lock_waits = 42;
   p.send_p50_ns = 150;
   p.send_p99_ns = 2500;
-  p.vs_busylock_mpps = 1.81;
-  p.vs_busylock_cpu = 0.9;
-  p.vs_floor_cpu = 1.5;
-  p.vs_kernel_mpps = 1.81;
-  p.vs_kernel_cpu = 0.75;
+  set_ratios(p, 1.81, 0.9, 1.5, 0.75);
   p.conserved = true;
   p.drained = true;
   p.runs = 3;
@@ -70,11 +74,7 @@ std::vector<BenchPoint> extreme_points() {
   big.per_queue.resize(2);
   big.mpps = 987.654;
   big.cpu_ns_per_pkt = 1234567;
-  big.vs_busylock_mpps = 123.45;
-  big.vs_busylock_cpu = 99.99;
-  big.vs_floor_cpu = 999.99;
-  big.vs_kernel_mpps = 123.45;
-  big.vs_kernel_cpu = 99.99;
+  set_ratios(big, 123.45, 99.99, 999.99, 99.99);
   big.send_p99_ns = 12345678;
   big.sink_checked = true;
   big.sink_lost = 12;
