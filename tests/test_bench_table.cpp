@@ -72,12 +72,18 @@ std::vector<BenchPoint> extreme_points() {
   big.lock = "a_long_lock_kind";
   big.queues = 64;
   big.per_queue.resize(2);
+  constexpr uint64_t kMany = 99'999'999'999;  // the counts' widest: 100 s at 1000 Mpps
+  big.per_queue[0] = {.submitted = kMany, .sent = kMany / 2, .dropped = kMany / 3};
+  big.sink_socket_drops = kMany;
+  big.sink_duplicated = big.sink_out_of_order = 99'999'999;
+  big.delivered = false;
   big.mpps = 987.654;
   big.cpu_ns_per_pkt = 1234567;
   set_ratios(big, 123.45, 99.99, 999.99, 99.99);
   big.send_p99_ns = 12345678;
   big.sink_checked = true;
   big.sink_lost = 12;
+  big.sink_received = kMany;
   big.unstable = true;
   big.unstable_reason = "bimodal: 1.4 vs 9.1 Mpps";
   BenchPoint failed = point("busylock", 2);
