@@ -250,7 +250,8 @@ const char* park_name(bool park) noexcept;
 BenchConfig resolve_bench_config(const BenchConfig& config);
 
 // Runs every point (after resolve_bench_config()); `progress` (may be empty) is told before each
-// run starts. Points come grouped by thread count, then TX queue count, then park policy (in
+// run starts ("[3/8] busylock threads=4 park=on round 2", with " ETA 0:42" when the whole bench is
+// planned to take 3 s or more); BenchConfig::on_points and on_interval are told as described there. Points come grouped by thread count, then TX queue count, then park policy (in
 // config order), then strategy; runs at one thread count are interleaved over all three. The process-wide spin-park policy is restored afterwards.
 // Throws ConfigError for a bad strategy, lock, device or qdisc, before anything runs.
 // When config.stop is set, returns early with the points that ran (see BenchConfig::stop).

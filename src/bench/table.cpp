@@ -72,7 +72,7 @@ std::string marked_ratio(double v, const BenchPoint& p) {
   return ratio(v) + (v > 0 && wins_by_dropping(p) ? "!" : " ");
 }
 
-std::string interval(const Interval95& ci) {
+std::string ci_text(const Interval95& ci) {
   return ci.lo == 0 && ci.hi == 0 ? "-" : num(ci.lo, 2) + ".." + num(ci.hi, 2);
 }
 
@@ -110,7 +110,7 @@ std::vector<Column> columns(const TableLayout& l) {
   add(true, {"vs busylock", "Mpps", 6, false,
              [](const BenchPoint& p) { return marked_ratio(p.vs_busylock_mpps, p); }});
   add(l.wide, {"vs busylock", "Mpps CI95", 11, false,
-               [](const BenchPoint& p) { return interval(p.vs_busylock_mpps_ci95); }});
+               [](const BenchPoint& p) { return ci_text(p.vs_busylock_mpps_ci95); }});
   add(true, {"vs busylock", "CPU", 5, false, [](const BenchPoint& p) { return ratio(p.vs_busylock_cpu); }});
   add(true, {"vs floor", "CPU", 8, false, [](const BenchPoint& p) { return ratio(p.vs_floor_cpu); }});
   add(l.kernel, {"vs kernel", "Mpps", 6, false,
