@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string_view>
@@ -21,8 +22,9 @@ std::string num(double v, int decimals) {
   return buf;
 }
 
-// A ratio: two decimals, "-" when there is none (0).
-std::string ratio(double v) { return v > 0 ? num(v, 2) : "-"; }
+// A ratio: two decimals (one from 10, none from 100: it keeps to its column), "-" when there is
+// none (0).
+std::string ratio(double v) { return v > 0 ? num(v, v < 10 ? 2 : v < 100 ? 1 : 0) : "-"; }
 
 double pct(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0;
@@ -228,13 +230,19 @@ std::string table_notes(const TableLayout& layout, std::span<const BenchPoint> p
     std::string line = std::string(mark) + " " + row_label(p) + ": " + what;
     out += (layout.wide ? line : cut(line, kTableColumns)) + "\n";
   };
+  std::string dropped;  // one paragraph for every "!" row
   for (const BenchPoint& p : points) {
     if (p.unstable)
       note("~", p, "unstable, the rounds disagree" + (p.unstable_reason.empty() ? "" : " (" + p.unstable_reason + ")"));
-    if (wins_by_dropping(p))
-      note("!", p, num(offered_loss_pct(p), 1) + "% of the offered packets dropped or lost: its Mpps ratios are no win");
+    if (wins_by_dropping(p)) {
+      if (!dropped.empty()) dropped += ", ";
+      dropped += row_label(p) + " " + num(offered_loss_pct(p), 1) + "%";
+    }
     if (!p.conserved || !p.complete) note(p.complete ? "FAIL" : "*", p, check_text(p, layout.repeat));
   }
+  if (!dropped.empty())
+    out += wrap("! dropped or lost half of the offered packets or more (their Mpps ratios are no win): " + dropped,
+                layout.wide ? SIZE_MAX : kTableColumns);
   return out;
 }
 
