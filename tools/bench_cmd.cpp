@@ -17,8 +17,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <sstream>
+#include <utility>
 
+#include "txpath/bench_table.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/file.hpp"
@@ -27,6 +30,7 @@
 #include "txpath/text.hpp"
 #include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
+#include "txpath/version.hpp"
 
 namespace txpath::cli {
 
@@ -213,106 +217,19 @@ void check_output_path(std::string_view flag, const std::string& file) {
     throw ConfigError(name + ": cannot create a file in " + txpath::quoted(dir) + ": " + std::strerror(errno));
 }
 
-// ---- the table --------------------------------------------------------------------------------
-
-std::string check_text(const BenchPoint& p, int repeat) {
-  std::string text =
-      p.conserved ? fmt::format("ok: {} = {} sent + {} dropped", p.submitted, p.sent, p.dropped)
-      : p.drained ? fmt::format("FAIL: {} != {} sent + {} dropped", p.submitted, p.sent, p.dropped)
-                  : std::string("FAIL: packets still queued after drain");
-  if (!p.complete) text += fmt::format(" (partial: {} of {} round(s), stopped)", p.runs, repeat);
-  return text;
-}
-
-// True when some point ran on more than one TX queue: the table then has a queues column.
-bool multi_queue(const std::vector<BenchPoint>& points) {
-  return std::any_of(points.begin(), points.end(), [](const BenchPoint& p) { return p.queues != 1; });
-}
-
-void print_results(const std::vector<BenchPoint>& points, int repeat) {
-  const bool kernel = std::any_of(points.begin(), points.end(),
-                                  [](const BenchPoint& p) { return p.vs_kernel_mpps > 0; });
-  const bool queues = multi_queue(points);
-  const auto ratio = [](double v) { return v > 0 ? fmt::format("{:.2f}", v) : std::string("-"); };
-  fmt::print("{:<17} {:<6} {:<4} {:>4} ", "strategy", "lock", "park", "thr");
-  if (queues) fmt::print("{:>4} ", "txq");
-  fmt::print("{:>7} {:>13} {:>7} {:>6} {:>5} {:>6} ", "Mpps", "(min..max)", "ns/pkt", "x_bl", "cpu_x", "cpu_xf");
-  if (kernel) fmt::print("{:>6} {:>6} ", "x_kern", "cpu_xk");
-  fmt::print("{:>6} {:>9} {:>8} {:>7} {:>7} {:>6} {:>6}  {}\n", "fair", "batch", "drop%", "waits/k",
-             "p50ns", "p99us", "requ", "check");
-  for (const auto& p : points) {
-    const double drop_pct =
-        p.submitted ? 100.0 * static_cast<double>(p.dropped) / static_cast<double>(p.submitted) : 0;
-    const double waits_per_k =
-        p.sent ? 1000.0 * static_cast<double>(p.lock_waits) / static_cast<double>(p.sent) : 0;
-    fmt::print("{:<17} {:<6} {:<4} {:>4} ", p.strategy, p.lock, park_name(p.park), p.threads);
-    if (queues) fmt::print("{:>4} ", p.queues);
-    fmt::print("{:>7.3f} {:>13} {:>7.0f} {:>6} {:>5} {:>6} ", p.mpps,
-               fmt::format("{:.2f}..{:.2f}", p.mpps_min, p.mpps_max), p.cpu_ns_per_pkt,
-               ratio(p.vs_busylock_mpps), ratio(p.vs_busylock_cpu), ratio(p.vs_floor_cpu));
-    if (kernel) fmt::print("{:>6} {:>6} ", ratio(p.vs_kernel_mpps), ratio(p.vs_kernel_cpu));
-    fmt::print("{:>6.3f} {:>9.1f} {:>8.2f} {:>7.1f} {:>7.0f} {:>6.1f} {:>6}  {}\n", p.fairness,
-               p.batch_mean, drop_pct, waits_per_k, p.send_p50_ns, p.send_p99_ns / 1000.0,
-               p.requeues, check_text(p, repeat));
-  }
-}
-
-// Each TX queue's share of the points that ran on several (summed over rounds).
-void print_queue_results(const std::vector<BenchPoint>& points) {
-  if (!multi_queue(points)) return;
-  fmt::print("\nPer TX queue (summed over rounds; batch: packets per doorbell):\n{:<17} {:<4} {:>4} {:>4} {:>4} {:>11} {:>9} {:>7}  {}\n",
-             "strategy", "park", "thr", "txq", "q", "sent", "dropped", "batch", "check");
-  for (const auto& p : points) {
-    if (p.queues == 1) continue;
-    for (std::size_t i = 0; i < p.per_queue.size(); ++i) {
-      const BenchQueuePoint& q = p.per_queue[i];
-      fmt::print("{:<17} {:<4} {:>4} {:>4} {:>4} {:>11} {:>9} {:>7.1f}  {}\n", p.strategy,
-                 park_name(p.park), p.threads, p.queues, i, q.sent, q.dropped, q.batch_mean,
-                 q.conserved ? fmt::format("ok: {} = {} sent + {} dropped", q.submitted, q.sent, q.dropped)
-                             : fmt::format("FAIL: {} != {} sent + {} dropped, or left queued",
-                                           q.submitted, q.sent, q.dropped));
-    }
-  }
-}
-
-void print_sink_results(const std::vector<BenchPoint>& points) {
-  if (std::none_of(points.begin(), points.end(), [](const BenchPoint& p) { return p.sink_checked; }))
-    return;
-  fmt::print("\nArrivals at the sink (summed over rounds):\n{:<17} {:<4} {:>4} {:>11} {:>11} {:>9} {:>7} {:>9} {:>6} {:>6}  {}\n",
-             "strategy", "park", "thr", "sent", "received", "lost", "lost%", "sock_drop", "dup",
-             "ooo", "check");
-  for (const auto& p : points) {
-    if (!p.sink_checked) continue;
-    const double lost_pct =
-        p.sent ? 100.0 * static_cast<double>(p.sink_lost) / static_cast<double>(p.sent) : 0;
-    fmt::print("{:<17} {:<4} {:>4} {:>11} {:>11} {:>9} {:>7.2f} {:>9} {:>6} {:>6}  {}\n",
-               p.strategy, park_name(p.park), p.threads, p.sent, p.sink_received, p.sink_lost,
-               lost_pct, p.sink_socket_drops, p.sink_duplicated, p.sink_out_of_order,
-               !p.delivered ? "FAIL: duplicated or reordered frames"
-               : p.sink_out_of_order ? "ok: no duplicate; the kernel path reordered some (reported)"
-                                     : "ok: no duplicate, in order per sender");
-  }
-}
-
-void print_legend(bool queues) {
-  fmt::print("\npark: lock waits park in the kernel (on) or yield (off) after spinning; {}"
-             "x_bl, cpu_x: Mpps and CPU ns/packet relative to busylock at the same thread count{} and park; "
-             "cpu_xf: CPU ns/packet relative to the floor row (senders straight into the device, a "
-             "doorbell every 64 packets: the harness's own limit), median of the rounds' ratios; "
-             "x_kern, cpu_xk: the same relative to the kernel's own path (strategy kernel: one UDP "
-             "socket per sender into the interface's own qdisc); lost: sent but not received at the sink "
-             "(sock_drop: of those, dropped at the sink's socket); "
-             "fair: Jain index over senders; batch: packets per doorbell; waits/k: contended lock "
-             "acquisitions per 1000 packets; p50ns/p99us: sampled send() latency.\n",
-             queues ? "txq: the device's TX queues (--queues); " : "", queues ? ", TX queues" : "");
-}
-
 // ---- outputs ----------------------------------------------------------------------------------
 
 // "1,2,4": the TX queue counts; empty for the seed experiment's one TX queue.
 std::string queue_counts(const BenchConfig& cfg) {
   if (cfg.queues.size() == 1 && cfg.queues.front() == 1) return {};
   return fmt::format("{}", fmt::join(cfg.queues, ","));
+}
+
+// The SVG's provenance line: "txpath 0.1.0+g1234abc · 2026-12-03T21:04:05Z · host NAME", the
+// same version, date form and host name as the JSON's.
+std::string provenance_line() {
+  return "txpath " + std::string(build_info().version) + " \u00b7 " +
+         utc_iso8601(std::chrono::system_clock::now()) + " \u00b7 host " + one_line(host_info().hostname);
 }
 
 // Writes --json, --csv and --plot (each complete or not there: OutputFile) and reports every
@@ -344,7 +261,8 @@ bool write_outputs(const BenchOptions& o, const BenchConfig& cfg,
     const std::string into = counts.empty() ? "one TX queue" : counts + " TX queues";
     return render_svg(points, fmt::format("txpath bench: senders into {} (device {}, qdisc {}, lock {}, park {}){}",
                                           into, one_line(cfg.device), one_line(cfg.qdisc), one_line(cfg.lock), park_list,
-                                          partial ? " [partial: stopped by a signal]" : ""));
+                                          partial ? " [partial: stopped by a signal]" : ""),
+                      provenance_line());
   });
   // A device's own output (pcap:FILE), once per file.
   std::vector<std::string> seen;
@@ -495,11 +413,19 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--json", o.json, "Write results as JSON to FILE")->check(non_empty);
   cmd->add_option("--csv", o.csv, "Write results as CSV to FILE")->check(non_empty);
-  cmd->add_option("--plot", o.plot, "Write an SVG chart (Mpps vs threads) to FILE")->check(non_empty);
+  cmd->add_option("--plot", o.plot, "Write an SVG chart (Mpps and CPU ns/pkt vs threads, 95% CI bars, drops marked) to FILE")->check(non_empty);
   auto* pin = cmd->add_flag("--pin", o.pin, "Pin senders round-robin over cores, spread over NUMA nodes (default)");
   auto* no_pin = cmd->add_flag("--no-pin", o.no_pin, "Do not pin sender threads");
   pin->excludes(no_pin);
-  cmd->add_flag("--quiet", o.quiet, "No progress lines on stderr");
+  cmd->add_flag("--quiet", o.quiet, "No progress lines on stderr (--interval lines are still printed)");
+  cmd->add_flag("--wide", o.wide,
+                "Every column of the table (min..max, CV, CI, fairness, batch, lock waits, p50, requeues) "
+                "and the full check text; the default table fits 120 columns");
+  cmd->add_option("--interval", o.interval,
+                  "Print a line on stderr every S seconds of each run's measured window: Mpps and drops "
+                  "in that slice (as iperf3 -i)")
+      ->check(number)
+      ->check(CLI::Range(0.01, 3600.0));
   cmd->add_option("--sink", o.sink,
                   "Where arrivals are counted: auto (the testbed peer of the device), none, "
                   "IFNAME or IFNAME@NETNS")
@@ -510,6 +436,16 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
 }
 
 namespace {
+
+// --interval S: each slice of each run as one line on stderr (in a worker too: its runs are
+// where the slices happen, and it shares the parent's stderr).
+void report_intervals(BenchConfig& cfg, const BenchOptions& o) {
+  if (o.interval <= 0) return;
+  cfg.interval_s = o.interval;
+  cfg.on_interval = [](const BenchInterval& slice) {
+    fmt::print(stderr, "txpath bench: {}\n", one_line(interval_line(slice)));
+  };
+}
 
 // --worker THREADS:ROUND: runs that round of the configuration and writes its text on stdout
 // for the parent (bench_worker.hpp). Exits as the bench does: 2 bad configuration, 1 a failed
@@ -528,6 +464,7 @@ int run_worker(const BenchOptions& o) {
     check_round_pipe();
     BenchConfig cfg = config_from(o);
     cfg.stop = &g_stop;
+    report_intervals(cfg, o);  // a worker's runs are where the slices happen
     const std::string text = run_bench_round(cfg, threads, round, [&](const std::string& line) {
       if (!o.quiet) fmt::print(stderr, "txpath bench: {}\n", line);
     });
@@ -560,6 +497,11 @@ int run_bench_command(const BenchOptions& o) {
                                    .started = std::chrono::system_clock::now()};
   BenchConfig cfg;
   std::vector<BenchPoint> points;
+  TableLayout layout;
+  bool header_printed = false;
+  const auto print_header = [&] {
+    if (!std::exchange(header_printed, true)) fmt::print("{}", table_header(layout));
+  };
   try {
     cfg = config_from(o);
     if (!o.in_process) {
@@ -569,6 +511,14 @@ int run_bench_command(const BenchOptions& o) {
     }
     print_config(cfg);
     cfg.stop = &g_stop;
+    layout = table_layout(cfg, o.wide);
+    // Rows print as each thread count's points are final; the header once, before the first.
+    cfg.on_points = [&](std::span<const BenchPoint> finished) {
+      print_header();
+      fmt::print("{}", table_rows(layout, finished));
+      std::fflush(stdout);
+    };
+    report_intervals(cfg, o);
     points = run_bench(cfg, [&](const std::string& line) {
       if (!o.quiet) fmt::print(stderr, "txpath bench: {}\n", line);
     });
@@ -585,10 +535,9 @@ int run_bench_command(const BenchOptions& o) {
   // relaxed: see g_signal. A signal seen now stopped the bench (or came after its last run).
   const bool partial = g_signal.load(std::memory_order_relaxed) != 0;
 
-  print_results(points, cfg.repeat);
-  print_queue_results(points);
-  print_sink_results(points);
-  print_legend(multi_queue(points));
+  print_header();  // the table's header even when no row ran
+  fmt::print("{}{}{}{}", table_notes(layout, points), queue_table(layout, points),
+             sink_table(layout, points), table_legend(layout));
   std::fflush(stdout);
   print_warnings(points);
   if (partial)

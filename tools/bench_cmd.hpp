@@ -33,6 +33,8 @@ struct BenchOptions {
   bool pin = false;
   bool no_pin = false;
   bool quiet = false;
+  bool wide = false;    // --wide: every column of the table
+  double interval = 0;  // --interval S: a line per S seconds of each run (0: none)
   std::string sink = "auto";
   bool no_kernel_row = false;
   std::vector<std::string> command_line;  // argv as given, recorded in --json (main() sets it)

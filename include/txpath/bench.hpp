@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +35,9 @@ struct XpsPolicy {
 XpsPolicy parse_xps(std::string_view text);
 // The policy as --xps takes it ("auto", "off", "0:0,1:1+2").
 std::string xps_text(const XpsPolicy& xps);
+
+struct BenchInterval;
+struct BenchPoint;
 
 struct BenchConfig {
   // Empty: the floor row (kFloorStrategy), then every strategy. Named, only those (the floor
@@ -97,6 +101,30 @@ struct BenchConfig {
   // throws (std::runtime_error, one line) for a round that could not run; run_bench then throws
   // it on. The sink then belongs to the worker.
   std::function<std::string(int threads, int round)> round_runner;
+  // Interval reports (--interval, as iperf3 -i): with interval_s > 0 and on_interval set, each
+  // run's measured window is cut into slices of interval_s seconds (the last one shorter) and
+  // on_interval is told each slice's figures as it ends, on the thread that called run_bench.
+  double interval_s = 0;
+  std::function<void(const BenchInterval&)> on_interval;
+  // Told the points of one thread count once they are final (every round ran, ratios and
+  // statistics filled in), in run_bench's order, on the thread that called run_bench: a caller
+  // prints rows as they finish instead of all at the end. The span is valid during the call.
+  std::function<void(std::span<const BenchPoint>)> on_points;
+};
+
+// One slice of a run's measured window (BenchConfig::interval_s): which run, when, and what its
+// queue(s) sent and dropped in the slice.
+struct BenchInterval {
+  std::string strategy;
+  int threads = 0;
+  uint32_t queues = 1;
+  bool park = true;
+  int round = 0;         // 0-based
+  double begin_s = 0;    // seconds since the measured window opened
+  double end_s = 0;
+  uint64_t sent = 0;     // in this slice
+  uint64_t dropped = 0;  // in this slice (the kernel row: its sockets' refusals are not sampled: 0)
+  double mpps = 0;       // sent / (end_s - begin_s), millions per second
 };
 static_assert(std::atomic<bool>::is_always_lock_free, "BenchConfig::stop is set from signal handlers");
 
@@ -242,9 +270,11 @@ const char* park_name(bool park) noexcept;
 BenchConfig resolve_bench_config(const BenchConfig& config);
 
 // Runs every point (after resolve_bench_config()); `progress` (may be empty) is told before each
-// run starts. Points come grouped by thread count, then TX queue count, then park policy (in
-// config order), then strategy; runs at one thread count are interleaved over all three, in
-// rounds (each runs every row once, in the order BenchConfig::seed shuffles; each round in
+// run starts ("[3/8] busylock threads=4 park=on round 2", with " ETA 0:42" when the whole bench is
+// planned to take 3 s or more); BenchConfig::on_points and on_interval are told as described
+// there. Points come grouped by thread count, then TX queue count, then park policy (in config
+// order), then strategy; runs at one thread count are interleaved over all three, in rounds (each
+// runs every row once, in the order BenchConfig::seed shuffles; each round in
 // config.round_runner when set). The process-wide spin-park policy is restored afterwards.
 // Throws ConfigError for a bad strategy, lock, device or qdisc, before anything runs.
 // When config.stop is set, returns early with the points that ran (see BenchConfig::stop).

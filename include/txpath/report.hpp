@@ -109,16 +109,23 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool pa
 // The column names write_csv() writes, in order.
 const std::vector<std::string_view>& csv_columns();
 
-// A self-contained SVG 1.1 document (no scripts, no external fonts or CSS): Mpps (y, linear from
-// 0) versus sender threads (x, log2 when the thread counts span more than a factor of 8, else
-// linear), one polyline with point markers per series, min–max whiskers where they differ from
-// the median, a legend and `title` at the top. A series is a strategy, split by lock kind
+// A self-contained SVG 1.1 document (no scripts, no external fonts or CSS) of two panels that
+// share the x axis, sender threads (log2 when the thread counts span more than a factor of 8,
+// else linear): Mpps on top and CPU ns per packet below (y linear from 0), one polyline per
+// series in each, a legend, `title` at the top and `provenance` (e.g. "txpath v1.2 · 2026-12-03
+// 21:00 UTC · host box"; nothing when empty) at the bottom. Each series has its own colour, dash
+// pattern and marker shape. Error bars: the 95% confidence interval of the mean of the point's
+// per-round samples (BenchPoint::mpps_samples, cpu_samples) when it has two or more, else (Mpps
+// only) the min–max whisker where it differs from the median. A point that dropped or lost half
+// of its offered load or more (wins_by_dropping(), txpath/bench_table.hpp) has a hollow marker,
+// labelled with the share dropped in the Mpps panel. A series is a strategy, split by lock kind
 // ("name (lock)") when one strategy appears with several locks and by park policy
 // ("name (park off)", "name (lock, park off)") when it appears with both, and by TX queue count
 // ("name (2 TX queues)", between lock and park) when it appears with several. Every text is
 // XML-escaped.
 // Points whose Mpps is not finite are left out; with nothing to plot the chart says "no data".
 // (`txpath bench` marks a chart of a bench stopped by a signal in its title: "[partial: ...]".)
-std::string render_svg(const std::vector<BenchPoint>& points, std::string_view title);
+std::string render_svg(const std::vector<BenchPoint>& points, std::string_view title,
+                       std::string_view provenance = {});
 
 }  // namespace txpath

@@ -28,6 +28,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "bench/live.hpp"
 #include "bench/noise.hpp"
 #include "bench/real_path.hpp"
 #include "bench/tc_final.hpp"
@@ -268,6 +269,21 @@ struct Window {
   bool whole = true;  // false: a stop cut the run short
 };
 
+// Sleeps through a measured window that opened with `start` sampled; with BenchConfig::on_interval,
+// wakes at each slice's end to sample and report it. False if a stop cut the window short.
+template <class Counters, class Sample>
+bool sleep_through_window(const BenchConfig& cfg, const Counters& start, Sample& sample) {
+  bench_detail::IntervalClock clock(cfg, bench_detail::interval_counts(start));
+  if (!clock.enabled()) return sleep_unless_stopped(cfg, std::chrono::duration<double>(cfg.duration_s));
+  for (auto end = clock.next_end();;) {
+    if (!sleep_unless_stopped(cfg, end - std::chrono::steady_clock::now())) return false;
+    clock.tick(bench_detail::interval_counts(sample()));
+    const auto next = clock.next_end();
+    if (next <= end) return true;  // that was the window's last slice
+    end = next;
+  }
+}
+
 // One run, for txpath's rows and the kernel row alike: starts `threads` senders (pinned when
 // cfg.pin), each running send_loop(t, flags) (which calls flags.started() once it is set up, then
 // sends while flags.running()); once all have started, warms up, measures for cfg.duration_s with
@@ -294,7 +310,7 @@ auto measure(const BenchConfig& cfg, int threads, const Delivery& delivery, Send
   w.cpu0 = process_cpu_ns() - delivery.cpu_ns();
   w.machine0 = bench_detail::sample_machine();
   const auto t0 = std::chrono::steady_clock::now();
-  w.whole = w.whole && sleep_unless_stopped(cfg, std::chrono::duration<double>(cfg.duration_s));
+  w.whole = w.whole && sleep_through_window(cfg, w.start, sample);
   w.end = sample();
   w.cpu1 = process_cpu_ns() - delivery.cpu_ns();
   w.machine1 = bench_detail::sample_machine();
@@ -1093,7 +1109,23 @@ struct RoundProgress {
   std::size_t done = 0;
   std::string last_live_note;  // said once, not once per run
   bool live_notes = true;      // false in a worker: run_bench says them, once for all rounds
+  // The ETA: runs counted in `done` before this process started (a worker's earlier rounds),
+  // and when it started.
+  std::size_t done_elsewhere = 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 };
+
+// " ETA 0:42" before run number counter.done starts: the mean time of the runs this process
+// finished (a worker knows only its own) times the runs left in the whole bench.
+std::string eta_note(const BenchConfig& cfg, const RoundProgress& counter) {
+  const std::size_t finished = counter.done - 1;
+  const std::size_t here = finished - counter.done_elsewhere;
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - counter.start;
+  // As if the runs finished elsewhere had taken this process's mean (or the plan, before one).
+  const double per_run = here > 0 ? elapsed.count() / static_cast<double>(here)
+                                  : bench_detail::planned_run_seconds(cfg);
+  return bench_detail::eta_note(cfg, per_run * static_cast<double>(finished), finished, counter.total);
+}
 
 // Says a run's "no live counters" note unless it is the one said last.
 void tell_live_note(const Run& run, const std::function<void(const std::string&)>& progress,
@@ -1127,8 +1159,10 @@ void run_round(const BenchConfig& cfg, int threads, int round, Delivery& deliver
     if (stop_requested(cfg)) return;
     ++counter.done;
     if (progress)
-      progress(progress_line(cfg, counter.done, counter.total, strategy, threads, queues, park, round));
+      progress(progress_line(cfg, counter.done, counter.total, strategy, threads, queues, park, round) +
+               eta_note(cfg, counter));
     set_spin_park(park);  // no waiter of an earlier run is left: its queue is gone
+    const bench_detail::RowScope row(strategy, threads, queues, park, round);  // on_interval's
     Run run = run_once(cfg, strategy, threads, queues, delivery);
     tell_live_note(run, progress, counter);
     runs[{queues, park, strategy}].push_back(std::move(run));
@@ -1312,6 +1346,8 @@ void check_ranges(const BenchConfig& cfg) {
       std::count(cfg.park.begin(), cfg.park.end(), false) > 1)
     throw ConfigError("park: each of on and off may be given once");
   if (!(cfg.duration_s > 0)) throw ConfigError("duration must be positive");
+  if (!(cfg.interval_s >= 0) || !std::isfinite(cfg.interval_s))
+    throw ConfigError("interval must be a finite number of seconds, 0 for none");
   if (cfg.repeat < 1 || cfg.repeat > 1000) throw ConfigError("repeat must be in 1..1000");
   if (cfg.burst < 1 || cfg.burst > kMaxBurst)
     throw ConfigError("burst " + std::to_string(cfg.burst) + " out of range 1.." + std::to_string(kMaxBurst));
@@ -1557,7 +1593,10 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
         run_round(cfg, threads, round, delivery, progress, counter, runs);
       }
     }
+    const std::size_t before = points.size();
     append_points(cfg, threads, runs, points);
+    if (cfg.on_points && points.size() > before)
+      cfg.on_points(std::span<const BenchPoint>(points).subspan(before));
   }
   return points;
 }
@@ -1580,6 +1619,7 @@ std::string run_bench_round(const BenchConfig& config, int threads, int round,
   counter.live_notes = false;  // its runs carry them to run_bench
   counter.done = (static_cast<std::size_t>(at - cfg.threads.begin()) * static_cast<std::size_t>(cfg.repeat) +
                   static_cast<std::size_t>(round)) * per_round;
+  counter.done_elsewhere = counter.done;
   RunsByPoint runs;
   run_round(cfg, threads, round, delivery, progress, counter, runs);
   return round_text(runs);

@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+#include "txpath/bench_table.hpp"
+
 namespace txpath {
 
 namespace {
@@ -153,22 +155,54 @@ double text_width(std::string_view s, double font_size) {
   return static_cast<double>(glyphs(s)) * font_size * 0.6;
 }
 
-// Tableau 10: distinct, colour-blind-friendlier than the SVG named colours.
-constexpr std::array<std::string_view, 10> kPalette = {
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
-// After the palette wraps: a different dash pattern and hollow markers keep series apart.
-constexpr std::array<std::string_view, 3> kDashes = {"", "7 4", "2 3"};
+// Tableau 10 and two darker tones: distinct, colour-blind-friendlier than the SVG named colours.
+constexpr std::array<std::string_view, 12> kPalette = {
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+    "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1b5e20", "#3f3f7f"};
+// Each series also has its own dash pattern and marker shape, so that two lines differ in more
+// than colour. Series i: colour i % 12, dash i % 11, shape i % 13 — the first 11 differ in all
+// three, and two series share two of them only when their indices differ by a multiple of 132,
+// 143 or 156.
+constexpr std::array<std::string_view, 11> kDashes = {
+    "", "8 4", "2 3", "8 3 2 3", "14 4", "5 2 1 2 1 2", "3 6", "10 2 2 2 2 2", "1 4", "16 3 4 3", "6 2"};
+// A marker: a closed outline through these points (unit radius, y down), or, with an odd name
+// ("cross", "plus"), two strokes; "circle" is drawn as a circle.
+struct Shape {
+  std::string_view name;
+  std::vector<std::pair<double, double>> outline;
+};
+
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> list = {
+      {"circle", {}},
+      {"square", {{-0.8, -0.8}, {0.8, -0.8}, {0.8, 0.8}, {-0.8, 0.8}}},
+      {"triangle", {{0, -1.05}, {1, 0.75}, {-1, 0.75}}},
+      {"diamond", {{0, -1.1}, {1.1, 0}, {0, 1.1}, {-1.1, 0}}},
+      {"triangle-down", {{0, 1.05}, {1, -0.75}, {-1, -0.75}}},
+      {"cross", {{-1, -1}, {1, 1}, {1, -1}, {-1, 1}}},
+      {"triangle-left", {{-1.05, 0}, {0.75, -1}, {0.75, 1}}},
+      {"pentagon", {{0, -1}, {0.95, -0.31}, {0.59, 0.81}, {-0.59, 0.81}, {-0.95, -0.31}}},
+      {"plus", {{-1.1, 0}, {1.1, 0}, {0, -1.1}, {0, 1.1}}},
+      {"triangle-right", {{1.05, 0}, {-0.75, -1}, {-0.75, 1}}},
+      {"hexagon", {{0, -1}, {0.87, -0.5}, {0.87, 0.5}, {0, 1}, {-0.87, 0.5}, {-0.87, -0.5}}},
+      {"star", {{0, -1.2}, {0.28, -0.38}, {1.14, -0.37}, {0.45, 0.15}, {0.71, 0.97},
+                {0, 0.47}, {-0.71, 0.97}, {-0.45, 0.15}, {-1.14, -0.37}, {-0.28, -0.38}}},
+      {"hourglass", {{-0.9, -0.9}, {0.9, -0.9}, {-0.9, 0.9}, {0.9, 0.9}}},
+  };
+  return list;
+}
+
+bool stroked(const Shape& shape) { return shape.name == "cross" || shape.name == "plus"; }
 
 struct Style {
   std::string_view colour;
   std::string_view dash;
-  bool hollow = false;
+  const Shape* shape = nullptr;
 };
 
 Style style_for(std::size_t index) {
-  const std::size_t round = index / kPalette.size();
-  return {kPalette[index % kPalette.size()], kDashes[round % kDashes.size()], round % 2 == 1};
+  return {kPalette[index % kPalette.size()], kDashes[index % kDashes.size()],
+          &shapes()[index % shapes().size()]};
 }
 
 struct Series {
@@ -233,15 +267,44 @@ YAxis y_axis_for(double data_max) {
   return {top, step};
 }
 
-// Min-max whisker bounds for a point, or nothing when they add no information: not filled in
-// (both zero), not finite, or equal to the median.
+// A point's error bar in one panel, or nothing when it adds no information.
 struct Whisker {
   bool show = false;
   double lo = 0;
   double hi = 0;
 };
 
-Whisker whisker_for(const BenchPoint& p) {
+// Two-sided 95% quantile of Student's t with `df` degrees of freedom (df >= 1).
+double t95(std::size_t df) {
+  static constexpr std::array<double, 30> kT = {
+      12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+      2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+      2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (df >= 1 && df <= kT.size()) return kT[df - 1];
+  return df <= 60 ? 2.000 : df <= 120 ? 1.980 : 1.960;
+}
+
+// The 95% confidence interval of the mean of `samples` (t distribution), clipped at 0; nothing
+// with fewer than two finite samples or when every sample is the same.
+Whisker ci_whisker(const std::vector<double>& samples) {
+  std::vector<double> v;
+  for (const double x : samples)
+    if (std::isfinite(x)) v.push_back(x);
+  if (v.size() < 2) return {};
+  double mean = 0;
+  for (const double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  double ss = 0;
+  for (const double x : v) ss += (x - mean) * (x - mean);
+  const double sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  const double half = t95(v.size() - 1) * sd / std::sqrt(static_cast<double>(v.size()));
+  if (!(half > 0) || !std::isfinite(half)) return {};
+  return {true, std::max(0.0, mean - half), mean + half};
+}
+
+// Min-max bounds for a point, or nothing when they add no information: not filled in (both
+// zero), not finite, or equal to the median.
+Whisker min_max_whisker(const BenchPoint& p) {
   if (!std::isfinite(p.mpps_min) || !std::isfinite(p.mpps_max)) return {};
   if (p.mpps_min == 0 && p.mpps_max == 0) return {};
   const double lo = std::max(0.0, std::min({p.mpps_min, p.mpps_max, p.mpps}));
@@ -251,17 +314,38 @@ Whisker whisker_for(const BenchPoint& p) {
   return {true, lo, hi};
 }
 
+// What a panel plots: a figure per point and its error bar.
+struct Metric {
+  std::string_view axis_title;
+  double (*value)(const BenchPoint&);
+  // The 95% CI over the rounds' samples when there are two or more, else (Mpps) min-max.
+  Whisker (*whisker)(const BenchPoint&);
+};
+
+double mpps_of(const BenchPoint& p) { return p.mpps; }
+double cpu_of(const BenchPoint& p) { return p.cpu_ns_per_pkt; }
+Whisker mpps_whisker(const BenchPoint& p) {
+  const Whisker ci = ci_whisker(p.mpps_samples);
+  return ci.show ? ci : min_max_whisker(p);
+}
+Whisker cpu_whisker(const BenchPoint& p) { return ci_whisker(p.cpu_samples); }
+
+constexpr Metric kMppsPanel{"Mpps", mpps_of, mpps_whisker};
+constexpr Metric kCpuPanel{"CPU ns/pkt", cpu_of, cpu_whisker};
+
 // Layout constants (px).
 constexpr double kTitleSize = 16;
 constexpr double kFontSize = 12;
 constexpr double kPlotLeft = 72;
 constexpr double kPlotTop = 48;
 constexpr double kPlotWidth = 560;
-constexpr double kPlotHeight = 340;
-constexpr double kXInset = 24;  // keeps the first and last markers off the axes
+constexpr double kPlotHeight = 300;
+constexpr double kPanelGap = 70;     // between the Mpps panel's x axis and the CPU panel's top
+constexpr double kXInset = 24;       // keeps the first and last markers off the axes
 constexpr double kLegendGap = 24;
 constexpr double kLegendRow = 20;
 constexpr double kLegendSample = 28;
+constexpr double kProvenanceGap = 56;  // from the last panel's bottom to the provenance line
 
 // Builds the document text; small helpers keep the markup in one place.
 class Svg {
@@ -294,6 +378,10 @@ class Svg {
         "\" font-weight=\"bold\" fill=\"#222222\"");
     text(width / 2, 28, title, attrs);
   }
+  // The provenance line at the bottom left, in small grey type.
+  void provenance(double y, std::string_view line) {
+    if (!line.empty()) text(12, y, line, "class=\"provenance\" font-size=\"10\" fill=\"#777777\"");
+  }
   void line(double x1, double y1, double x2, double y2, std::string_view attrs) {
     put(out_, "<line x1=\"", fixed(x1), "\" y1=\"", fixed(y1), "\" x2=\"", fixed(x2), "\" y2=\"",
         fixed(y2), "\" ", attrs, "/>\n");
@@ -301,15 +389,39 @@ class Svg {
   void polyline(std::string_view points, std::string_view attrs) {
     put(out_, "<polyline points=\"", points, "\" ", attrs, "/>\n");
   }
-  void marker(double x, double y, const Style& st) {
-    put(out_, "<circle class=\"marker\" cx=\"", fixed(x), "\" cy=\"", fixed(y),
-        "\" r=\"3.5\" fill=\"", st.hollow ? "#ffffff" : st.colour, "\" stroke=\"",
-        st.hollow ? st.colour : "#ffffff", "\" stroke-width=\"", st.hollow ? "1.5" : "1", "\"/>\n");
+  // A marker of the style's shape; hollow (white inside): the point dropped most of its load.
+  void marker(double x, double y, const Style& st, bool hollow = false) {
+    const Shape& shape = *st.shape;
+    const bool outlined = hollow || stroked(shape);
+    std::string paint;
+    put(paint, "fill=\"", outlined ? "#ffffff" : st.colour, "\" stroke=\"", outlined ? st.colour : "#ffffff",
+        "\" stroke-width=\"", outlined ? "1.8" : "1", "\"");
+    const bool circle = shape.outline.empty();
+    put(out_, "<", circle ? "circle" : "path", " class=\"marker ", shape.name, hollow ? " dropped" : "", "\" ");
+    if (circle) {
+      put(out_, "cx=\"", fixed(x), "\" cy=\"", fixed(y), "\" r=\"3.5\" ", paint, "/>\n");
+      return;
+    }
+    put(out_, "d=\"", shape_path(x, y, shape), "\" ", paint, "/>\n");
   }
   void raw(std::string_view markup) { out_.append(markup); }
   std::string take() { return std::move(out_); }
 
  private:
+  // The outline of a marker centred on (x, y), about 8 px across: a closed polygon, or for a
+  // stroked shape two lines (its points pairwise).
+  static std::string shape_path(double x, double y, const Shape& shape) {
+    constexpr double kRadius = 4;
+    std::string d;
+    for (std::size_t i = 0; i < shape.outline.size(); ++i) {
+      const bool move = i == 0 || (stroked(shape) && i % 2 == 0);
+      put(d, i ? " " : "", move ? "M" : "L", fixed(x + kRadius * shape.outline[i].first), ",",
+          fixed(y + kRadius * shape.outline[i].second));
+    }
+    if (!stroked(shape)) d += " Z";
+    return d;
+  }
+
   std::string out_;
 };
 
@@ -320,31 +432,35 @@ std::string stroke_attrs(const Style& st, double width) {
   return a;
 }
 
-std::string no_data_svg(std::string_view title) {
+std::string no_data_svg(std::string_view title, std::string_view provenance) {
   const double width = kPlotLeft + kPlotWidth + 40;
-  const double height = kPlotTop + kPlotHeight + 60;
+  const double height = kPlotTop + kPlotHeight + 60 + (provenance.empty() ? 0 : 20);
   Svg svg;
   svg.open(width, height, title);
   svg.title(width, title);
-  svg.text(width / 2, height / 2, "no data",
+  svg.text(width / 2, (kPlotTop + kPlotHeight + 60) / 2, "no data",
            "text-anchor=\"middle\" font-size=\"14\" fill=\"#666666\"");
+  svg.provenance(height - 12, provenance);
   svg.close();
   return svg.take();
 }
 
 // ---- the chart's parts ------------------------------------------------------------------------
 
-// Where a point goes: x from its thread count (log2 when the counts span more than a factor of
-// 8), y from its Mpps (linear from 0 to a nice maximum).
+// Where a point goes in one panel: x from its thread count (log2 when the counts span more than
+// a factor of 8), y from the panel's figure (linear from 0 to a nice maximum); the panel's top
+// edge is `top`.
 class Scales {
  public:
-  explicit Scales(const std::vector<Series>& series) {
+  Scales(const std::vector<Series>& series, const Metric& metric, double top)
+      : metric(metric), top(top) {
     double data_max = 0;
     for (const auto& s : series) {
       for (const BenchPoint* p : s.points) {
         counts.push_back(p->threads);
-        data_max = std::max(data_max, p->mpps);
-        const Whisker w = whisker_for(*p);
+        const double v = metric.value(*p);
+        if (std::isfinite(v)) data_max = std::max(data_max, v);
+        const Whisker w = metric.whisker(*p);
         if (w.show) {
           any_whisker = true;
           data_max = std::max(data_max, w.hi);
@@ -366,13 +482,16 @@ class Scales {
     return kPlotLeft + kXInset + (xval(t) - x_lo_) / (x_hi_ - x_lo_) * (kPlotWidth - 2 * kXInset);
   }
   double y_of(double v) const {
-    const double f = std::clamp(v / y.max, 0.0, 1.0);
-    return kPlotTop + kPlotHeight - f * kPlotHeight;
+    const double f = std::isfinite(v) ? std::clamp(v / y.max, 0.0, 1.0) : 0.0;
+    return top + kPlotHeight - f * kPlotHeight;
   }
+  double bottom() const { return top + kPlotHeight; }
 
+  Metric metric;
+  double top;
   std::vector<int> counts;  // distinct thread counts, ascending
   bool log_x = false;
-  bool any_whisker = false;  // some point has a min-max whisker
+  bool any_whisker = false;  // some point has an error bar
   YAxis y;
 
  private:
@@ -381,7 +500,7 @@ class Scales {
   double x_lo_ = 0, x_hi_ = 0;
 };
 
-// The y grid, ticks and labels, and the y axis title.
+// The y grid, ticks and labels.
 void draw_y_axis(Svg& svg, const Scales& sc) {
   const double plot_right = kPlotLeft + kPlotWidth;
   const int y_ticks = std::clamp(static_cast<int>(std::lround(sc.y.max / sc.y.step)), 1, 20);
@@ -420,7 +539,7 @@ std::vector<std::size_t> labelled_counts(const Scales& sc) {
 // The x ticks (marks at every thread count, labels where they fit), both axes over the grid, and
 // the axis titles.
 void draw_x_axis(Svg& svg, const Scales& sc) {
-  const double plot_bottom = kPlotTop + kPlotHeight;
+  const double plot_bottom = sc.bottom();
   const double plot_right = kPlotLeft + kPlotWidth;
   const std::vector<std::size_t> labelled = labelled_counts(sc);
   for (std::size_t i = 0; i < sc.counts.size(); ++i) {
@@ -431,7 +550,7 @@ void draw_x_axis(Svg& svg, const Scales& sc) {
                "text-anchor=\"middle\" fill=\"#333333\"");
   }
   // Axes on top of the grid.
-  svg.line(kPlotLeft, kPlotTop, kPlotLeft, plot_bottom, "stroke=\"#444444\" stroke-width=\"1\"");
+  svg.line(kPlotLeft, sc.top, kPlotLeft, plot_bottom, "stroke=\"#444444\" stroke-width=\"1\"");
   svg.line(kPlotLeft, plot_bottom, plot_right, plot_bottom, "stroke=\"#444444\" stroke-width=\"1\"");
   svg.text(kPlotLeft + kPlotWidth / 2, plot_bottom + 42,
            "sender threads",
@@ -440,18 +559,19 @@ void draw_x_axis(Svg& svg, const Scales& sc) {
     svg.text(plot_right, plot_bottom + 42, "(log2 scale)",
              "text-anchor=\"end\" font-size=\"11\" fill=\"#777777\"");
   const double ytitle_x = 20;
-  const double ytitle_y = kPlotTop + kPlotHeight / 2;
+  const double ytitle_y = sc.top + kPlotHeight / 2;
   std::string ytitle_attrs;
-  put(ytitle_attrs, "text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\" transform=\"rotate(-90 ",
+  put(ytitle_attrs, "class=\"axis-title\" text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\" transform=\"rotate(-90 ",
       fixed(ytitle_x), " ", fixed(ytitle_y), ")\"");
-  svg.text(ytitle_x, ytitle_y, "Mpps", ytitle_attrs);
+  svg.text(ytitle_x, ytitle_y, sc.metric.axis_title, ytitle_attrs);
 }
 
-// One series: its whiskers, its line, its markers.
-void draw_series(Svg& svg, const Series& series, const Style& st, const Scales& sc) {
+// One series in one panel: its error bars, its line, its markers (hollow, and in the Mpps panel
+// labelled with the share dropped, where the point dropped or lost most of its offered load).
+void draw_series(Svg& svg, const Series& series, const Style& st, const Scales& sc, bool label_drops) {
   svg.raw("<g class=\"series\">\n");
   for (const BenchPoint* p : series.points) {
-    const Whisker w = whisker_for(*p);
+    const Whisker w = sc.metric.whisker(*p);
     if (!w.show) continue;
     const double x = sc.x_of(p->threads);
     std::string a;
@@ -463,25 +583,36 @@ void draw_series(Svg& svg, const Series& series, const Style& st, const Scales& 
   std::string pts;
   for (const BenchPoint* p : series.points) {
     if (!pts.empty()) pts += ' ';
-    put(pts, fixed(sc.x_of(p->threads)), ",", fixed(sc.y_of(p->mpps)));
+    put(pts, fixed(sc.x_of(p->threads)), ",", fixed(sc.y_of(sc.metric.value(*p))));
   }
   std::string line_attrs;
   put(line_attrs, "fill=\"none\" ", stroke_attrs(st, 2), " stroke-linejoin=\"round\"");
   svg.polyline(pts, line_attrs);
-  for (const BenchPoint* p : series.points) svg.marker(sc.x_of(p->threads), sc.y_of(p->mpps), st);
+  for (const BenchPoint* p : series.points) {
+    const double x = sc.x_of(p->threads);
+    const double y = sc.y_of(sc.metric.value(*p));
+    const bool dropped = wins_by_dropping(*p);
+    svg.marker(x, y, st, dropped);
+    if (dropped && label_drops) {
+      std::string attrs;
+      put(attrs, "class=\"drop-label\" font-size=\"10\" fill=\"", st.colour, "\"");
+      svg.text(x + 6, y - 6, std::to_string(std::lround(offered_loss_pct(*p))) + "% dropped", attrs);
+    }
+  }
   svg.raw("</g>\n");
 }
 
-// The legend, right of the plot and never over it; it sets the document's size.
+// The legend, right of the plots and never over them; it sets the document's size.
 class Legend {
  public:
-  Legend(const std::vector<Series>& series, bool any_whisker) : any_whisker_(any_whisker) {
+  Legend(const std::vector<Series>& series, const std::vector<std::string_view>& notes, double plots_bottom)
+      : notes_(notes) {
     double text = 0;
     for (const auto& s : series) text = std::max(text, text_width(s.key, kFontSize));
-    if (any_whisker_) text = std::max(text, text_width(kWhiskerNote, 11) - kLegendSample - 8);
+    for (const auto note : notes_) text = std::max(text, text_width(note, 11) - kLegendSample - 8);
     width = x_ + kLegendSample + 8 + text + 16;
-    const double rows = static_cast<double>(series.size()) + (any_whisker_ ? 1.5 : 0);
-    height = std::max(kPlotTop + kPlotHeight + 64, kPlotTop + 8 + rows * kLegendRow + 16);
+    const double rows = static_cast<double>(series.size()) + 0.5 + static_cast<double>(notes_.size());
+    height = std::max(plots_bottom + kProvenanceGap + 16, kPlotTop + 8 + rows * kLegendRow + 16);
   }
 
   void draw(Svg& svg, const std::vector<Series>& series) const {
@@ -493,9 +624,9 @@ class Legend {
       svg.marker(x_ + kLegendSample / 2, y, st);
       svg.text(x_ + kLegendSample + 8, y + 4, series[si].key, "fill=\"#222222\"");
     }
-    if (any_whisker_) {
-      const double y = kPlotTop + 8 + (static_cast<double>(series.size()) + 0.5) * kLegendRow;
-      svg.text(x_, y + 4, kWhiskerNote, "font-size=\"11\" fill=\"#777777\"");
+    for (std::size_t i = 0; i < notes_.size(); ++i) {
+      const double y = kPlotTop + 8 + (static_cast<double>(series.size() + i) + 0.5) * kLegendRow;
+      svg.text(x_, y + 4, notes_[i], "font-size=\"11\" fill=\"#777777\"");
     }
     svg.raw("</g>\n");
   }
@@ -503,10 +634,27 @@ class Legend {
   double width = 0, height = 0;  // the whole document's
 
  private:
-  static constexpr std::string_view kWhiskerNote = "bars: min-max over repeats";
+  std::vector<std::string_view> notes_;
   const double x_ = kPlotLeft + kPlotWidth + kLegendGap;
-  bool any_whisker_;
 };
+
+// The legend's notes on the marks the chart uses.
+std::vector<std::string_view> legend_notes(const std::vector<Series>& series, const Scales& mpps,
+                                           const Scales& cpu) {
+  bool samples = false, min_max = false, dropped = false;
+  for (const auto& s : series) {
+    for (const BenchPoint* p : s.points) {
+      samples = samples || ci_whisker(p->mpps_samples).show || ci_whisker(p->cpu_samples).show;
+      min_max = min_max || (!ci_whisker(p->mpps_samples).show && min_max_whisker(*p).show);
+      dropped = dropped || wins_by_dropping(*p);
+    }
+  }
+  std::vector<std::string_view> notes;
+  if ((mpps.any_whisker || cpu.any_whisker) && samples) notes.emplace_back("bars: 95% CI of the mean over rounds");
+  if (mpps.any_whisker && min_max) notes.emplace_back("bars: min-max over repeats");
+  if (dropped) notes.emplace_back("hollow: >= 50% of the offered load dropped");
+  return notes;
+}
 
 }  // namespace
 
@@ -570,20 +718,28 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool pa
   }
 }
 
-std::string render_svg(const std::vector<BenchPoint>& points, std::string_view title) {
+std::string render_svg(const std::vector<BenchPoint>& points, std::string_view title,
+                       std::string_view provenance) {
   const std::vector<Series> series = group(points);
-  if (series.empty()) return no_data_svg(title);
-  const Scales scales(series);
-  const Legend legend(series, scales.any_whisker);
+  if (series.empty()) return no_data_svg(title, provenance);
+  const Scales mpps(series, kMppsPanel, kPlotTop);
+  const Scales cpu(series, kCpuPanel, kPlotTop + kPlotHeight + kPanelGap);
+  const Legend legend(series, legend_notes(series, mpps, cpu), cpu.bottom());
   Svg svg;
   svg.open(legend.width, legend.height, title);
   svg.title(legend.width, title);
-  svg.raw("<g class=\"axis\">\n");
-  draw_y_axis(svg, scales);
-  draw_x_axis(svg, scales);
-  svg.raw("</g>\n");
-  for (std::size_t si = 0; si < series.size(); ++si) draw_series(svg, series[si], style_for(si), scales);
+  for (const Scales* panel : {&mpps, &cpu}) {
+    svg.raw(panel == &mpps ? "<g class=\"panel mpps\">\n<g class=\"axis\">\n"
+                           : "<g class=\"panel cpu\">\n<g class=\"axis\">\n");
+    draw_y_axis(svg, *panel);
+    draw_x_axis(svg, *panel);
+    svg.raw("</g>\n");
+    for (std::size_t si = 0; si < series.size(); ++si)
+      draw_series(svg, series[si], style_for(si), *panel, panel == &mpps);
+    svg.raw("</g>\n");
+  }
   legend.draw(svg, series);
+  svg.provenance(legend.height - 12, provenance);
   svg.close();
   return svg.take();
 }

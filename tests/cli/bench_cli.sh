@@ -99,7 +99,7 @@ fi
 grep -Eq "^rootlock +mcs +off " "$tmp/park.stdout" || { echo "FAIL: park column in table"; cat "$tmp/park.stdout"; fail=1; }
 
 # The floor row: in the default list (first), named here; every row has vs_floor_cpu (the
-# floor's own is 1), in the JSON, the CSV and the table's cpu_xf column.
+# floor's own is 1), in the JSON, the CSV and the table's "vs floor" column.
 if ! "$bin" bench --strategy floor,busylock --threads 1 --duration 0.05 --device nic --repeat 2 \
      --quiet --json "$tmp/floor.json" --csv "$tmp/floor.csv" >"$tmp/floor.stdout" 2>"$tmp/floor.stderr"; then
   echo "FAIL: floor run exited non-zero"; cat "$tmp/floor.stdout" "$tmp/floor.stderr"; fail=1
@@ -115,8 +115,8 @@ fi
 col=$(head -1 "$tmp/floor.csv" | tr ',' '\n' | grep -nx vs_floor_cpu | cut -d: -f1)
 [ -n "$col" ] && [ "$(sed -n 2p "$tmp/floor.csv" | cut -d, -f"$col")" = "1" ] ||
   { echo "FAIL: vs_floor_cpu CSV column"; cat "$tmp/floor.csv"; fail=1; }
-grep -q "cpu_xf" "$tmp/floor.stdout" && grep -Eq "^floor +- " "$tmp/floor.stdout" ||
-  { echo "FAIL: floor row or cpu_xf column in the table"; cat "$tmp/floor.stdout"; fail=1; }
+grep -q "vs floor" "$tmp/floor.stdout" && grep -Eq "^floor +- " "$tmp/floor.stdout" ||
+  { echo "FAIL: floor row or vs floor column in the table"; cat "$tmp/floor.stdout"; fail=1; }
 "$bin" bench --help | grep -q -- "--burst" || { echo "FAIL: --burst not in the help"; fail=1; }
 
 # --burst 32: every strategy and the floor run, each conserving; burst recorded and printed.

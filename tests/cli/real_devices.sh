@@ -61,6 +61,9 @@ if ! "$bin" bench --device "afpacket:$host_if" --strategy busylock,drainer --thr
 fi
 grep -q '^kernel ' "$tmp/out.txt" || { echo "FAIL: no kernel row"; cat "$tmp/out.txt"; fail=1; }
 grep -q '^Arrivals at the sink' "$tmp/out.txt" || { echo "FAIL: no sink table"; fail=1; }
+# The table keeps 120 columns with a real device's extra columns (vs kernel, lost%).
+grep -q 'vs kernel' "$tmp/out.txt" && grep -q 'lost%' "$tmp/out.txt" || { echo "FAIL: no vs kernel or lost% column"; fail=1; }
+grep -v '^topology: \|^config: ' "$tmp/out.txt" | awk 'length($0) > 120 { bad = 1; print "FAIL: over 120 columns: " $0 } END { exit bad }' || fail=1
 if ! jq -e '[.results[] | .strategy] == ["busylock", "drainer", "kernel"] and
             all(.results[]; .sink.duplicated == 0 and .sink.delivered and
                 (.strategy == "kernel" or .sink.out_of_order == 0) and
