@@ -145,11 +145,16 @@ nlohmann::json config_json(const BenchConfig& cfg) {
                       {"txqueuelen", cfg.txqueuelen}, {"repeat", cfg.repeat},
                       {"pin", cfg.pin},               {"nodes", cfg.nodes},
                       {"park", park},                 {"kernel_row", cfg.kernel_row},
-                      {"burst", cfg.burst}};
+                      {"burst", cfg.burst},
+                      {"rate_pps", cfg.rate_pps},
+                      {"rate_per_sender_pps", cfg.rate_per_sender_pps},
+                      {"flows", cfg.flows},
+                      {"replay_speed", cfg.replay_speed}};
   put_text(c, "lock", cfg.lock);
   put_text(c, "device", cfg.device);
   put_text(c, "qdisc", cfg.qdisc);
   put_text(c, "sink", cfg.sink);
+  if (!cfg.source.empty()) put_text(c, "source", cfg.source);
   if (!cfg.tc_config.empty()) {
     put_text(c, "tc_config", cfg.tc_config);
     put_text(c, "tc_dev", cfg.tc_dev);
@@ -170,6 +175,18 @@ nlohmann::json per_queue_json(const BenchPoint& p) {
   return out;
 }
 
+// A latency histogram whole: {"unit": "ns", "count", "min", "max", "buckets": [[low, high,
+// count], ...]} with only the buckets that counted something (bounds inclusive; see
+// txpath/histogram.hpp).
+nlohmann::json histogram_json(const LatencyHistogram& h) {
+  nlohmann::json buckets = nlohmann::json::array();
+  const auto counts = h.counts();
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] != 0)
+      buckets.push_back({LatencyHistogram::bucket_low(i), LatencyHistogram::bucket_high(i), counts[i]});
+  return {{"unit", "ns"}, {"count", h.count()}, {"min", h.min()}, {"max", h.max()}, {"buckets", buckets}};
+}
+
 nlohmann::json point_json(const BenchPoint& p) {
   nlohmann::json r = {{"park", park_name(p.park)},
                       {"threads", p.threads},
@@ -188,7 +205,17 @@ nlohmann::json point_json(const BenchPoint& p) {
                       {"lock_waits", p.lock_waits},
                       {"lock_wait_ns", p.lock_wait_ns},
                       {"send_p50_ns", p.send_p50_ns},
+                      {"send_p90_ns", p.send_p90_ns},
                       {"send_p99_ns", p.send_p99_ns},
+                      {"send_p999_ns", p.send_p999_ns},
+                      {"queue_p50_ns", p.queue_p50_ns},
+                      {"queue_p90_ns", p.queue_p90_ns},
+                      {"queue_p99_ns", p.queue_p99_ns},
+                      {"queue_p999_ns", p.queue_p999_ns},
+                      {"send_latency_histogram", histogram_json(p.send_latency)},
+                      {"queue_delay_histogram", histogram_json(p.queue_delay)},
+                      {"offered_mpps", p.offered_mpps},
+                      {"flows", p.flows},
                       {"vs_busylock_mpps", p.vs_busylock_mpps},
                       {"vs_busylock_cpu", p.vs_busylock_cpu},
                       {"vs_floor_cpu", p.vs_floor_cpu},
@@ -498,6 +525,11 @@ BenchConfig config_from(const BenchOptions& o) {
   cfg.nodes = o.nodes;
   cfg.sink = o.sink;
   cfg.kernel_row = !o.no_kernel_row;
+  cfg.rate_pps = o.rate;
+  cfg.rate_per_sender_pps = o.rate_per_sender;
+  cfg.flows = o.flows;
+  cfg.source = o.source;
+  cfg.replay_speed = o.replay_speed;
   for (const auto& [flag, file] : {std::pair{"--json", o.json}, std::pair{"--csv", o.csv},
                                    std::pair{"--plot", o.plot}})
     if (!file.empty()) check_output_path(flag, file);
@@ -537,6 +569,42 @@ std::string one_line(std::string_view message) {
                      });
   return plain ? std::string(message) : escape_user_text(message);
 }
+
+namespace {
+
+// --rate, --rate-per-sender, --flows, --source, --replay-speed (docs/architecture.md, "Offered
+// load and traffic").
+void add_traffic_options(CLI::App* cmd, BenchOptions& o) {
+  const CLI::Validator integer(decimal_integer, "");
+  const CLI::Validator number(decimal_number, "");
+  const CLI::Validator non_empty(not_empty, "");
+  auto* rate = cmd->add_option("--rate", o.rate,
+                               "Offered load: packets per second of all senders together, paced "
+                               "(default: flat out); every row, the floor and kernel rows too")
+                   ->check(number)
+                   ->check(CLI::Range(1.0, 1e10));
+  cmd->add_option("--rate-per-sender", o.rate_per_sender, "Offered load: packets per second of each sender, paced")
+      ->check(number)
+      ->check(CLI::Range(1.0, 1e10))
+      ->excludes(rate);
+  cmd->add_option("--flows", o.flows,
+                  "Flows per sender (distinct UDP source ports, each its flow hash), round-robin; "
+                  "senders x flows at most 4096")
+      ->transform(integer)
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  auto* source = cmd->add_option("--source", o.source,
+                                 "pcap:FILE: replay a classic pcap capture's Ethernet frames "
+                                 "(sender t of T sends frames t, t+T, ..., looping) instead of generated frames")
+                     ->check(non_empty);
+  cmd->add_option("--replay-speed", o.replay_speed,
+                  "Replay the capture at its own timing, X times as fast (default: flat out)")
+      ->check(number)
+      ->check(CLI::Range(1e-6, 1e6))
+      ->needs(source);
+}
+
+}  // namespace
 
 void add_bench_command(CLI::App& app, BenchOptions& o) {
   CLI::App* cmd = app.add_subcommand("bench", "N senders into one TX queue; Mpps and CPU per packet");
@@ -609,6 +677,7 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--no-kernel-row", o.no_kernel_row,
                 "With afpacket/udp devices, do not add the kernel's own path (strategy kernel)");
+  add_traffic_options(cmd, o);
 }
 
 // Order: check the whole configuration (exit 2, nothing run); measure (a first SIGINT/SIGTERM

@@ -34,6 +34,11 @@ struct BenchOptions {
   bool quiet = false;
   std::string sink = "auto";
   bool no_kernel_row = false;
+  double rate = 0;             // --rate PPS (all senders); 0: flat out
+  double rate_per_sender = 0;  // --rate-per-sender PPS
+  uint32_t flows = 1;          // --flows N per sender
+  std::string source;          // --source pcap:FILE
+  double replay_speed = 0;     // --replay-speed X; 0: flat out
 };
 
 void add_bench_command(CLI::App& app, BenchOptions& options);
