@@ -9,8 +9,9 @@
 // (1152) counters, 9 KiB, whatever is recorded.
 //
 // Percentiles. percentile(q) finds the bucket holding the value of rank ceil(q * count) and
-// answers that bucket's midpoint (clamped to [min(), max()]): within half a bucket of the true
-// value, a relative error of at most 1/64 (1.6%) for values >= 32 and none below.
+// answers that bucket's midpoint (clamped to [min(), max()]; the top rank answers max() itself):
+// within half a bucket of the true value, a relative error of at most 1/64 (1.6%) for values
+// >= 32 and none below.
 //
 // Not thread-safe: one writer, or writers that take turns under a lock (a device's tx lock);
 // readers read once the writers are done (a join, or the lock).
@@ -81,6 +82,7 @@ class LatencyHistogram {
     if (count_ == 0) return 0;
     q = std::clamp(q, 0.0, 1.0);
     const auto rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(count_))));
+    if (rank >= count_) return static_cast<double>(max_);  // the largest value is kept exactly
     uint64_t seen = 0;
     for (std::size_t i = 0; i < kBuckets; ++i) {
       seen += counts_[i];
