@@ -69,7 +69,7 @@ if ! jq -e '
 fi
 grep -q "topology:" "$tmp/stdout" || { echo "FAIL: topology line missing"; fail=1; }
 # CSV: the documented header and one row per point.
-expected_header="strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,vs_busylock_mpps,vs_busylock_cpu,vs_floor_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,partial"
+expected_header="strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,vs_busylock_mpps,vs_busylock_cpu,vs_floor_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,send_p90_ns,send_p999_ns,queue_p50_ns,queue_p90_ns,queue_p99_ns,queue_p999_ns,offered_mpps,flows,runs,complete,partial"
 [ "$(head -1 "$tmp/out.csv")" = "$expected_header" ] || { echo "FAIL: CSV header: $(head -1 "$tmp/out.csv")"; fail=1; }
 [ "$(wc -l < "$tmp/out.csv")" -eq 5 ] || { echo "FAIL: CSV rows"; cat "$tmp/out.csv"; fail=1; }
 # SVG: an svg document with one series per strategy (well-formedness is unit-tested).
