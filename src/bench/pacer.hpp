@@ -86,10 +86,10 @@ class Pacer {
 };
 
 // Waits until `pacer` has a slot due or `running()` turns false; returns the slots due (0 when
-// it stopped first). Sleeps while the next slot is more than kSleepAbove away, waking kSleepAbove
-// before it (a sleep overshoots by the timer slack, ~50 us); then yields until it is due (on an
-// idle CPU a yield returns at once: a spin). So pacing costs a core's share only for the last
-// ~100 us before each slot, and slots closer together than that are met by spinning.
+// it stopped first). While the next slot is more than kSleepAbove (100 us) away it sleeps until
+// ~50 us before it (a sleep overshoots by the timer slack, 50 us by default); closer, it yields
+// until the slot is due (on an idle CPU a yield returns at once: a spin). So pacing uses a CPU
+// only in the last ~100 us before each slot; slots closer together than that are met spinning.
 template <class Running>
 uint64_t pace_wait(Pacer& pacer, Running&& running) {
   constexpr uint64_t kSleepAbove = 100'000;  // ns
