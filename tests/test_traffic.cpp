@@ -22,6 +22,7 @@
 #include "bench/traffic.hpp"
 #include "net/sink_tally.hpp"
 #include "qdisc/fq_codel.hpp"
+#include "support/bench_config.hpp"
 #include "support/packet_arena.hpp"
 #include "txpath/bench.hpp"
 #include "txpath/error.hpp"
@@ -496,25 +497,9 @@ TEST(PcapSource, SendersShareTheFramesRoundRobinAndReplayInALoop) {
 
 // ---- through the bench ----------------------------------------------------------------------
 
+// A one-round bench of these strategies at one thread count on the null device.
 BenchConfig traffic_bench(std::vector<std::string> strategies, int threads) {
-  BenchConfig c;
-  c.strategies = std::move(strategies);
-  c.threads = {threads};
-  c.duration_s = 0.05;
-  c.device = "null";
-  c.pin = false;
-  c.repeat = 1;
-  return c;
-}
-
-void expect_refused(const BenchConfig& c, const std::string& needle) {
-  try {
-    resolve_bench_config(c);
-    ADD_FAILURE() << "accepted a config that should fail with: " << needle;
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
-  }
+  return test::null_bench(std::move(strategies), {threads}, 0.05, 1);
 }
 
 // Every row's send() latency and its queueing delay (the device's departure log) are sampled,
@@ -572,22 +557,22 @@ TEST(BenchTraffic, FlowsRunOnFqCodelAndConserve) {
 TEST(BenchTraffic, BadTrafficOptionsAreOneLineErrors) {
   BenchConfig c = traffic_bench({"busylock"}, 2);
   c.rate_pps = -1;
-  expect_refused(c, "rate must be");
+  test::expect_error(c, "rate must be");
   c.rate_pps = 1000;
   c.rate_per_sender_pps = 1000;
-  expect_refused(c, "not both");
+  test::expect_error(c, "not both");
   c = traffic_bench({"busylock"}, 2);
   c.flows = 0;
-  expect_refused(c, "flows 0 out of range");
+  test::expect_error(c, "flows 0 out of range");
   c.flows = 4000;
-  expect_refused(c, "the sink's stream ids");
+  test::expect_error(c, "the sink's stream ids");
   c = traffic_bench({"busylock"}, 2);
   c.replay_speed = 2;
-  expect_refused(c, "needs a capture");
+  test::expect_error(c, "needs a capture");
   c.source = "file:x";
-  expect_refused(c, "is not pcap:FILE");
+  test::expect_error(c, "is not pcap:FILE");
   c.source = "pcap:/nonexistent/x.pcap";
-  expect_refused(c, "\"/nonexistent/x.pcap\"");
+  test::expect_error(c, "\"/nonexistent/x.pcap\"");
 }
 
 // A capture replayed flat out by 3 senders through a FIFO: every frame the device took is one
