@@ -505,7 +505,7 @@ BenchConfig traffic_bench(std::vector<std::string> strategies, int threads) {
 // Every row's send() latency and its queueing delay (the device's departure log) are sampled,
 // whole histograms and ordered percentiles; the kernel row has none here (no real device).
 TEST(BenchTraffic, EveryRowHasSendAndQueueingDelayHistograms) {
-  BenchConfig c = traffic_bench({"floor", "busylock", "drainer", "nolock"}, 2);
+  BenchConfig c = traffic_bench({"floor", "busylock", "drainer", "nolock", "peer:ck_ring"}, 2);
   c.queues = {1, 2};
   c.qdisc = "pfifo";
   for (const BenchPoint& p : run_bench(c)) {
