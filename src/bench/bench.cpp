@@ -205,17 +205,17 @@ class Delivery {
   uint64_t baseline_ = 0;
 };
 
-// Per-sender state, each on its own cache line (56 bytes: what a sender writes per packet shares
-// one line).
+// Per-sender state, each starting on its own cache line (what a sender writes per packet, its
+// counters, shares the first line; its latency histogram, written once per 64 packets, follows).
 struct alignas(64) Sender {
   uint64_t accepted_in_window = 0;  // queued or congested (kernel row: sent) while measuring
-  LatencyHistogram latency;         // sampled send() ns
   // The kernel row's totals and the floor row's submitted and dropped (txpath's rows read the
   // queue's counters instead). relaxed (all three): owner-written counters, read by the main
   // thread at the window edges; the join orders the end.
   std::atomic<uint64_t> sent{0};
   std::atomic<uint64_t> dropped{0};
   std::atomic<uint64_t> submitted{0};
+  LatencyHistogram latency;  // sampled send() ns
 
   // Calls send(), which hands over the `n` packets from number `seq` on; while the window is
   // open, times it when one of them is a multiple of kLatencySampleEvery (one packet in that
