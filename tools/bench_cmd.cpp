@@ -536,6 +536,21 @@ BenchConfig config_from(const BenchOptions& o) {
   return resolve_bench_config(cfg);
 }
 
+// What the senders offer when it is not the seed experiment's flat-out single flow: "offered
+// 20000 pps in total, 16 flows per sender, capture "x.pcap" at 2x"; empty otherwise.
+std::string traffic_line(const BenchConfig& cfg) {
+  std::vector<std::string> parts;
+  if (cfg.rate_pps > 0) parts.push_back(fmt::format("offered {} pps in total", cfg.rate_pps));
+  if (cfg.rate_per_sender_pps > 0) parts.push_back(fmt::format("offered {} pps per sender", cfg.rate_per_sender_pps));
+  if (cfg.flows > 1) parts.push_back(fmt::format("{} flows per sender", cfg.flows));
+  if (!cfg.source.empty())
+    parts.push_back(fmt::format("replaying {} {}", one_line(cfg.source),
+                                cfg.replay_speed > 0 ? fmt::format("at {}x its timing", cfg.replay_speed) : "flat out"));
+  std::string line;
+  for (const auto& part : parts) line += (line.empty() ? "" : ", ") + part;
+  return line;
+}
+
 void print_config(const BenchConfig& cfg) {
   const Topology& topo = topology();
   std::string park_list;
@@ -549,6 +564,7 @@ void print_config(const BenchConfig& cfg) {
              cfg.burst, cfg.duration_s, cfg.repeat,
              cfg.pin ? (cfg.nodes ? fmt::format("pinned to {} node(s)", cfg.nodes) : "pinned")
                      : "unpinned");
+  if (const std::string traffic = traffic_line(cfg); !traffic.empty()) fmt::print("traffic: {}\n\n", traffic);
   std::fflush(stdout);
 }
 

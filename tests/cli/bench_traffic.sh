@@ -80,6 +80,7 @@ if ! "$bin" bench --device null --strategy floor,busylock --threads 2 --duration
      --rate 20000 --quiet --json "$tmp/rate.json" >"$tmp/rate.out" 2>&1; then
   echo "FAIL: --rate run exited non-zero"; cat "$tmp/rate.out"; fail=1
 fi
+grep -q "^traffic: offered 20000 pps in total" "$tmp/rate.out" || { echo "FAIL: no traffic line"; cat "$tmp/rate.out"; fail=1; }
 jq -e '(.config.rate_pps == 20000) and (.results | length == 2) and
        (.results | all(.offered_mpps == 0.02 and .mpps > 0 and .mpps <= 0.024 and .conserved))' \
    "$tmp/rate.json" >/dev/null || { echo "FAIL: --rate JSON"; cat "$tmp/rate.json"; fail=1; }
