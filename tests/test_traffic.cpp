@@ -506,10 +506,12 @@ BenchConfig traffic_bench(std::vector<std::string> strategies, int threads) {
 // whole histograms and ordered percentiles; the kernel row has none here (no real device).
 TEST(BenchTraffic, EveryRowHasSendAndQueueingDelayHistograms) {
   BenchConfig c = traffic_bench({"floor", "busylock", "drainer", "nolock", "peer:ck_ring"}, 2);
+  c.duration_s = 0.3;  // enough windowed packets for samples (1 in 64) under a sanitizer too
   c.queues = {1, 2};
   c.qdisc = "pfifo";
   for (const BenchPoint& p : run_bench(c)) {
-    SCOPED_TRACE(p.strategy + " queues " + std::to_string(p.queues));
+    SCOPED_TRACE(p.strategy + " queues " + std::to_string(p.queues) + ": sent " + std::to_string(p.sent) +
+                 ", dropped " + std::to_string(p.dropped) + ", send() samples " + std::to_string(p.send_latency.count()));
     EXPECT_TRUE(p.conserved);
     EXPECT_GT(p.send_latency.count(), 0u);
     EXPECT_GT(p.queue_delay.count(), 0u);  // sampled packets reached the device's xmit
