@@ -90,16 +90,20 @@ class Pacer {
 // ~50 us before it (a sleep overshoots by the timer slack, 50 us by default); closer, it yields
 // until the slot is due (on an idle CPU a yield returns at once: a spin). So pacing uses a CPU
 // only in the last ~100 us before each slot; slots closer together than that are met spinning.
+// A sleep lasts at most 5 ms, so a stop is seen that soon whatever the rate.
 template <class Running>
 uint64_t pace_wait(Pacer& pacer, Running&& running) {
-  constexpr uint64_t kSleepAbove = 100'000;  // ns
+  constexpr uint64_t kSleepAbove = 100'000;     // ns
+  constexpr uint64_t kLongestSleep = 5'000'000;  // ns: how soon a stop is seen at a low rate
   for (;;) {
     const uint64_t now = now_ns();
     if (const uint64_t n = pacer.due(now); n > 0) return n;
     if (!running()) return 0;
     const uint64_t wait = pacer.ns_until_next(now);
-    if (wait > kSleepAbove) std::this_thread::sleep_for(std::chrono::nanoseconds(wait - kSleepAbove / 2));
-    else std::this_thread::yield();
+    if (wait > kSleepAbove)
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(wait - kSleepAbove / 2, kLongestSleep)));
+    else
+      std::this_thread::yield();
   }
 }
 

@@ -92,6 +92,13 @@ jq -e '(.config.rate_per_sender_pps == 5000) and
        (.results | all(.offered_mpps == 0.01 and .mpps <= 0.012 and .conserved))' \
    "$tmp/rps.json" >/dev/null || { echo "FAIL: --rate-per-sender JSON"; cat "$tmp/rps.json"; fail=1; }
 
+# A very low rate (one packet a minute per sender) still ends when the run does: a paced
+# sender's sleep is short, whatever the rate (generous bound: only a hang fails it).
+if ! timeout 60 "$bin" bench --device null --strategy floor,busylock --threads 64 --no-pin --duration 0.1 \
+     --repeat 1 --rate 1 --quiet >"$tmp/low.out" 2>&1; then
+  echo "FAIL: --rate 1 with 64 senders did not end with the run"; cat "$tmp/low.out"; fail=1
+fi
+
 # Latency: p50/p90/p99/p99.9 of send() and of the queueing delay, ordered, and both histograms
 # whole (their counts add up; bucket bounds in order).
 jq -e '.results | all(
