@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "support/bench_config.hpp"
 #include "txpath/bench.hpp"
 #include "txpath/error.hpp"
 #include "txpath/netdev.hpp"
@@ -25,29 +26,8 @@
 namespace txpath {
 namespace {
 
-// An unpinned bench of these strategies and thread counts on the null device.
-BenchConfig null_bench(std::vector<std::string> strategies, std::vector<int> threads,
-                       double duration_s, int repeat) {
-  BenchConfig c;
-  c.strategies = std::move(strategies);
-  c.threads = std::move(threads);
-  c.duration_s = duration_s;
-  c.device = "null";
-  c.pin = false;
-  c.repeat = repeat;
-  return c;
-}
-
-// resolve_bench_config(c) must refuse c with one line that contains `needle`.
-void expect_error(const BenchConfig& c, const std::string& needle) {
-  try {
-    resolve_bench_config(c);
-    ADD_FAILURE() << "accepted a config that should fail with: " << needle;
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
-  }
-}
+using test::expect_error;
+using test::null_bench;
 
 TEST(Bench, ConservationCheckDetectsViolations) {
   EXPECT_TRUE(conservation_holds(100, 90, 10, 0));

@@ -24,7 +24,8 @@ constexpr std::string_view kHeader =
     "strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,"
     "requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,"
     "vs_busylock_mpps,vs_busylock_cpu,vs_floor_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,"
-    "sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,runs,complete,"
+    "sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,"
+     "send_p90_ns,send_p999_ns,queue_p50_ns,queue_p90_ns,queue_p99_ns,queue_p999_ns,offered_mpps,flows,runs,complete,"
     "mpps_cv,cpu_cv,vs_busylock_mpps_ci95_lo,vs_busylock_mpps_ci95_hi,vs_busylock_cpu_ci95_lo,"
     "vs_busylock_cpu_ci95_hi,vs_floor_cpu_ci95_lo,vs_floor_cpu_ci95_hi,vs_kernel_mpps_ci95_lo,"
     "vs_kernel_mpps_ci95_hi,vs_kernel_cpu_ci95_lo,vs_kernel_cpu_ci95_hi,unstable,unstable_reason,"
@@ -440,7 +441,7 @@ TEST(ReportCsv, OneRowPerPointWithEveryColumn) {
   const auto lines = lines_of(csv(points));
   ASSERT_EQ(lines.size(), points.size() + 1);
   const std::size_t columns = split_csv(kHeader).size();
-  EXPECT_EQ(columns, 51u);
+  EXPECT_EQ(columns, 59u);
   for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(split_csv(lines[i]).size(), columns);
 }
 
@@ -452,7 +453,7 @@ TEST(ReportCsv, ValuesRoundTrip) {
   const auto lines = lines_of(csv({p}));
   ASSERT_EQ(lines.size(), 2u);
   const auto f = split_csv(lines[1]);
-  ASSERT_EQ(f.size(), 51u);
+  ASSERT_EQ(f.size(), 59u);
   EXPECT_EQ(f[0], "rootlock");
   EXPECT_EQ(f[1], "mcs");
   EXPECT_EQ(f[2], "off");
@@ -487,7 +488,7 @@ TEST(ReportCsv, ValuesRoundTrip) {
   sunk.delivered = false;
   sunk.vs_kernel_mpps = 1.5;
   const auto g = split_csv(lines_of(csv({sunk}))[1]);
-  ASSERT_EQ(g.size(), 51u);
+  ASSERT_EQ(g.size(), 59u);
   EXPECT_EQ(to_double(g[23]), 1.5);
   EXPECT_EQ(to_u64(g[25]), 90u);
   EXPECT_EQ(to_u64(g[26]), 10u);
@@ -509,15 +510,15 @@ TEST(ReportCsv, PartialBenchIsMarkedOnEveryRow) {
   ASSERT_EQ(lines.size(), 3u);
   const auto f = split_csv(lines[1]);
   const auto g = split_csv(lines[2]);
-  ASSERT_EQ(f.size(), 51u);
-  ASSERT_EQ(g.size(), 51u);
-  EXPECT_EQ(f[31], "3");
-  EXPECT_EQ(f[32], "true");
-  EXPECT_EQ(f[50], "true");
-  EXPECT_EQ(g[31], "1");
-  EXPECT_EQ(g[32], "false");
-  EXPECT_EQ(g[50], "true");
-  EXPECT_EQ(split_csv(lines_of(csv({whole}))[1])[50], "false") << "not partial by default";
+  ASSERT_EQ(f.size(), 59u);
+  ASSERT_EQ(g.size(), 59u);
+  EXPECT_EQ(f[39], "3");
+  EXPECT_EQ(f[40], "true");
+  EXPECT_EQ(f[58], "true");
+  EXPECT_EQ(g[39], "1");
+  EXPECT_EQ(g[40], "false");
+  EXPECT_EQ(g[58], "true");
+  EXPECT_EQ(split_csv(lines_of(csv({whole}))[1])[58], "false") << "not partial by default";
 }
 
 TEST(ReportCsv, LargeCountsAndNonFiniteValues) {
@@ -526,7 +527,7 @@ TEST(ReportCsv, LargeCountsAndNonFiniteValues) {
   p.mpps = std::nan("");
   p.fairness = INFINITY;
   const auto f = split_csv(lines_of(csv({p}))[1]);
-  ASSERT_EQ(f.size(), 51u);
+  ASSERT_EQ(f.size(), 59u);
   EXPECT_EQ(to_u64(f[10]), UINT64_MAX);
   EXPECT_EQ(f[5], "") << "NaN is a missing value";
   EXPECT_EQ(f[13], "inf");
@@ -605,7 +606,7 @@ TEST(ReportCsv, QuotesTextThatNeedsIt) {
   // The record spans two physical lines because of the embedded newline.
   const std::string record = out.substr(out.find('\n') + 1);
   const auto f = split_csv(record.substr(0, record.size() - 1));
-  ASSERT_EQ(f.size(), 51u);
+  ASSERT_EQ(f.size(), 59u);
   EXPECT_EQ(f[0], name);
   EXPECT_EQ(f[1], "ti,ck\net");
   EXPECT_EQ(f[3], "4");
@@ -820,6 +821,34 @@ TEST(ReportSvg, ManySeriesStayDistinctAndDenseCountsStayReadable) {
   EXPECT_EQ(count(mpps_panel(svg), "<polyline"), 14u);
   EXPECT_GT(count(svg, "stroke-dasharray"), 0u) << "past the palette, dashes tell series apart";
   EXPECT_NE(svg.find(">40</text>"), std::string::npos) << "the largest count keeps its label";
+}
+
+// The traffic columns (issue 16, section 5): latency percentiles, queueing delay (empty without
+// samples: the kernel row), offered load (empty when flat out) and flows per sender.
+TEST(ReportCsv, TrafficColumnsAreEmptyWhereTheyDoNotApply) {
+  BenchPoint flat = point("kernel", "-", 2, 1);
+  flat.send_p90_ns = 900;
+  BenchPoint paced = point("busylock", "ticket", 2, 1);
+  paced.offered_mpps = 0.5;
+  paced.flows = 16;
+  paced.queue_delay.record(1000);
+  paced.queue_p50_ns = 1000;
+  paced.queue_p999_ns = 1001;
+  const auto lines = lines_of(csv({flat, paced}));
+  const auto header = split_csv(lines[0]);
+  const auto at = [&](std::string_view name) {
+    return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  const auto f = split_csv(lines[1]), g = split_csv(lines[2]);
+  EXPECT_EQ(f[at("send_p90_ns")], "900");
+  EXPECT_EQ(f[at("queue_p50_ns")], "");
+  EXPECT_EQ(f[at("queue_p999_ns")], "");
+  EXPECT_EQ(f[at("offered_mpps")], "");
+  EXPECT_EQ(f[at("flows")], "1");
+  EXPECT_EQ(g[at("queue_p50_ns")], "1000");
+  EXPECT_EQ(g[at("queue_p999_ns")], "1001");
+  EXPECT_EQ(g[at("offered_mpps")], "0.5");
+  EXPECT_EQ(g[at("flows")], "16");
 }
 
 }  // namespace

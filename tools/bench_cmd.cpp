@@ -298,10 +298,30 @@ BenchConfig config_from(const BenchOptions& o) {
   cfg.sink = o.sink;
   cfg.kernel_row = !o.no_kernel_row;
   cfg.seed = o.seed;
+  cfg.rate_pps = o.rate;
+  cfg.rate_per_sender_pps = o.rate_per_sender;
+  cfg.flows = o.flows;
+  cfg.source = o.source;
+  cfg.replay_speed = o.replay_speed;
   for (const auto& [flag, file] : {std::pair{"--json", o.json}, std::pair{"--csv", o.csv},
                                    std::pair{"--plot", o.plot}})
     if (!file.empty()) check_output_path(flag, file);
   return resolve_bench_config(cfg);
+}
+
+// What the senders offer when it is not the seed experiment's flat-out single flow: "offered
+// 20000 pps in total, 16 flows per sender, capture "x.pcap" at 2x"; empty otherwise.
+std::string traffic_line(const BenchConfig& cfg) {
+  std::vector<std::string> parts;
+  if (cfg.rate_pps > 0) parts.push_back(fmt::format("offered {} pps in total", cfg.rate_pps));
+  if (cfg.rate_per_sender_pps > 0) parts.push_back(fmt::format("offered {} pps per sender", cfg.rate_per_sender_pps));
+  if (cfg.flows > 1) parts.push_back(fmt::format("{} flows per sender", cfg.flows));
+  if (!cfg.source.empty())
+    parts.push_back(fmt::format("replaying {} {}", one_line(cfg.source),
+                                cfg.replay_speed > 0 ? fmt::format("at {}x its timing", cfg.replay_speed) : "flat out"));
+  std::string line;
+  for (const auto& part : parts) line += (line.empty() ? "" : ", ") + part;
+  return line;
 }
 
 void print_config(const BenchConfig& cfg) {
@@ -317,6 +337,7 @@ void print_config(const BenchConfig& cfg) {
              cfg.burst, cfg.duration_s, cfg.repeat,
              cfg.pin ? (cfg.nodes ? fmt::format("pinned to {} node(s)", cfg.nodes) : "pinned")
                      : "unpinned");
+  if (const std::string traffic = traffic_line(cfg); !traffic.empty()) fmt::print("traffic: {}\n", traffic);
   fmt::print("rounds: {}, rows in random order (--seed {})\n\n",
              cfg.round_runner ? "each in a fresh process" : "all in this process (--in-process)", cfg.seed);
   std::fflush(stdout);
@@ -352,6 +373,42 @@ std::string one_line(std::string_view message) {
                      });
   return plain ? std::string(message) : escape_user_text(message);
 }
+
+namespace {
+
+// --rate, --rate-per-sender, --flows, --source, --replay-speed (docs/architecture.md, "Offered
+// load and traffic").
+void add_traffic_options(CLI::App* cmd, BenchOptions& o) {
+  const CLI::Validator integer(decimal_integer, "");
+  const CLI::Validator number(decimal_number, "");
+  const CLI::Validator non_empty(not_empty, "");
+  auto* rate = cmd->add_option("--rate", o.rate,
+                               "Offered load: packets per second of all senders together, paced "
+                               "(default: flat out); every row, the floor and kernel rows too")
+                   ->check(number)
+                   ->check(CLI::Range(1.0, 1e10));
+  cmd->add_option("--rate-per-sender", o.rate_per_sender, "Offered load: packets per second of each sender, paced")
+      ->check(number)
+      ->check(CLI::Range(1.0, 1e10))
+      ->excludes(rate);
+  cmd->add_option("--flows", o.flows,
+                  "Flows per sender (distinct UDP source ports, each its flow hash), round-robin; "
+                  "senders x flows at most 4096")
+      ->transform(integer)
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  auto* source = cmd->add_option("--source", o.source,
+                                 "pcap:FILE: replay a classic pcap capture's Ethernet frames "
+                                 "(sender t of T sends frames t, t+T, ..., looping) instead of generated frames")
+                     ->check(non_empty);
+  cmd->add_option("--replay-speed", o.replay_speed,
+                  "Replay the capture at its own timing, X times as fast (default: flat out)")
+      ->check(number)
+      ->check(CLI::Range(1e-6, 1e6))
+      ->needs(source);
+}
+
+}  // namespace
 
 void add_bench_command(CLI::App& app, BenchOptions& o) {
   CLI::App* cmd = app.add_subcommand("bench", "N senders into one TX queue; Mpps and CPU per packet");
@@ -433,6 +490,7 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
   cmd->add_flag("--no-kernel-row", o.no_kernel_row,
                 "With afpacket/udp devices, do not add the kernel's own path (strategy kernel)");
   add_round_options(cmd, o, integer);
+  add_traffic_options(cmd, o);
 }
 
 namespace {

@@ -42,6 +42,11 @@ struct BenchOptions {
   bool in_process = false;   // --in-process: every round in this process (no workers)
   std::string worker;        // hidden --worker THREADS:ROUND: run that round, print its text
   std::vector<std::string> args;  // the command line after the program name (workers re-run it)
+  double rate = 0;             // --rate PPS (all senders); 0: flat out
+  double rate_per_sender = 0;  // --rate-per-sender PPS
+  uint32_t flows = 1;          // --flows N per sender
+  std::string source;          // --source pcap:FILE
+  double replay_speed = 0;     // --replay-speed X; 0: flat out
 };
 
 void add_bench_command(CLI::App& app, BenchOptions& options);

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "txpath/histogram.hpp"
+
 namespace txpath {
 
 // How a multi-queue run's senders are spread over the TX queues (NetDevice's XPS map).
@@ -110,6 +112,24 @@ struct BenchConfig {
   // statistics filled in), in run_bench's order, on the thread that called run_bench: a caller
   // prints rows as they finish instead of all at the end. The span is valid during the call.
   std::function<void(std::span<const BenchPoint>)> on_points;
+  // Offered load (docs/architecture.md, "Offered load and traffic"). 0: flat out (the seed
+  // experiment). rate_pps: packets per second offered by all senders together (each sender
+  // rate_pps / threads); rate_per_sender_pps: by each sender. At most one of the two. Every row
+  // is paced, the floor and kernel rows included; BenchPoint::offered_mpps says what was offered.
+  double rate_pps = 0;
+  double rate_per_sender_pps = 0;
+  // Flows per sender (1..kMaxFlows; threads * flows at most kSinkMaxSenders): each sender sends
+  // `flows` flows of its own (distinct UDP source ports, each its flow hash), round-robin. 1:
+  // the seed experiment's frames.
+  uint32_t flows = 1;
+  // Where the frames come from: "" (generated, FrameTemplate) or "pcap:FILE" (a classic pcap
+  // capture's Ethernet frames, replayed; sender t of T replays frames t, t+T, ... in a loop).
+  // With a capture: no kernel row, no --flows, the sink does not count (the frames are not
+  // numbered by this run); conservation is checked as for every row.
+  std::string source;
+  // A capture's timing: 0 flat out; X > 0 its time stamps X times as fast (2: twice as fast).
+  // Needs a capture; not with a rate.
+  double replay_speed = 0;
 };
 
 // One slice of a run's measured window (BenchConfig::interval_s): which run, when, and what its
@@ -126,6 +146,7 @@ struct BenchInterval {
   uint64_t dropped = 0;  // in this slice (the kernel row: its sockets' refusals are not sampled: 0)
   double mpps = 0;       // sent / (end_s - begin_s), millions per second
 };
+inline constexpr uint32_t kMaxFlows = 4096;
 static_assert(std::atomic<bool>::is_always_lock_free, "BenchConfig::stop is set from signal handlers");
 
 // One TX queue's share of a point, summed over its runs.
@@ -175,8 +196,22 @@ struct BenchPoint {
   double batch_mean = 0;      // packets per doorbell
   uint64_t lock_waits = 0;    // lock acquisitions that had to wait (root lock and busylock)
   uint64_t lock_wait_ns = 0;  // time spent waiting for them
-  double send_p50_ns = 0;     // sampled send() latency
+  // Sampled latency over all the point's rounds (one packet in 64 in the measured windows), from
+  // log-linear histograms (txpath/histogram.hpp: within 1.6%). send_*: the send() call (or the
+  // floor's xmit, the kernel row's sendto); queue_*: from handing the packet to send() to the
+  // device's xmit() taking it (0 for the kernel row: its queue is the kernel's).
+  double send_p50_ns = 0;
+  double send_p90_ns = 0;
   double send_p99_ns = 0;
+  double send_p999_ns = 0;
+  double queue_p50_ns = 0;
+  double queue_p90_ns = 0;
+  double queue_p99_ns = 0;
+  double queue_p999_ns = 0;
+  LatencyHistogram send_latency;  // ns, every round's samples
+  LatencyHistogram queue_delay;   // ns
+  double offered_mpps = 0;    // the pacers' rate, all senders (0: flat out, or a capture's timing)
+  uint32_t flows = 1;         // flows per sender (BenchConfig::flows)
   double vs_busylock_mpps = 0;  // mpps / busylock's mpps at the same thread count, queue count
                                 // and park policy (0 if none)
   double vs_busylock_cpu = 0;   // cpu_ns_per_pkt / busylock's at the same threads, queues, park

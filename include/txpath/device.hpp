@@ -30,6 +30,8 @@
 
 namespace txpath {
 
+class LatencyHistogram;
+
 enum class XmitResult : uint8_t {
   ok,    // the device owns the packet now (NETDEV_TX_OK)
   busy,  // ring full: the packet stays with the caller, who requeues it (NETDEV_TX_BUSY)
@@ -102,6 +104,15 @@ class Device {
 
   DeviceStats stats() const noexcept;
 
+  // Sampled queueing delay (the bench's): where note_departure() records, or nullptr (then it
+  // records nothing). Set while no packet moves (before a run's senders start, after they are
+  // done); the log is written under tx_lock() and read once the run is over.
+  void set_departure_log(LatencyHistogram* log) noexcept { departure_log_ = log; }
+  // Called with tx_lock() held by whoever called xmit(), after it accepted a packet whose
+  // Packet::sent_stamp was `stamp` (read before xmit: the packet is the device's after it):
+  // records now - stamp. Callers skip it for stamp 0, so an unsampled packet costs one test.
+  void note_departure(uint32_t stamp) noexcept;
+
  protected:
   // netif_tx_stop_queue(); called with tx_lock held.
   void stop_queue() noexcept;
@@ -136,6 +147,7 @@ class Device {
   Dql dql_;
   std::function<void()> wake_handler_;
   SingleWriterCounter stops_, wakes_;
+  LatencyHistogram* departure_log_ = nullptr;
 };
 
 // Builds a device from a --device spec: "null", "nic", "nic:pkt=NS,doorbell=NS,ring=N[,rate=GBIT]",

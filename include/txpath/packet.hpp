@@ -37,6 +37,11 @@ struct Packet {
   // The TX queue the application chose for this packet on a device with several (explicit
   // choice: it wins over XPS and the flow hash, see txpath/netdev.hpp); kAnyTxQueue: none.
   uint32_t tx_queue = UINT32_MAX;
+  // A sampled packet's send time: the low 32 bits of the steady clock (ns) when the sender
+  // handed it over, never 0; 0 = not sampled. Whoever calls Device::xmit() reads it first and,
+  // when nonzero and the packet is accepted, tells Device::note_departure() (the queueing delay
+  // the bench measures). No qdisc touches it; a sender that samples writes it on every packet.
+  uint32_t sent_stamp = 0;
   uint64_t tstamp_ns = 0;       // skb->tstamp: earliest departure time (EDT), steady-clock ns
                                 // (the env clock of time-based qdiscs); 0 = none (fq)
   uint64_t pacing_rate = 0;     // sk->sk_pacing_rate of the sending flow, bytes/s; 0 = unpaced (fq)
@@ -45,7 +50,7 @@ struct Packet {
   std::span<const std::byte> frame() const noexcept { return {data, len}; }
   std::span<std::byte> buffer() noexcept { return {data, capacity}; }
 };
-static_assert(offsetof(Packet, tx_queue) + sizeof(uint32_t) <= 64,
+static_assert(offsetof(Packet, sent_stamp) + sizeof(uint32_t) <= 64,
               "the fields of every send and free stay in the packet's first cache line");
 
 // A FIFO of packets linked through Packet::next, with O(1) push, pop, splice and a running byte

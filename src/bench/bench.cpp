@@ -18,6 +18,7 @@
 #include <cmath>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <utility>
 #include <memory>
 #include <mutex>
@@ -30,9 +31,12 @@
 
 #include "bench/live.hpp"
 #include "bench/noise.hpp"
+#include "bench/pacer.hpp"
+#include "bench/pcap_source.hpp"
 #include "bench/real_path.hpp"
-#include "bench/tc_final.hpp"
 #include "bench/stats.hpp"
+#include "bench/tc_final.hpp"
+#include "bench/traffic.hpp"
 #include "base/clock.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
@@ -56,7 +60,7 @@ namespace {
 
 constexpr uint64_t kLatencySampleEvery = 64;     // one send() in 64 is timed
 constexpr int kMaxBurst = 1024;                  // BenchConfig::burst's upper bound
-constexpr std::size_t kLatencySamplesPerThread = 1 << 15;
+constexpr uint64_t kPacedCatchUp = 32;           // a paced sender's largest catch-up burst
 
 uint64_t process_cpu_ns() {
   timespec ts{};
@@ -93,13 +97,6 @@ double jain_index(const std::vector<uint64_t>& xs) {
   return sum * sum / (static_cast<double>(xs.size()) * sum_sq);
 }
 
-double percentile(std::vector<uint32_t>& v, double q) {
-  if (v.empty()) return 0;
-  const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -118,7 +115,7 @@ struct QueueRun {
 // (a point sums them) and what went wrong.
 struct Run {
   double mpps = 0, cpu_ns_per_pkt = 0, fairness = 0;
-  double send_p50_ns = 0, send_p99_ns = 0;  // sampled send() latency
+  LatencyHistogram send_latency, queue_delay;  // sampled, ns (BenchPoint::send_p50_ns)
   uint64_t submitted = 0, sent = 0, dropped = 0, requeues = 0, doorbells = 0;
   uint64_t window_sent = 0, window_doorbells = 0;
   uint64_t lock_waits = 0, lock_wait_ns = 0;
@@ -167,6 +164,9 @@ class Delivery {
  public:
   Sink* sink = nullptr;
   std::string null_nic;  // the ifb testbed's interface, else empty
+  // A replayed capture (BenchConfig::source), loaded once per bench: its frames are not numbered
+  // by this run, so the sink does not count them (the null NIC's counter still does).
+  const bench_detail::Capture* capture = nullptr;
 
   // Before a run: zero the sink, or take the counter's baseline.
   void reset() {
@@ -175,7 +175,7 @@ class Delivery {
   }
   // Fills the delivery part of `r` once a run's senders are done and its queue drained.
   void check(uint64_t sent, Run& r) const {
-    if (sink) {
+    if (sink && capture == nullptr) {
       sink->wait_for(sent, kSinkQuiet, kSinkTimeout);
       const SinkReport rep = sink->report();
       fill(r, sent, rep.received);
@@ -214,36 +214,37 @@ class Delivery {
   uint64_t baseline_ = 0;
 };
 
-// Per-sender state, each on its own cache line (56 bytes: what a sender writes per packet shares
-// one line).
+// Per-sender state, each starting on its own cache line (what a sender writes per packet, its
+// counters, shares the first line; its latency histogram, written once per 64 packets, follows).
 struct alignas(64) Sender {
   uint64_t accepted_in_window = 0;  // queued or congested (kernel row: sent) while measuring
-  std::vector<uint32_t> latency;    // sampled send() ns, preallocated
   // The kernel row's totals and the floor row's submitted and dropped (txpath's rows read the
   // queue's counters instead). relaxed (all three): owner-written counters, read by the main
   // thread at the window edges; the join orders the end.
   std::atomic<uint64_t> sent{0};
   std::atomic<uint64_t> dropped{0};
   std::atomic<uint64_t> submitted{0};
+  LatencyHistogram latency;  // sampled send() ns
 
   // Calls send(), which hands over the `n` packets from number `seq` on; while the window is
   // open, times it when one of them is a multiple of kLatencySampleEvery (one packet in that
-  // many, one call in that many for n = 1), as long as the preallocated samples last.
+  // many, one call in that many for n = 1) and stamps that packet's sent_stamp (`packets`: the
+  // n packets, when there are Packets; their stamps are 0 otherwise, see SenderTraffic::write)
+  // for the device's departure log.
   template <class Send>
-  auto timed(bool window, uint64_t seq, Send&& send, uint64_t n = 1) {
-    if (!window || seq % kLatencySampleEvery >= n || latency.size() >= latency.capacity())
-      return send();
+  auto timed(bool window, uint64_t seq, Send&& send, uint64_t n = 1, Packet* const* packets = nullptr) {
+    const uint64_t k = (seq + kLatencySampleEvery - 1) / kLatencySampleEvery * kLatencySampleEvery - seq;
+    if (!window || k >= n) return send();
     const uint64_t t0 = now_ns();
+    if (packets != nullptr) packets[k]->sent_stamp = std::max<uint32_t>(1, static_cast<uint32_t>(t0));
     auto result = send();
-    latency.push_back(static_cast<uint32_t>(std::min<uint64_t>(now_ns() - t0, UINT32_MAX)));
+    latency.record(now_ns() - t0);
     return result;
   }
 };
 
 std::vector<Sender> make_senders(int threads) {
-  std::vector<Sender> senders(static_cast<std::size_t>(threads));
-  for (auto& s : senders) s.latency.reserve(kLatencySamplesPerThread);
-  return senders;
+  return std::vector<Sender>(static_cast<std::size_t>(threads));
 }
 
 // What one run's senders poll. relaxed (every access): flags that only steer the loops and a
@@ -334,15 +335,12 @@ void fill_window_figures(Run& r, uint64_t window_sent, const Window<Counters>& w
                                              static_cast<double>(r.window_sent)
                                        : 0;
   std::vector<uint64_t> per_sender;
-  std::vector<uint32_t> latency;
   for (const Sender& s : senders) {
     per_sender.push_back(s.accepted_in_window);
-    latency.insert(latency.end(), s.latency.begin(), s.latency.end());
+    r.send_latency.merge(s.latency);
   }
   r.fairness = jain_index(per_sender);
   r.noise = bench_detail::noise_between(w.machine0, w.machine1);
-  r.send_p50_ns = percentile(latency, 0.50);
-  r.send_p99_ns = percentile(latency, 0.99);
 }
 
 // The frames a device is sent: `payload` bytes each, addressed by the device.
@@ -351,6 +349,89 @@ FrameSpec frames_for(const Device& device, std::size_t payload) {
   spec.payload = payload;
   device.address_frames(spec);
   return spec;
+}
+
+// ---- offered load and traffic (pacer.hpp, traffic.hpp) --------------------------------------------
+
+// Sender t's frames: a capture's share, or generated frames (cfg.flows flows; with one flow,
+// a flow of its own when `own_flow`).
+std::vector<bench_detail::SenderTraffic> sender_traffic(const BenchConfig& cfg, const FrameSpec& spec,
+                                                        int threads, bool own_flow,
+                                                        const bench_detail::Capture* capture) {
+  std::vector<bench_detail::SenderTraffic> out;
+  for (int t = 0; t < threads; ++t) {
+    const auto id = static_cast<uint32_t>(t);
+    out.push_back(capture ? bench_detail::SenderTraffic::replayed(*capture, id, static_cast<uint32_t>(threads))
+                          : bench_detail::SenderTraffic::generated(spec, id, cfg.flows, own_flow));
+  }
+  return out;
+}
+
+// A sender's pacer: the capture's timing (cfg.replay_speed), a rate, or none (flat out). At most
+// max(kPacedCatchUp, burst) packets are due at once.
+bench_detail::Pacer pacer_for(const BenchConfig& cfg, int threads, const bench_detail::SenderTraffic& traffic) {
+  const uint64_t max_burst = std::max<uint64_t>(kPacedCatchUp, static_cast<uint64_t>(cfg.burst));
+  if (cfg.replay_speed > 0 && !traffic.idle()) return traffic.replay_pacer(cfg.replay_speed, max_burst);
+  const double per_sender = cfg.rate_per_sender_pps > 0 ? cfg.rate_per_sender_pps : cfg.rate_pps / threads;
+  if (per_sender > 0) return bench_detail::Pacer::at_rate(per_sender, max_burst);
+  return {};
+}
+
+// The packets sender may hand over now, at most `most`: `most` when unpaced; when paced, once
+// its pacer has some due (0 when the run stopped first).
+uint64_t due_now(bench_detail::Pacer& pacer, uint64_t most, const RunFlags& flags) {
+  if (!pacer.paced()) return most;
+  return std::min(most, bench_detail::pace_wait(pacer, [&] { return flags.running(); }));
+}
+
+// What the pacers offer, all senders together, in Mpps (0: flat out, or a capture's own timing).
+double offered_mpps(const BenchConfig& cfg, int threads) {
+  if (cfg.rate_per_sender_pps > 0) return cfg.rate_per_sender_pps * threads / 1e6;
+  return cfg.rate_pps / 1e6;
+}
+
+// Each TX queue of `device` records its sampled queueing delay into logs[q] (Device::note_departure).
+void log_departures(NetDevice& device, std::vector<LatencyHistogram>& logs) {
+  for (uint32_t q = 0; q < device.num_tx_queues() && q < logs.size(); ++q) device.tx_queue(q).set_departure_log(&logs[q]);
+}
+
+// The capture of cfg.source ("pcap:FILE"), its frames checked against the device's largest.
+bench_detail::Capture load_source(const BenchConfig& cfg, const Device& device) {
+  return bench_detail::load_pcap(cfg.source.substr(5), device.max_frame_len());
+}
+
+// The offered-load and traffic options, each in its range and in a combination that means one
+// thing (BenchConfig: rate_pps .. replay_speed). The capture itself is read by the caller.
+void check_traffic(const BenchConfig& cfg) {
+  const auto rate_ok = [](double r) { return std::isfinite(r) && r >= 0 && r <= 1e10; };
+  if (!rate_ok(cfg.rate_pps)) throw ConfigError("rate must be in 0..1e10 packets per second");
+  if (!rate_ok(cfg.rate_per_sender_pps)) throw ConfigError("rate per sender must be in 0..1e10 packets per second");
+  if (cfg.rate_pps > 0 && cfg.rate_per_sender_pps > 0)
+    throw ConfigError("give a total rate or a rate per sender, not both");
+  if (cfg.flows < 1 || cfg.flows > kMaxFlows)
+    throw ConfigError("flows " + std::to_string(cfg.flows) + " out of range 1.." + std::to_string(kMaxFlows));
+  for (const int t : cfg.threads)
+    if (cfg.flows > 1 && static_cast<uint64_t>(t) * cfg.flows > kSinkMaxSenders)
+      throw ConfigError(std::to_string(t) + " senders x " + std::to_string(cfg.flows) + " flows is over " +
+                        std::to_string(kSinkMaxSenders) + " flows (the sink's stream ids)");
+  if (!std::isfinite(cfg.replay_speed) || cfg.replay_speed < 0 || cfg.replay_speed > 1e6)
+    throw ConfigError("replay speed must be in 0..1e6 (0: flat out)");
+  if (cfg.source.empty()) {
+    if (cfg.replay_speed > 0) throw ConfigError("a replay speed needs a capture (--source pcap:FILE)");
+    return;
+  }
+  if (!cfg.source.starts_with("pcap:") || cfg.source.size() == 5)
+    throw ConfigError("source " + txpath::quoted(cfg.source) + " is not pcap:FILE");
+  if (cfg.flows > 1) throw ConfigError("flows and a capture: the capture's frames have their own flows");
+  if (cfg.replay_speed > 0 && (cfg.rate_pps > 0 || cfg.rate_per_sender_pps > 0))
+    throw ConfigError("a rate and a replay speed both pace the senders: give one");
+  if (std::find(cfg.strategies.begin(), cfg.strategies.end(), std::string(kKernelStrategy)) != cfg.strategies.end())
+    throw ConfigError("strategy kernel cannot replay a capture (it sends UDP payloads through sockets)");
+}
+
+// A sender with nothing to send (a capture with fewer frames than senders) waits for the end.
+void idle_until_stopped(const RunFlags& flags) {
+  while (flags.running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 // ---- TX queues ---------------------------------------------------------------------------------
@@ -458,6 +539,7 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Delivery& delivery) {
   std::optional<Probe> probe(std::in_place, cfg.device);
   const FrameSpec spec = frames_for(probe->device(), cfg.payload);
   const FrameTemplate tmpl(spec);
+  const auto traffic = sender_traffic(cfg, spec, threads, false, nullptr);
   const auto route = bench_detail::kernel_route(probe->device(), spec);
   if (!route) throw ConfigError("strategy kernel needs a real device (afpacket:IF, afxdp:IF or udp:HOST:PORT)");
   probe.reset();  // its sockets are not needed: the kernel row sends on its own sockets
@@ -472,10 +554,14 @@ Run run_kernel_once(const BenchConfig& cfg, int threads, Delivery& delivery) {
     Sender& me = senders[static_cast<std::size_t>(t)];
     bench_detail::KernelSender& sock = *sockets[static_cast<std::size_t>(t)];
     std::vector<std::byte> frame(tmpl.size());
+    bench_detail::Pacer pacer = pacer_for(cfg, threads, traffic[static_cast<std::size_t>(t)]);
     flags.started();
+    pacer.start(now_ns());
     uint64_t seq = 0, sent = 0, dropped = 0;
     while (flags.running()) {
-      const std::size_t len = tmpl.write(frame, static_cast<uint32_t>(t), seq);
+      if (due_now(pacer, 1, flags) == 0) break;
+      pacer.take(1);
+      const std::size_t len = traffic[static_cast<std::size_t>(t)].write(frame, seq);
       const std::span<const std::byte> payload(frame.data() + kHeadersLen, len - kHeadersLen);
       const bool window = flags.in_window();
       if (me.timed(window, seq, [&] { return sock.send(payload); }) ==
@@ -578,8 +664,10 @@ std::unique_ptr<tc::LiveStats> serve_live_stats(const BenchConfig& cfg, TxQueue&
 }
 
 // Enough buffers for every place a packet can wait: each TX queue's 3 bands and ring, the
-// senders' caches and the bursts (or floor batches) they hold.
-PoolConfig pool_config(const BenchConfig& cfg, int threads, uint32_t queues) {
+// senders' caches and the bursts (or floor batches) they hold; each large enough for a frame
+// (of a capture: `capture`'s longest).
+PoolConfig pool_config(const BenchConfig& cfg, int threads, uint32_t queues,
+                       const bench_detail::Capture* capture = nullptr) {
   PoolConfig pool_cfg;
   pool_cfg.cache_size = 64;
   pool_cfg.packets = std::max<std::size_t>(
@@ -587,70 +675,53 @@ PoolConfig pool_config(const BenchConfig& cfg, int threads, uint32_t queues) {
                  static_cast<std::size_t>(threads) *
                      (pool_cfg.cache_size * 2 +
                       std::max<std::size_t>(static_cast<std::size_t>(cfg.burst), kFloorBatch)));
-  pool_cfg.buffer_size = std::max<std::size_t>(256, kHeadersLen + cfg.payload);
+  pool_cfg.buffer_size = std::max<std::size_t>({256, kHeadersLen + cfg.payload, capture ? capture->max_len : 0});
   return pool_cfg;
 }
 
-// Sender t's frames. On one TX queue every sender writes the seed experiment's frames; on
-// several, each sender is its own flow (UDP source port + t), so that the flow hash and the
-// in-flight rule (NetDevice::pick_tx_queue) see the senders apart.
-std::vector<FrameTemplate> sender_frames(FrameSpec spec, int threads, bool flow_per_sender) {
-  std::vector<FrameTemplate> frames;
-  const uint16_t base = spec.src_port;
-  for (int t = 0; t < (flow_per_sender ? threads : 1); ++t) {
-    spec.src_port = static_cast<uint16_t>(base + t);
-    frames.emplace_back(spec);
-  }
-  return frames;
-}
-
-// The flow hash of sender t's frames (frame_flow_hash(): addresses and ports), never 0.
-uint32_t flow_hash_of(const FrameTemplate& tmpl, int t) {
-  std::vector<std::byte> frame(tmpl.size());
-  tmpl.write(frame, static_cast<uint32_t>(t), 0);
-  return frame_flow_hash(frame).value_or(1);
-}
-
-// The send loop of txpath's rows: each sender takes buffers from `pool`, writes its frames and
-// sends them through `tx` (a TxQueue, or a MultiQueueTx that picks the queue): one send() per
-// packet, or with cfg.burst > 1 one send_burst() per burst of up to cfg.burst packets (a
-// MultiQueueTx hands each run of packets that picked the same TX queue to that queue).
+// The send loop of txpath's rows: each sender takes buffers from `pool`, writes its frames
+// (`traffic`: generated or a capture's, see traffic.hpp) and sends them through `tx` (a
+// TxQueue, or a MultiQueueTx that picks the queue): one send() per packet, or with cfg.burst > 1
+// one send_burst() per burst of up to cfg.burst packets (a MultiQueueTx hands each run of
+// packets that picked the same TX queue to that queue); paced (pacer_for()), as many as are due.
 template <class Tx>
-auto txpath_send_loop(Tx& tx, Pool& pool, const std::vector<FrameTemplate>& frames,
-                      std::vector<Sender>& senders, int burst) {
-  return [&tx, &pool, &frames, &senders, burst](int t, RunFlags& flags) {
+auto txpath_send_loop(Tx& tx, Pool& pool, const std::vector<bench_detail::SenderTraffic>& traffic,
+                      std::vector<Sender>& senders, const BenchConfig& cfg, int threads) {
+  return [&tx, &pool, &traffic, &senders, &cfg, threads](int t, RunFlags& flags) {
     Sender& me = senders[static_cast<std::size_t>(t)];
-    const FrameTemplate& tmpl = frames[static_cast<std::size_t>(t) % frames.size()];
-    // A sender of its own flow carries the flow's hash, as a socket caches its sk_txhash (the
-    // queue choice then does not hash every frame); the seed experiment's packets carry none.
-    const uint32_t flow_hash = frames.size() > 1 ? flow_hash_of(tmpl, t) : 0;
+    const bench_detail::SenderTraffic& frames = traffic[static_cast<std::size_t>(t)];
+    bench_detail::Pacer pacer = pacer_for(cfg, threads, frames);
+    const auto burst = static_cast<uint64_t>(cfg.burst);
     Pool::Cache cache(pool);
     std::array<Packet*, kMaxBurst> packets{};
     std::array<SendStatus, kMaxBurst> status{};
     flags.started();
+    if (frames.idle()) return idle_until_stopped(flags);
+    pacer.start(now_ns());
     uint64_t seq = 0;
     while (flags.running()) {
+      const uint64_t want = due_now(pacer, burst, flags);
       std::size_t n = 0;
-      for (; n < static_cast<std::size_t>(burst); ++n) {
+      for (; n < want; ++n) {
         Packet* p = cache.get();
         if (!p) break;
-        p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq + n));
-        p->flow_hash = flow_hash;
+        frames.write(*p, seq + n);
         packets[n] = p;
       }
       if (n == 0) {  // every buffer is queued or in flight: back off until completions return some
-        std::this_thread::yield();
+        if (want > 0) std::this_thread::yield();
         continue;
       }
+      pacer.take(n);
       const bool window = flags.in_window();
       if (burst == 1) {
-        status[0] = me.timed(window, seq, [&] { return tx.send(packets[0]); });
+        status[0] = me.timed(window, seq, [&] { return tx.send(packets[0]); }, 1, packets.data());
       } else {
         const auto burst_call = [&] {
           tx.send_burst(std::span(packets.data(), n), std::span(status.data(), n));
           return 0;
         };
-        me.timed(window, seq, burst_call, n);
+        me.timed(window, seq, burst_call, n, packets.data());
       }
       if (window) {
         for (std::size_t i = 0; i < n; ++i)
@@ -664,24 +735,27 @@ auto txpath_send_loop(Tx& tx, Pool& pool, const std::vector<FrameTemplate>& fram
 // One TX queue: a TxQueue on the device, the seed experiment's path.
 Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, int threads,
                           Delivery& delivery) {
-  Pool pool(pool_config(cfg, threads, 1));
+  Pool pool(pool_config(cfg, threads, 1, delivery.capture));
   auto device = make_device(cfg.device);  // after the pool: destroyed first, it returns its ring
   Pool& send_pool = bench_detail::sender_pool(*device, pool);  // afxdp: its UMEM's, no copy
+  LatencyHistogram queue_delay;
+  device->set_departure_log(&queue_delay);
 
   auto tc_tree = std::make_shared<tc::Tree>();
   auto txq = TxQueue::create(*device, queue_config(cfg, strategy, tc_tree));
   std::string live_note;
   std::unique_ptr<tc::LiveStats> live = serve_live_stats(cfg, *txq, tc_tree, live_note);
-  const auto frames = sender_frames(frames_for(*device, cfg.payload), threads, false);
+  const auto traffic = sender_traffic(cfg, frames_for(*device, cfg.payload), threads, false, delivery.capture);
 
   delivery.reset();
   auto senders = make_senders(threads);
   const auto w = measure(cfg, threads, delivery,
-                         txpath_send_loop(*txq, send_pool, frames, senders, cfg.burst),
+                         txpath_send_loop(*txq, send_pool, traffic, senders, cfg, threads),
                          [&] { return std::vector<TxQueueStats>{txq->stats()}; });
 
   const bool drained = txq->drain(std::chrono::seconds(10));
   Run r = summarize_run(txq->lock_kind(), drained, {txq->stats()}, senders, w);
+  r.queue_delay = queue_delay;
   r.live_note = std::move(live_note);
   r.tc_stats = bench_detail::final_tc_stats(cfg, *txq, *tc_tree);
   delivery.check(r.sent, r);
@@ -734,8 +808,10 @@ std::unique_ptr<tc::LiveStats> serve_live_stats(const BenchConfig& cfg, MultiQue
 // per-queue trees: mq's children).
 Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, int threads,
                          uint32_t queues, Delivery& delivery) {
-  Pool pool(pool_config(cfg, threads, queues));
+  Pool pool(pool_config(cfg, threads, queues, delivery.capture));
   auto device = make_net_device(spec_with_queues(cfg.device, queues));  // after the pool, as above
+  std::vector<LatencyHistogram> queue_delay(queues);
+  log_departures(*device, queue_delay);
   apply_xps(*device, cfg);
   auto trees = std::make_shared<tc::QueueTrees>();
   MultiQueueConfig mq_cfg{.queue = queue_config(cfg, strategy, std::make_shared<tc::Tree>()),
@@ -747,16 +823,17 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
   if (per_queue_trees && tx->queue(0).qdisc()) live = serve_live_stats(cfg, *tx, trees, live_note);
   if (!cfg.tc_config.empty() && !per_queue_trees)
     live_note = "the tc device has another TX queue count than this run";
-  const auto frames = sender_frames(frames_for(device->tx_queue(0), cfg.payload), threads, true);
+  const auto traffic = sender_traffic(cfg, frames_for(device->tx_queue(0), cfg.payload), threads, true, delivery.capture);
 
   delivery.reset();
   auto senders = make_senders(threads);
   const auto w = measure(cfg, threads, delivery,
-                         txpath_send_loop(*tx, pool, frames, senders, cfg.burst),
+                         txpath_send_loop(*tx, pool, traffic, senders, cfg, threads),
                          [&] { return tx->queue_stats(); });
 
   const bool drained = tx->drain(std::chrono::seconds(10));
   Run r = summarize_run(tx->queue(0).lock_kind(), drained, tx->queue_stats(), senders, w);
+  for (const LatencyHistogram& q : queue_delay) r.queue_delay.merge(q);
   r.live_note = std::move(live_note);
   r.tc_stats = bench_detail::final_tc_stats(cfg, *tx, per_queue_trees ? trees.get() : nullptr);
   delivery.check(r.sent, r);
@@ -790,8 +867,13 @@ void floor_xmit(Device& device, std::span<Packet* const> batch, uint64_t seq, bo
       std::lock_guard tx(device.tx_lock());
       for (; done < batch.size() && !device.stopped(); ++done) {
         const bool more = done + 1 < batch.size();
-        const auto xmit = [&] { return device.xmit(batch[done], more); };
-        if (me.timed(window, seq + done, xmit) != XmitResult::ok) break;
+        uint32_t stamp = 0;  // read before xmit: the device owns the packet once it accepts it
+        const auto xmit = [&] {
+          stamp = batch[done]->sent_stamp;
+          return device.xmit(batch[done], more);
+        };
+        if (me.timed(window, seq + done, xmit, 1, &batch[done]) != XmitResult::ok) break;
+        if (stamp != 0) [[unlikely]] device.note_departure(stamp);
         if (window) ++me.accepted_in_window;
       }
     }
@@ -811,24 +893,30 @@ void floor_xmit(Device& device, std::span<Packet* const> batch, uint64_t seq, bo
 
 // The floor row's send loop: sender t writes kFloorBatch frames into buffers from its cache and
 // hands them to TX queue t % queues (floor_xmit).
-auto floor_send_loop(NetDevice& device, Pool& pool, const std::vector<FrameTemplate>& frames,
-                     std::vector<Sender>& senders) {
-  return [&device, &pool, &frames, &senders](int t, RunFlags& flags) {
+// Paced, a batch holds the packets due (at most kFloorBatch).
+auto floor_send_loop(NetDevice& device, Pool& pool, const std::vector<bench_detail::SenderTraffic>& traffic,
+                     std::vector<Sender>& senders, const BenchConfig& cfg) {
+  return [&device, &pool, &traffic, &senders, &cfg](int t, RunFlags& flags) {
     Sender& me = senders[static_cast<std::size_t>(t)];
-    const FrameTemplate& tmpl = frames[static_cast<std::size_t>(t) % frames.size()];
+    const bench_detail::SenderTraffic& frames = traffic[static_cast<std::size_t>(t)];
+    bench_detail::Pacer pacer = pacer_for(cfg, static_cast<int>(traffic.size()), frames);
     Device& queue = device.tx_queue(static_cast<uint32_t>(t) % device.num_tx_queues());
     Pool::Cache cache(pool);
     std::array<Packet*, kFloorBatch> batch{};
     flags.started();
+    if (frames.idle()) return idle_until_stopped(flags);
+    pacer.start(now_ns());
     uint64_t seq = 0;
     while (flags.running()) {
+      const uint64_t want = due_now(pacer, batch.size(), flags);
       std::size_t n = 0;
-      for (; n < batch.size(); ++n) {
+      for (; n < want; ++n) {
         Packet* p = cache.get();
         if (!p) break;
-        p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), static_cast<uint32_t>(t), seq + n));
+        frames.write(*p, seq + n);
         batch[n] = p;
       }
+      pacer.take(n);
       if (n == 0) {  // every buffer is in flight: reap completions
         poll_if_due(queue);
         std::this_thread::yield();
@@ -879,16 +967,20 @@ bool drain_devices(NetDevice& device, std::chrono::milliseconds timeout) {
 
 // The floor row: the device (with `queues` TX queues) and nothing between it and the senders.
 Run run_floor_once(const BenchConfig& cfg, int threads, uint32_t queues, Delivery& delivery) {
-  Pool pool(pool_config(cfg, threads, queues));
+  Pool pool(pool_config(cfg, threads, queues, delivery.capture));
   auto device = make_net_device(spec_with_queues(cfg.device, queues));  // after the pool, as above
+  std::vector<LatencyHistogram> queue_delay(queues);
+  log_departures(*device, queue_delay);
   // On several queues each sender is its own flow, as in the multi-queue rows.
-  const auto frames = sender_frames(frames_for(device->tx_queue(0), cfg.payload), threads, queues > 1);
+  const auto traffic = sender_traffic(cfg, frames_for(device->tx_queue(0), cfg.payload), threads, queues > 1,
+                                      delivery.capture);
   delivery.reset();
   auto senders = make_senders(threads);
-  const auto w = measure(cfg, threads, delivery, floor_send_loop(*device, pool, frames, senders),
+  const auto w = measure(cfg, threads, delivery, floor_send_loop(*device, pool, traffic, senders, cfg),
                          [&] { return floor_stats(*device, senders); });
   const bool drained = drain_devices(*device, std::chrono::seconds(10));
   Run r = summarize_run("-", drained, floor_stats(*device, senders), senders, w);
+  for (const LatencyHistogram& q : queue_delay) r.queue_delay.merge(q);
   delivery.check(r.sent, r);
   for (uint32_t q = 0; q < queues && r.output_error.empty(); ++q)
     r.output_error = bench_detail::finish_output(device->tx_queue(q));
@@ -914,8 +1006,24 @@ constexpr std::pair<uint64_t BenchPoint::*, uint64_t Run::*> kSummed[] = {
     {&BenchPoint::sink_socket_drops, &Run::sink_socket_drops}};
 constexpr std::pair<double BenchPoint::*, double Run::*> kMedians[] = {
     {&BenchPoint::mpps, &Run::mpps},           {&BenchPoint::cpu_ns_per_pkt, &Run::cpu_ns_per_pkt},
-    {&BenchPoint::fairness, &Run::fairness},   {&BenchPoint::send_p50_ns, &Run::send_p50_ns},
-    {&BenchPoint::send_p99_ns, &Run::send_p99_ns}};
+    {&BenchPoint::fairness, &Run::fairness}};
+
+// The latency histograms of a point's runs, merged, and their percentiles.
+void aggregate_latency(BenchPoint& p, const std::vector<Run>& runs) {
+  for (const Run& r : runs) {
+    p.send_latency.merge(r.send_latency);
+    p.queue_delay.merge(r.queue_delay);
+  }
+  constexpr std::array<double, 4> kQuantiles = {0.50, 0.90, 0.99, 0.999};
+  const std::array<double BenchPoint::*, 4> send = {&BenchPoint::send_p50_ns, &BenchPoint::send_p90_ns,
+                                                    &BenchPoint::send_p99_ns, &BenchPoint::send_p999_ns};
+  const std::array<double BenchPoint::*, 4> queue = {&BenchPoint::queue_p50_ns, &BenchPoint::queue_p90_ns,
+                                                     &BenchPoint::queue_p99_ns, &BenchPoint::queue_p999_ns};
+  for (std::size_t i = 0; i < kQuantiles.size(); ++i) {
+    p.*send[i] = p.send_latency.percentile(kQuantiles[i]);
+    p.*queue[i] = p.queue_delay.percentile(kQuantiles[i]);
+  }
+}
 
 // Each TX queue's counts over a point's runs (every run of a point has the same queues).
 std::vector<BenchQueuePoint> aggregate_queues(const std::vector<Run>& runs) {
@@ -969,6 +1077,7 @@ BenchPoint aggregate(const std::string& strategy, int threads, uint32_t queues, 
     for (const Run& r : runs) values.push_back(r.*one);
     p.*mid = median(std::move(values));
   }
+  aggregate_latency(p, runs);
   const auto by_mpps = [](const Run& a, const Run& b) { return a.mpps < b.mpps; };
   p.mpps_min = std::min_element(runs.begin(), runs.end(), by_mpps)->mpps;
   p.mpps_max = std::max_element(runs.begin(), runs.end(), by_mpps)->mpps;
@@ -1055,6 +1164,8 @@ void append_group(const BenchConfig& cfg, int threads, uint32_t queues, bool par
     if (mine.empty()) continue;
     points.push_back(aggregate(strategy, threads, queues, park, mine));
     if (points.back().runs < cfg.repeat) points.back().complete = false;
+    points.back().offered_mpps = offered_mpps(cfg, threads);
+    points.back().flows = cfg.flows;
   }
   const auto from = points.begin() + static_cast<std::ptrdiff_t>(first);
   // Ratios against busylock in the group, when it was measured.
@@ -1174,8 +1285,9 @@ void run_round(const BenchConfig& cfg, int threads, int round, Delivery& deliver
 // Every field of a Run and a QueueRun, by type: the worker writes them all, run_bench reads them
 // all back (a field added to Run must be added here, or workers lose it).
 constexpr std::pair<const char*, double Run::*> kRunReals[] = {
-    {"mpps", &Run::mpps}, {"cpu_ns_per_pkt", &Run::cpu_ns_per_pkt}, {"fairness", &Run::fairness},
-    {"send_p50_ns", &Run::send_p50_ns}, {"send_p99_ns", &Run::send_p99_ns}};
+    {"mpps", &Run::mpps}, {"cpu_ns_per_pkt", &Run::cpu_ns_per_pkt}, {"fairness", &Run::fairness}};
+constexpr std::pair<const char*, LatencyHistogram Run::*> kRunHistograms[] = {
+    {"send_latency", &Run::send_latency}, {"queue_delay", &Run::queue_delay}};
 constexpr std::pair<const char*, uint64_t Run::*> kRunCounts[] = {
     {"submitted", &Run::submitted},   {"sent", &Run::sent},
     {"dropped", &Run::dropped},       {"requeues", &Run::requeues},
@@ -1197,7 +1309,16 @@ constexpr std::pair<const char*, uint64_t QueueRun::*> kQueueCounts[] = {
 constexpr std::size_t kMaxRoundText = 16u << 20;
 constexpr std::size_t kMaxWorkerString = 4096;
 constexpr std::size_t kMaxWorkerTcStats = 1u << 20;  // a row's final tc -s document (JSON text)
-constexpr int kMaxRoundDepth = 6;
+constexpr int kMaxRoundDepth = 7;
+
+// A histogram as [min, max, [[bucket, count], ...]] (only the buckets that counted).
+nlohmann::json histogram_json(const LatencyHistogram& h) {
+  nlohmann::json buckets = nlohmann::json::array();
+  const auto counts = h.counts();
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] != 0) buckets.push_back({i, counts[i]});
+  return {h.min(), h.max(), std::move(buckets)};
+}
 
 nlohmann::json run_json(const Run& r) {
   nlohmann::json j;
@@ -1205,6 +1326,7 @@ nlohmann::json run_json(const Run& r) {
   for (const auto& [name, field] : kRunCounts) j[name] = r.*field;
   for (const auto& [name, field] : kRunFlags) j[name] = r.*field;
   for (const auto& [name, field] : kRunTexts) j[name] = r.*field;
+  for (const auto& [name, field] : kRunHistograms) j[name] = histogram_json(r.*field);
   j["tc_stats"] = r.tc_stats;
   j["steal_pct"] = r.noise.steal_pct;
   j["other_cpu_pct"] = r.noise.other_cpu_pct;
@@ -1263,6 +1385,30 @@ class FieldReader {
   const nlohmann::json& j_;
 };
 
+// histogram_json()'s form back: the smallest and largest value land in the first and last
+// bucket, each bucket's own bounds stand for the rest; anything else throws.
+LatencyHistogram histogram_from_json(const nlohmann::json& j, const char* name) {
+  const auto bad = [name] { return std::runtime_error(std::string("field ") + name + " is not a histogram"); };
+  if (!j.is_array() || j.size() != 3 || !j[0].is_number_unsigned() || !j[1].is_number_unsigned() ||
+      !j[2].is_array() || j[2].size() > LatencyHistogram::kBuckets)
+    throw bad();
+  const auto min = j[0].get<uint64_t>(), max = j[1].get<uint64_t>();
+  LatencyHistogram h;
+  const auto& buckets = j[2];
+  for (std::size_t k = 0; k < buckets.size(); ++k) {
+    const auto& b = buckets[k];
+    if (!b.is_array() || b.size() != 2 || !b[0].is_number_unsigned() || !b[1].is_number_unsigned()) throw bad();
+    const auto i = b[0].get<uint64_t>();
+    if (i >= LatencyHistogram::kBuckets) throw bad();
+    const auto idx = static_cast<std::size_t>(i);
+    const uint64_t lo = k == 0 ? min : LatencyHistogram::bucket_low(idx);
+    const uint64_t hi = k + 1 == buckets.size() ? max : std::max(lo, LatencyHistogram::bucket_high(idx));
+    if (!h.add_bucket(idx, b[1].get<uint64_t>(), lo, std::min(hi, max))) throw bad();
+  }
+  if (h.count() > 0 && (h.min() != min || h.max() != max)) throw bad();
+  return h;
+}
+
 Run run_from_json(const nlohmann::json& j, std::size_t queue_count) {
   const FieldReader in(j);
   Run r;
@@ -1270,6 +1416,7 @@ Run run_from_json(const nlohmann::json& j, std::size_t queue_count) {
   for (const auto& [name, field] : kRunCounts) r.*field = in.count(name);
   for (const auto& [name, field] : kRunFlags) r.*field = in.flag(name);
   for (const auto& [name, field] : kRunTexts) r.*field = in.text(name);
+  for (const auto& [name, field] : kRunHistograms) r.*field = histogram_from_json(in.at(name), name);
   r.tc_stats = in.text("tc_stats", kMaxWorkerTcStats);
   r.noise = {in.real("steal_pct"), in.real("other_cpu_pct")};
   const auto& queues = in.at("per_queue");
@@ -1294,7 +1441,8 @@ std::vector<RowKey> read_round(const BenchConfig& cfg, int threads, int round, c
       "bench worker (threads " + std::to_string(threads) + ", round " + std::to_string(round + 1) + "): ";
   try {
     if (text.size() > kMaxRoundText) throw std::runtime_error("output over 16 MiB");
-    // A round nests 5 deep (object, rows, row, run, per_queue entries): deeper is refused as it
+    // A round nests 6 deep (object, rows, row, run, a histogram, its buckets' pairs; per_queue's
+    // entries are 5 deep): deeper is refused as it
     // is read, before a hostile text of 16 MiB of '[' becomes millions of nested values.
     const auto shallow = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
       if (depth > kMaxRoundDepth) throw std::runtime_error("nested deeper than a round");
@@ -1325,9 +1473,15 @@ std::vector<RowKey> read_round(const BenchConfig& cfg, int threads, int round, c
   }
 }
 
-// The sink (or the ifb testbed's counter) that checks arrivals for `delivery`; null when none.
-std::unique_ptr<Sink> start_delivery(const BenchConfig& cfg, Delivery& delivery) {
+// The sink (or the ifb testbed's counter) that checks arrivals for `delivery`, and with --source
+// the capture its senders replay (into `capture`); the sink, null when none.
+std::unique_ptr<Sink> start_delivery(const BenchConfig& cfg, Delivery& delivery,
+                                     std::optional<bench_detail::Capture>& capture) {
   Probe probe(cfg.device);
+  if (!cfg.source.empty()) {
+    capture = load_source(cfg, probe.device());
+    delivery.capture = &*capture;
+  }
   std::unique_ptr<Sink> sink;
   if (auto sink_cfg = bench_detail::resolve_sink(cfg.sink, probe.device(),
                                                  frames_for(probe.device(), cfg.payload))) {
@@ -1551,13 +1705,15 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
     while (cfg.seed == 0) cfg.seed = ((static_cast<uint64_t>(entropy()) << 32) | entropy()) >> 11;
   }
   check_ranges(cfg);
+  check_traffic(cfg);
   if (!cfg.tc_config.empty()) resolve_tc_config(cfg);
   // Validate everything up front, so a typo fails before minutes of measuring.
   Probe probe(cfg.device);
   Device& device = probe.device();
   resolve_queues(cfg, probe.queues());
   const FrameSpec frames = frames_for(device, cfg.payload);
-  add_kernel_row(cfg, device, frames);
+  if (!cfg.source.empty()) (void)load_source(cfg, device);  // a bad capture fails here
+  else add_kernel_row(cfg, device, frames);
   bench_detail::resolve_sink(cfg.sink, device, frames);  // checks the --sink text
   cfg.strategies = runnable_strategies(cfg, device, every_strategy);
   const FrameTemplate tmpl(frames);
@@ -1573,8 +1729,9 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
   const BenchConfig cfg = resolve_bench_config(config);
   const SpinParkRestore restore_policy;
   Delivery delivery;
-  // With a round runner the workers check arrivals, each with its own sink.
-  const std::unique_ptr<Sink> sink = cfg.round_runner ? nullptr : start_delivery(cfg, delivery);
+  // With a round runner the workers check arrivals and load the capture, each its own.
+  std::optional<bench_detail::Capture> capture;
+  const std::unique_ptr<Sink> sink = cfg.round_runner ? nullptr : start_delivery(cfg, delivery, capture);
   std::vector<BenchPoint> points;
   RoundProgress counter;
   counter.total = cfg.threads.size() * cfg.queues.size() * cfg.park.size() *
@@ -1611,7 +1768,8 @@ std::string run_bench_round(const BenchConfig& config, int threads, int round,
                       " threads is not in the configuration");
   const SpinParkRestore restore_policy;
   Delivery delivery;
-  const std::unique_ptr<Sink> sink = start_delivery(cfg, delivery);
+  std::optional<bench_detail::Capture> capture;
+  const std::unique_ptr<Sink> sink = start_delivery(cfg, delivery, capture);
   // The progress lines count as run_bench's do: the runs before this round come first.
   RoundProgress counter;
   const std::size_t per_round = cfg.queues.size() * cfg.park.size() * cfg.strategies.size();

@@ -12,6 +12,7 @@
 #include <utility>
 #include <nlohmann/json.hpp>
 
+#include "txpath/histogram.hpp"
 #include "txpath/report.hpp"
 #include "txpath/topology.hpp"
 #include "txpath/version.hpp"
@@ -140,12 +141,15 @@ Json config_json(const BenchConfig& cfg, const std::vector<BenchPoint>& points) 
             {"pin", cfg.pin},               {"nodes", cfg.nodes},
             {"park", park},                 {"kernel_row", kernel_ran},
             {"burst", cfg.burst},           {"seed", cfg.seed},
+            {"rate_pps", cfg.rate_pps},     {"rate_per_sender_pps", cfg.rate_per_sender_pps},
+            {"flows", cfg.flows},           {"replay_speed", cfg.replay_speed},
             {"rounds_in", cfg.round_runner ? "worker processes" : "one process"}};
   put_texts(c, "strategies", cfg.strategies);
   put_text(c, "lock", cfg.lock);
   put_text(c, "device", cfg.device);
   put_text(c, "qdisc", cfg.qdisc);
   put_text(c, "sink", cfg.sink);
+  if (!cfg.source.empty()) put_text(c, "source", cfg.source);
   if (!cfg.tc_config.empty()) {
     put_text(c, "tc_config", cfg.tc_config);
     put_text(c, "tc_dev", cfg.tc_dev);
@@ -164,6 +168,18 @@ Json per_queue_json(const BenchPoint& p) {
                    {"conserved", q.conserved}});
   }
   return out;
+}
+
+// A latency histogram whole: {"unit": "ns", "count", "min", "max", "buckets": [[low, high,
+// count], ...]} with only the buckets that counted something (bounds inclusive; see
+// txpath/histogram.hpp).
+Json histogram_json(const LatencyHistogram& h) {
+  Json buckets = Json::array();
+  const auto counts = h.counts();
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] != 0)
+      buckets.push_back({LatencyHistogram::bucket_low(i), LatencyHistogram::bucket_high(i), counts[i]});
+  return {{"unit", "ns"}, {"count", h.count()}, {"min", h.min()}, {"max", h.max()}, {"buckets", buckets}};
 }
 
 // The statistics over the rounds (BenchPoint's samples, CVs, intervals, unstable, noise).
@@ -206,7 +222,12 @@ Json point_json(const BenchPoint& p) {
             {"lock_waits", p.lock_waits},
             {"lock_wait_ns", p.lock_wait_ns},
             {"send_p50_ns", p.send_p50_ns},
+            {"send_p90_ns", p.send_p90_ns},
             {"send_p99_ns", p.send_p99_ns},
+            {"send_p999_ns", p.send_p999_ns},
+            {"send_latency_histogram", histogram_json(p.send_latency)},
+            {"queue_delay_histogram", histogram_json(p.queue_delay)},
+            {"flows", p.flows},
             {"drained", p.drained},
             {"conserved", p.conserved},
             {"runs", p.runs},
@@ -225,6 +246,13 @@ Json point_json(const BenchPoint& p) {
                  {"duplicated", p.sink_duplicated},     {"out_of_order", p.sink_out_of_order},
                  {"socket_drops", p.sink_socket_drops}, {"delivered", p.delivered}};
   }
+  if (p.queue_delay.count() > 0) {  // none for the kernel row: its queue is the kernel's
+    r["queue_p50_ns"] = p.queue_p50_ns;
+    r["queue_p90_ns"] = p.queue_p90_ns;
+    r["queue_p99_ns"] = p.queue_p99_ns;
+    r["queue_p999_ns"] = p.queue_p999_ns;
+  }
+  if (p.offered_mpps > 0) r["offered_mpps"] = p.offered_mpps;  // paced (--rate): what was offered
   put_round_statistics(r, p);
   if (!p.tc_stats.empty()) {
     Json tc = Json::parse(p.tc_stats, nullptr, /*allow_exceptions=*/false);

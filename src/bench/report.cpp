@@ -660,6 +660,23 @@ std::vector<std::string_view> legend_notes(const std::vector<Series>& series, co
 
 // ---- public -----------------------------------------------------------------------------------
 
+namespace {
+
+// send_p90_ns .. flows: the queueing-delay cells are empty for a row without samples of it (the
+// kernel row), offered_mpps for a row that ran flat out.
+void write_traffic_cells(CsvRow& row, const BenchPoint& p) {
+  row.real(p.send_p90_ns).real(p.send_p999_ns);
+  if (p.queue_delay.count() > 0)
+    row.real(p.queue_p50_ns).real(p.queue_p90_ns).real(p.queue_p99_ns).real(p.queue_p999_ns);
+  else
+    row.empty(4);
+  if (p.offered_mpps > 0) row.real(p.offered_mpps);
+  else row.empty(1);
+  row.integer(p.flows);
+}
+
+}  // namespace
+
 const std::vector<std::string_view>& csv_columns() {
   static const std::vector<std::string_view> columns = {
       "strategy",      "lock",          "park",        "threads",     "queues",      "mpps",        "mpps_min",
@@ -667,7 +684,9 @@ const std::vector<std::string_view>& csv_columns() {
       "requeues",      "fairness",      "batch_mean",  "lock_waits",  "lock_wait_ns",
       "send_p50_ns",   "send_p99_ns",   "vs_busylock_mpps", "vs_busylock_cpu", "vs_floor_cpu", "conserved",
       "vs_kernel_mpps", "vs_kernel_cpu", "sink_received", "sink_lost", "sink_duplicated",
-      "sink_out_of_order", "sink_socket_drops", "delivered", "runs", "complete",
+      "sink_out_of_order", "sink_socket_drops", "delivered",
+       "send_p90_ns", "send_p999_ns", "queue_p50_ns", "queue_p90_ns", "queue_p99_ns", "queue_p999_ns",
+       "offered_mpps", "flows", "runs", "complete",
       "mpps_cv", "cpu_cv", "vs_busylock_mpps_ci95_lo", "vs_busylock_mpps_ci95_hi",
       "vs_busylock_cpu_ci95_lo", "vs_busylock_cpu_ci95_hi", "vs_floor_cpu_ci95_lo",
       "vs_floor_cpu_ci95_hi", "vs_kernel_mpps_ci95_lo", "vs_kernel_mpps_ci95_hi",
@@ -711,6 +730,7 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool pa
     } else {
       row.empty(6);
     }
+    write_traffic_cells(row, p);
     row.integer(p.runs).flag(p.complete);
     write_round_statistics(row, p);
     row.flag(partial);

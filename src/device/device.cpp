@@ -15,9 +15,11 @@
 
 #include "txpath/device.hpp"
 
+#include "base/clock.hpp"
 #include "sync/park.hpp"
 
 #include "txpath/error.hpp"
+#include "txpath/histogram.hpp"
 #include "txpath/pool.hpp"
 
 namespace txpath {
@@ -42,6 +44,13 @@ DeviceStats Device::stats() const noexcept {
                      .stops = stops_.get(),
                      .wakes = wakes_.get(),
                      .tx_errors = tx_errors_.get()};
+}
+
+void Device::note_departure(uint32_t stamp) noexcept {
+  if (departure_log_ == nullptr) return;
+  // Unsigned 32-bit difference: exact for delays below 2^32 ns (4.3 s), across a wrap of the
+  // low bits.
+  departure_log_->record(static_cast<uint32_t>(static_cast<uint32_t>(now_ns()) - stamp));
 }
 
 void Device::attach_queue(std::function<void()> wake_handler) {

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// --source pcap:FILE: the frames of a classic pcap capture, loaded once, for the bench's senders
+// to replay through the TX path (see docs/architecture.md, "Replaying a capture").
+//
+// Accepted: the classic libpcap file format (not pcapng): a 24-byte file header whose magic is
+// 0xa1b2c3d4 (microsecond time stamps) or 0xa1b23c4d (nanosecond), written in either byte order
+// (the magic read back swapped says the file's order), major version 2, link type 1 (Ethernet);
+// then records of a 16-byte header (seconds, micro- or nanoseconds, captured length, original
+// length) and the captured bytes. Refused, each with one line naming the file: another magic,
+// version or link type; a record cut short by the end of the file; a frame the capture cut
+// (captured length below the original: replaying it would send a different frame); a frame
+// shorter than an Ethernet header or longer than the device takes; a sub-second field out of
+// range; no frame at all; more than kMaxReplayFrames frames or kMaxReplayBytes frame bytes
+// (memory stays bounded whatever the file says: a file larger than those caps allow is refused
+// before it is read).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace txpath::bench_detail {
+
+inline constexpr std::size_t kMaxReplayFrames = std::size_t{1} << 20;   // frames loaded, at most
+inline constexpr std::size_t kMaxReplayBytes = std::size_t{64} << 20;   // their bytes, at most
+
+struct CaptureFrame {
+  std::size_t offset = 0;  // into Capture::bytes
+  uint32_t len = 0;
+  uint32_t flow_hash = 0;  // frame_flow_hash() of the frame, 0 if it has none
+  uint64_t time_ns = 0;    // after the first frame's time stamp; never below the previous
+                           // frame's (a time stamp that went back counts as the previous one)
+};
+
+struct Capture {
+  std::vector<std::byte> bytes;       // every frame, back to back
+  std::vector<CaptureFrame> frames;   // in capture order
+  uint64_t span_ns = 0;               // the last frame's time_ns
+  std::size_t max_len = 0;            // the longest frame
+
+  std::span<const std::byte> frame(std::size_t i) const noexcept {
+    return {bytes.data() + frames[i].offset, frames[i].len};
+  }
+};
+
+// Parses a whole capture held in memory. `name` names it in errors (quoted); frames longer than
+// `max_frame_len` are refused. Throws ConfigError (one line) for anything the header comment
+// refuses.
+Capture parse_pcap(std::span<const std::byte> file, std::size_t max_frame_len, std::string_view name);
+
+// Reads `path` (a regular file of at most the size the caps allow) and parses it. Throws
+// ConfigError naming the file for a file that cannot be read, too large a file, or a bad capture.
+Capture load_pcap(const std::string& path, std::size_t max_frame_len);
+
+}  // namespace txpath::bench_detail
