@@ -298,11 +298,8 @@ BenchConfig config_from(const BenchOptions& o) {
   cfg.sink = o.sink;
   cfg.kernel_row = !o.no_kernel_row;
   cfg.seed = o.seed;
-  cfg.rate_pps = o.rate;
-  cfg.rate_per_sender_pps = o.rate_per_sender;
-  cfg.flows = o.flows;
-  cfg.source = o.source;
-  cfg.replay_speed = o.replay_speed;
+  cfg.rate_pps = o.rate, cfg.rate_per_sender_pps = o.rate_per_sender;  // offered load and traffic
+  cfg.flows = o.flows, cfg.source = o.source, cfg.replay_speed = o.replay_speed;
   for (const auto& [flag, file] : {std::pair{"--json", o.json}, std::pair{"--csv", o.csv},
                                    std::pair{"--plot", o.plot}})
     if (!file.empty()) check_output_path(flag, file);
@@ -410,6 +407,23 @@ void add_traffic_options(CLI::App* cmd, BenchOptions& o) {
 
 }  // namespace
 
+// What the bench writes and prints: --json, --csv, --plot, --quiet, --wide, --interval.
+void add_output_options(CLI::App* cmd, BenchOptions& o, const CLI::Validator& number,
+                        const CLI::Validator& non_empty) {
+  cmd->add_option("--json", o.json, "Write results as JSON to FILE")->check(non_empty);
+  cmd->add_option("--csv", o.csv, "Write results as CSV to FILE")->check(non_empty);
+  cmd->add_option("--plot", o.plot, "Write an SVG chart (Mpps and CPU ns/pkt vs threads, 95% CI bars, drops marked) to FILE")->check(non_empty);
+  cmd->add_flag("--quiet", o.quiet, "No progress lines on stderr (--interval lines are still printed)");
+  cmd->add_flag("--wide", o.wide,
+                "Every column of the table (min..max, CV, CI, fairness, batch, lock waits, p50, requeues) "
+                "and the full check text; the default table fits 120 columns");
+  cmd->add_option("--interval", o.interval,
+                  "Print a line on stderr every S seconds of each run's measured window: Mpps and drops "
+                  "in that slice (as iperf3 -i)")
+      ->check(number)
+      ->check(CLI::Range(0.01, 3600.0));
+}
+
 void add_bench_command(CLI::App& app, BenchOptions& o) {
   CLI::App* cmd = app.add_subcommand("bench", "N senders into one TX queue; Mpps and CPU per packet");
   const CLI::Validator integer(decimal_integer, "");  // no name: the help shows the type
@@ -468,21 +482,10 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--nodes", o.nodes, "Use only the first N NUMA nodes (default: all)")
       ->transform(integer)
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--json", o.json, "Write results as JSON to FILE")->check(non_empty);
-  cmd->add_option("--csv", o.csv, "Write results as CSV to FILE")->check(non_empty);
-  cmd->add_option("--plot", o.plot, "Write an SVG chart (Mpps and CPU ns/pkt vs threads, 95% CI bars, drops marked) to FILE")->check(non_empty);
   auto* pin = cmd->add_flag("--pin", o.pin, "Pin senders round-robin over cores, spread over NUMA nodes (default)");
   auto* no_pin = cmd->add_flag("--no-pin", o.no_pin, "Do not pin sender threads");
   pin->excludes(no_pin);
-  cmd->add_flag("--quiet", o.quiet, "No progress lines on stderr (--interval lines are still printed)");
-  cmd->add_flag("--wide", o.wide,
-                "Every column of the table (min..max, CV, CI, fairness, batch, lock waits, p50, requeues) "
-                "and the full check text; the default table fits 120 columns");
-  cmd->add_option("--interval", o.interval,
-                  "Print a line on stderr every S seconds of each run's measured window: Mpps and drops "
-                  "in that slice (as iperf3 -i)")
-      ->check(number)
-      ->check(CLI::Range(0.01, 3600.0));
+  add_output_options(cmd, o, number, non_empty);
   cmd->add_option("--sink", o.sink,
                   "Where arrivals are counted: auto (the testbed peer of the device), none, "
                   "IFNAME or IFNAME@NETNS")
