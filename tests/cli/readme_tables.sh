@@ -58,7 +58,7 @@ python3 "$script" small --readme "$tmp/README.md" --json "$tmp/run.json" \
 [ "$(inside "$tmp/README.md" small)" != "$(inside "$tmp/orig.md" small)" ] || { echo "FAIL: the table did not change"; fail=1; }
 inside "$tmp/README.md" small | grep -qF "Command: \`txpath bench ${cmd[*]} --json run.json\`" ||
   { echo "FAIL: the command is not beside the table"; inside "$tmp/README.md" small; fail=1; }
-for row in '^| `floor` | 1 |' '^| `floor` | 2 |' '^| `busylock` | 1 |' '^| `busylock` | 2 |' '^| strategy | senders | Mpps | CPU ns/pkt | CPU vs floor |'; do
+for row in '^| `floor` | 1 |' '^| `floor` | 2 |' '^| `busylock` | 1 |' '^| `busylock` | 2 |' '^| strategy | senders | Mpps | CPU ns/pkt | drop% | CPU vs floor |'; do
   inside "$tmp/README.md" small | grep -q "$row" || { echo "FAIL: no row $row"; inside "$tmp/README.md" small; fail=1; }
 done
 [ "$(stat -c %a "$tmp/README.md")" = 640 ] || { echo "FAIL: the file's mode was not kept"; fail=1; }
