@@ -108,9 +108,16 @@ class Device {
   // records nothing). Set while no packet moves (before a run's senders start, after they are
   // done); the log is written under tx_lock() and read once the run is over.
   void set_departure_log(LatencyHistogram* log) noexcept { departure_log_ = log; }
-  // Called with tx_lock() held by whoever called xmit(), after it accepted a packet whose
-  // Packet::sent_stamp was `stamp` (read before xmit: the packet is the device's after it):
-  // records now - stamp. Callers skip it for stamp 0, so an unsampled packet costs one test.
+  // xmit(), and for a sampled packet it accepted (Packet::sent_stamp != 0) note_departure(): the
+  // call every transmitter makes (driver loop, peer queues, the bench's floor), with tx_lock()
+  // held. An unsampled packet costs one load and a branch over xmit().
+  XmitResult xmit_sampled(Packet* p, bool more) noexcept {
+    const uint32_t stamp = p->sent_stamp;  // read first: the device owns p once it accepts it
+    const XmitResult r = xmit(p, more);
+    if (stamp != 0 && r == XmitResult::ok) [[unlikely]] note_departure(stamp);
+    return r;
+  }
+  // Records now - stamp (the low 32 bits of the steady clock at send) into the departure log.
   void note_departure(uint32_t stamp) noexcept;
 
  protected:

@@ -867,13 +867,8 @@ void floor_xmit(Device& device, std::span<Packet* const> batch, uint64_t seq, bo
       std::lock_guard tx(device.tx_lock());
       for (; done < batch.size() && !device.stopped(); ++done) {
         const bool more = done + 1 < batch.size();
-        uint32_t stamp = 0;  // read before xmit: the device owns the packet once it accepts it
-        const auto xmit = [&] {
-          stamp = batch[done]->sent_stamp;
-          return device.xmit(batch[done], more);
-        };
+        const auto xmit = [&] { return device.xmit_sampled(batch[done], more); };
         if (me.timed(window, seq + done, xmit, 1, &batch[done]) != XmitResult::ok) break;
-        if (stamp != 0) [[unlikely]] device.note_departure(stamp);
         if (window) ++me.accepted_in_window;
       }
     }

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "bench/stats.hpp"
 #include "txpath/bench_table.hpp"
 
 namespace txpath {
@@ -274,32 +275,15 @@ struct Whisker {
   double hi = 0;
 };
 
-// Two-sided 95% quantile of Student's t with `df` degrees of freedom (df >= 1).
-double t95(std::size_t df) {
-  static constexpr std::array<double, 30> kT = {
-      12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-      2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-      2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  if (df >= 1 && df <= kT.size()) return kT[df - 1];
-  return df <= 60 ? 2.000 : df <= 120 ? 1.980 : 1.960;
-}
-
 // The 95% confidence interval of the mean of `samples` (t distribution), clipped at 0; nothing
 // with fewer than two finite samples or when every sample is the same.
 Whisker ci_whisker(const std::vector<double>& samples) {
   std::vector<double> v;
   for (const double x : samples)
     if (std::isfinite(x)) v.push_back(x);
-  if (v.size() < 2) return {};
-  double mean = 0;
-  for (const double x : v) mean += x;
-  mean /= static_cast<double>(v.size());
-  double ss = 0;
-  for (const double x : v) ss += (x - mean) * (x - mean);
-  const double sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
-  const double half = t95(v.size() - 1) * sd / std::sqrt(static_cast<double>(v.size()));
-  if (!(half > 0) || !std::isfinite(half)) return {};
-  return {true, std::max(0.0, mean - half), mean + half};
+  const Interval95 ci = bench_stats::ci95_mean(v);
+  if (!(ci.hi > ci.lo) || !std::isfinite(ci.hi - ci.lo)) return {};
+  return {true, std::max(0.0, ci.lo), ci.hi};
 }
 
 // Min-max bounds for a point, or nothing when they add no information: not filled in (both

@@ -14,12 +14,10 @@ int DriverLoop::xmit_list(PacketList& batch) noexcept {
       if (device_.stopped()) break;  // stopped (before or mid-train): the rest is requeued
       Packet* p = batch.pop_front();
       const bool more = !batch.empty();  // xmit_more: the doorbell waits for the last packet
-      const uint32_t stamp = p->sent_stamp;  // the device owns p once it accepts it
-      if (device_.xmit(p, more) != XmitResult::ok) {
+      if (device_.xmit_sampled(p, more) != XmitResult::ok) {
         batch.push_front(p);
         break;
       }
-      if (stamp != 0) [[unlikely]] device_.note_departure(stamp);
       ++sent;
     }
     sent_.add(static_cast<uint64_t>(sent));

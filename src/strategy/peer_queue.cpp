@@ -95,12 +95,10 @@ int PeerQueue::xmit_pending() noexcept {
   std::lock_guard tx(device_.tx_lock());
   while (!pending_.empty() && !device_.stopped()) {
     Packet* p = pending_.pop_front();
-    const uint32_t stamp = p->sent_stamp;  // the device owns p once it accepts it
-    if (device_.xmit(p, !pending_.empty()) != XmitResult::ok) {
+    if (device_.xmit_sampled(p, !pending_.empty()) != XmitResult::ok) {
       pending_.push_front(p);
       break;
     }
-    if (stamp != 0) [[unlikely]] device_.note_departure(stamp);
     ++sent;
   }
   sent_.add(static_cast<uint64_t>(sent));
