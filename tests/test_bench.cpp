@@ -478,7 +478,7 @@ TEST(BenchQueues, XpsTextParsesAndPrintsBack) {
   EXPECT_EQ(map.cpus[1].second, (std::vector<uint32_t>{1, 2}));
   for (const char* text : {"auto", "off", "0:0,1:1+2,3:0", "7:4095"})
     EXPECT_EQ(xps_text(parse_xps(text)), text);
-  for (const std::string bad : std::vector<std::string>{"", "x", "0", "0:", ":1", "0:a", "0:1,", ",0:1", "0:1,0:2",
+  for (const std::string& bad : std::vector<std::string>{"", "x", "0", "0:", ":1", "0:a", "0:1,", ",0:1", "0:1,0:2",
                                 "0:1+1", "0:1++2", "-1:0", "4096:0", "0:4096", "0:1\n2",
                                 std::string("0:\x1b[2J"), "0:99999999999999999999"}) {
     try {

@@ -433,7 +433,7 @@ TEST_F(TestbedKinds, IfbCountsEveryFrameSentThroughAfPacketAfXdpAndUdp) {
     constexpr uint64_t kFrames = 777;
     // AF_PACKET past the qdisc and through it; AF_XDP in copy mode (the ifb has no zero-copy),
     // on the first and the last queue (an XSK binds to a queue id below the RX queue count).
-    for (const std::string spec :
+    for (const std::string& spec :
          {"afpacket:" + ifb_.host_if + ",bypass=1", "afpacket:" + ifb_.host_if + ",bypass=0",
           "afxdp:" + ifb_.host_if, "afxdp:" + ifb_.host_if + ":" + std::to_string(queues - 1)}) {
       const uint64_t before = null_nic_frames(ifb_.host_if);

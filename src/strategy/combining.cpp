@@ -26,7 +26,9 @@
 //                     enqueued and the epilogue sends the whole batch with xmit_more, instead of
 //                     one doorbell per packet;
 //  * deferred_run():  a no-op request; its batch's epilogue runs the loop (net_tx_action);
-//  * quiescent():     !running && backlog == 0, evaluated inside the section.
+//  * quiescent():     !running && backlog == 0, evaluated inside the section; its batch runs the
+//                     loop only if another request of the batch enqueued or was a deferred run
+//                     (drain() must not poll a shaper every 100 us).
 //  * send_burst():    one request carrying the whole burst, enqueued in order (a burst of one may
 //                     bypass, as send()); the epilogue runs the loop once for all of it;
 // Epilogue (once per batch, by the combiner): if anything is queued, run_begin + run + run_end;
@@ -79,7 +81,7 @@ class CombiningQueue : public SerializedQueue {
     Verdict v = Verdict::success;
     section_.execute(
         [&](bool more) noexcept {
-          if (!bypass_lone(p, more)) v = q().enqueue(p, to_free);
+          if (!bypass_lone(p, more)) v = enqueue(p, to_free);
         },
         [this]() noexcept { epilogue(); });
     return leave(to_free, v);  // outside the section
@@ -98,10 +100,10 @@ class CombiningQueue : public SerializedQueue {
         [&](bool more) noexcept {
           if (batch.size() == 1) {
             Packet* p = batch.pop_front();  // before the bypass: the device may free it
-            verdicts(bypass_lone(p, more) ? Verdict::success : q().enqueue(p, to_free));
+            verdicts(bypass_lone(p, more) ? Verdict::success : enqueue(p, to_free));
             return;
           }
-          while (!batch.empty()) verdicts(q().enqueue(batch.pop_front(), to_free));
+          while (!batch.empty()) verdicts(enqueue(batch.pop_front(), to_free));
         },
         [this]() noexcept { epilogue(); });
     free_packets(std::move(to_free));  // outside the section
@@ -110,14 +112,16 @@ class CombiningQueue : public SerializedQueue {
 
  protected:
   void deferred_run() noexcept override {
-    section_.execute([](bool) noexcept {}, [this]() noexcept { epilogue(); });
+    // The request marks its batch: whichever request's thread combines it, the loop runs.
+    section_.execute([this](bool) noexcept { batch_needs_run_ = true; },
+                     [this]() noexcept { epilogue(); });
   }
 
   bool quiescent() noexcept override {
     bool idle = false;
     section_.execute(
         [&](bool) noexcept { idle = !is_running() && backlog_packets() == 0; },
-        [this]() noexcept { epilogue(); });
+        [this]() noexcept { quiescent_epilogue(); });
     return idle;
   }
 
@@ -138,10 +142,30 @@ class CombiningQueue : public SerializedQueue {
     return true;
   }
 
+  // Inside the section: a sender's enqueue, noted for quiescent_epilogue().
+  Verdict enqueue(Packet* p, PacketList& to_free) noexcept {
+    batch_needs_run_ = true;
+    return q().enqueue(p, to_free);
+  }
+
+  // The batch end of a batch whose combiner is drain()'s quiescent() probe: the loop runs only
+  // if a request of this batch enqueued or was a deferred run. Packets queued before it are not
+  // stranded: the loop that left them either scheduled a deferred run (quota, requeue, a stopped
+  // device's wake) or armed the watchdog (a throttled qdisc); that run may be a request of this
+  // very batch, hence the mark. Running the loop anyway would poll a shaper every 100 us.
+  void quiescent_epilogue() noexcept {
+    if (batch_needs_run_) {
+      epilogue();
+    } else {
+      serve_inspect();
+    }
+  }
+
   // The combiner's batch end: run the loop if anything is queued (qdisc_run). An empty queue
   // skips the loop, and with it run_end(): serve a pending inspect_qdisc() here instead (a
   // deferred run is a no-op request whose batch ends here, still inside the section).
   void epilogue() noexcept {
+    batch_needs_run_ = false;
     if (backlog_packets() == 0) {
       serve_inspect();
       return;
@@ -151,6 +175,7 @@ class CombiningQueue : public SerializedQueue {
 
   CcSynch<Lock> section_;
   NoRootLock held_;  // the combiner role is kept across the device calls (see the header)
+  bool batch_needs_run_ = false;  // a request of this batch enqueued or asked for a run
 };
 
 }  // namespace
