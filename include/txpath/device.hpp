@@ -92,6 +92,9 @@ class Device {
   uint32_t max_frame_len() const noexcept { return mtu_ + 14; }
 
   TxLock& tx_lock() noexcept { return tx_lock_; }
+  // NETIF_F_LLTX (dev->lltx): xmit() needs no tx lock from the driver loop, whose owner (RUNNING)
+  // is already its only caller; see set_lltx().
+  bool lltx() const noexcept { return lltx_; }
   // Set once, before the device is used; for tests and custom drivers. TX queues use
   // attach_queue()/detach_queue().
   void set_wake_handler(std::function<void()> handler) { wake_handler_ = std::move(handler); }
@@ -135,6 +138,12 @@ class Device {
   // test devices): counts one doorbell, returns `batch` to its pools, counts it completed.
   // Called with tx_lock held; does nothing for an empty batch.
   void ring_and_complete(PacketList& batch) noexcept;
+  // Lockless TX (Linux's NETIF_F_LLTX, which dummy and veth set): the driver loop calls xmit()
+  // without tx_lock. Only for a device whose xmit() and completions share no state with
+  // another thread: nothing but the driver-loop owner calls xmit() on this TX queue, and it
+  // completes inline (no poll()). Others that transmit into it (the bench's floor, peer queues)
+  // still take tx_lock among themselves. Only in the constructor.
+  void set_lltx() noexcept { lltx_ = true; }
   // For a real device that learns its MTU from the interface; only in the constructor.
   void set_mtu(uint32_t mtu) noexcept { mtu_ = mtu; }
 
@@ -151,6 +160,7 @@ class Device {
   TxLock tx_lock_;
   std::atomic<uint32_t> state_{0};
   bool bql_enabled_ = false;
+  bool lltx_ = false;
   Dql dql_;
   std::function<void()> wake_handler_;
   SingleWriterCounter stops_, wakes_;

@@ -7,22 +7,25 @@
 namespace txpath {
 
 int DriverLoop::xmit_list(PacketList& batch) noexcept {
+  if (device_.lltx()) return xmit_train(batch);  // LLTX: RUNNING alone serialises xmit()
+  std::lock_guard tx(device_.tx_lock());          // HARD_TX_LOCK
+  return xmit_train(batch);
+}
+
+int DriverLoop::xmit_train(PacketList& batch) noexcept {
   int sent = 0;
-  {
-    std::lock_guard tx(device_.tx_lock());  // HARD_TX_LOCK
-    while (!batch.empty()) {
-      if (device_.stopped()) break;  // stopped (before or mid-train): the rest is requeued
-      Packet* p = batch.pop_front();
-      const bool more = !batch.empty();  // xmit_more: the doorbell waits for the last packet
-      if (device_.xmit_sampled(p, more) != XmitResult::ok) {
-        batch.push_front(p);
-        break;
-      }
-      ++sent;
+  while (!batch.empty()) {
+    if (device_.stopped()) break;  // stopped (before or mid-train): the rest is requeued
+    Packet* p = batch.pop_front();
+    const bool more = !batch.empty();  // xmit_more: the doorbell waits for the last packet
+    if (device_.xmit_sampled(p, more) != XmitResult::ok) {
+      batch.push_front(p);
+      break;
     }
-    sent_.add(static_cast<uint64_t>(sent));
-    batches_.add(1);
+    ++sent;
   }
+  sent_.add(static_cast<uint64_t>(sent));
+  batches_.add(1);
   return sent;
 }
 

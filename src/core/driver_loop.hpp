@@ -208,8 +208,12 @@ class DriverLoop {
     return sent;
   }
 
-  // dev_hard_start_xmit: root lock released, RUNNING owned; takes the device's tx lock.
+  // dev_hard_start_xmit: root lock released, RUNNING owned; takes the device's tx lock unless
+  // the device is LLTX (HARD_TX_LOCK).
   int xmit_list(PacketList& batch) noexcept;
+  // The train itself: xmit() each packet, more = true until the last. RUNNING owned, tx lock
+  // held or the device LLTX.
+  int xmit_train(PacketList& batch) noexcept;
   // dev_requeue_skb: head of the requeue list. Root lock held, RUNNING owned.
   void requeue(PacketList& rest) noexcept;
 

@@ -18,7 +18,7 @@ namespace txpath {
 
 class NullDevice final : public Device {
  public:
-  explicit NullDevice(uint32_t mtu = 1500) : Device(mtu) {}
+  explicit NullDevice(uint32_t mtu = 1500) : Device(mtu) { set_lltx(); }
   ~NullDevice() override;
 
   std::string_view kind() const noexcept override { return "null"; }
