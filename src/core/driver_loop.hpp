@@ -104,10 +104,10 @@ class DriverLoop {
   // No lock held.
   template <class Idle>
   void wait_for_tx_progress(Idle&& idle) noexcept {
-    // acquire: pairs with the release fetch_add in direct_xmit().
+    // acquire: pairs with the release store in direct_xmit().
     const uint32_t before = tx_progress_.load(std::memory_order_acquire);
-    spin_then_park(tx_progress_, [&](uint32_t now) { return now != before || idle(); },
-                   kYieldsBeforePark);
+    spin_then_park_timed(tx_progress_, progress_parked_,
+                         [&](uint32_t now) { return now != before || idle(); }, kYieldsBeforePark);
   }
 
   // Makes every batch handed to the device bump the counter wait_for_tx_progress() waits on. Only
@@ -193,11 +193,15 @@ class DriverLoop {
     if (to_free) free_packets(std::move(*to_free));  // outside every lock
     const int sent = xmit_list(batch);  // leaves the refused remainder in batch
     if (sent > 0 && progress_waiters_) {
-      // seq_cst: a waiter in wait_for_tx_progress() only needs to see the change (its acquire
-      // load pairs with the release half), but notify_all's read of the waiter count must not
-      // pass it (park.hpp). notify_all costs one load when nobody is parked.
-      tx_progress_.fetch_add(1, std::memory_order_seq_cst);
-      tx_progress_.notify_all();
+      // One writer at a time (the RUNNING owner; RUNNING's hand-off orders successive owners),
+      // so a load and a store, no RMW. release: pairs with the acquire loads in
+      // wait_for_tx_progress(). relaxed load of the parked count: the cheap test of
+      // park_timed's protocol (park.hpp); a waiter that parks just after it is woken by its
+      // 1 ms timeout at the latest.
+      tx_progress_.store(tx_progress_.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_release);
+      if (progress_parked_.load(std::memory_order_relaxed) != 0) [[unlikely]]
+        wake_parked(tx_progress_, progress_parked_);
     }
     root.lock();
     if (!batch.empty()) {
@@ -227,8 +231,10 @@ class DriverLoop {
   alignas(64) PacketList requeue_;
   SingleWriterCounter requeue_qlen_, requeue_backlog_, requeues_;
   SingleWriterCounter sent_, batches_, bypassed_;
-  // Batches handed to the device (wraps); bumped and notified per batch, see wait_for_tx_progress.
+  // Batches handed to the device (wraps); bumped per batch by the RUNNING owner (its only
+  // writer at a time), see wait_for_tx_progress.
   alignas(64) std::atomic<uint32_t> tx_progress_{0};
+  std::atomic<uint32_t> progress_parked_{0};  // waiters asleep on tx_progress_ (park_timed)
 };
 
 }  // namespace txpath
