@@ -65,6 +65,12 @@
 //    re-check and the futex wait is not lost. ck's p_tail store/load are volatile accesses plus
 //    ck fences, outside the C++ model: the argument is the store-buffer litmus with a full fence
 //    (mfence on x86, dmb ish on arm64) on each side, which forbids both reads missing.
+//  * the nap (coalescing): after a sweep that moved packets, an empty sweep puts the drainer in
+//    a timed sleep of kNapNs (sleeping_ = kNapping) rather than the park: a push wakes it only
+//    once its ring is half full, else the nap ends by itself, so nothing waits more than kNapNs
+//    for it. Only an empty sweep after a nap leads to the park above. This is TX interrupt
+//    coalescing (ethtool -C tx-usecs): a lone sender's packets are taken hundreds at a time, not
+//    one per wake-up, and the drainer does not poll the rings' cache lines while they fill.
 //  * qdisc -> device: as every LockedQueue (driver_loop.hpp): the drainer enqueues under the root
 //    lock and then tries run_begin under it, so either it owns the loop or the current owner's
 //    final check sees the packets; quota, requeue and device stops leave a scheduled run or a
@@ -108,7 +114,6 @@
 #include "strategy/ck_ring_shim.h"
 #include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
-#include "base/cpu_relax.hpp"
 #include "sync/instance_cache.hpp"
 #include "sync/park.hpp"
 
@@ -121,7 +126,12 @@ constexpr unsigned kFallbackSlots = 4096;  // the shared fallback ring
 constexpr unsigned kPerRing = 64;          // packets taken from one ring per sweep (fairness)
 constexpr std::size_t kFlushAt = 256;      // enqueue + run once this many are in hand
 constexpr int kDrainerNice = -10;         // scheduling weight of the drainer thread, see drainer_main()
-constexpr unsigned kIdleSweeps = 64;       // empty sweeps (with cpu_relax) before trying to park
+// The drainer's nap after a sweep that moved packets found nothing more (see nap()): TX
+// interrupt coalescing's window (ethtool's tx-usecs), the longest a packet waits for the drainer
+// while traffic flows.
+constexpr uint64_t kNapNs = 50'000;
+// sleeping_: awake; parked until a push wakes it; napping until kNapNs pass or a ring is half full.
+constexpr uint32_t kAwake = 0, kParked = 1, kNapping = 2;
 
 struct RingDestroy {
   void operator()(txpath_ck_ring* r) const noexcept { txpath_ck_ring_destroy(r); }
@@ -232,7 +242,7 @@ class DrainerQueue : public LockedQueue<Lock> {
         const uint32_t seen = swept_.load(std::memory_order_acquire);
         pushed += push(r, items + pushed, n - pushed);
         if (pushed < n) {
-          wake_drainer();
+          wake_drainer(r);
           spin_then_park(swept_, [seen](uint32_t now) { return now != seen; }, kYieldsBeforePark);
         }
       }
@@ -240,7 +250,7 @@ class DrainerQueue : public LockedQueue<Lock> {
       n -= pushed;
       if (n == 0) break;
     }
-    wake_drainer();
+    wake_drainer(r);
   }
 
   unsigned push(SenderRing& r, void* const* items, unsigned n) noexcept {
@@ -249,15 +259,21 @@ class DrainerQueue : public LockedQueue<Lock> {
     return txpath_ck_ring_enqueue_burst_spsc(r.ring.get(), items, n);
   }
 
-  void wake_drainer() noexcept {
+  // After a push into `r`. A parked drainer is woken; a napping one only once `r` is half
+  // full (the nap ends by itself within kNapNs otherwise).
+  void wake_drainer(const SenderRing& r) noexcept {
     // seq_cst fence: Dekker pair with park() (its seq_cst store of sleeping_ + fence, then the
     // ring re-check): either the drainer sees our packet or we see it sleeping.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    // relaxed: ordered by the fence above. The exchange makes exactly one sender wake it;
-    // seq_cst so that notify_one's waiter-count read cannot pass it (park.hpp).
-    if (sleeping_.load(std::memory_order_relaxed) != 0 &&
-        sleeping_.exchange(0, std::memory_order_seq_cst) != 0)
-      sleeping_.notify_one();
+    // relaxed: ordered by the fence above.
+    const uint32_t state = sleeping_.load(std::memory_order_relaxed);
+    if (state == kAwake) return;
+    if (state == kNapping && txpath_ck_ring_size(r.ring.get()) < ring_slots_ / 2) return;
+    // The exchange makes exactly one sender wake it; seq_cst so that notify_one's waiter-count
+    // read cannot pass it (park.hpp).
+    const uint32_t was = sleeping_.exchange(kAwake, std::memory_order_seq_cst);
+    if (was == kParked) sleeping_.notify_one();
+    if (was == kNapping) futex_wake_all(sleeping_);
   }
 
  protected:
@@ -403,7 +419,7 @@ class DrainerQueue : public LockedQueue<Lock> {
     (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kDrainerNice);
     void* burst[kPerRing];
     uint32_t start = 0;
-    unsigned idle = 0;
+    bool napped = false;  // the last empty sweep followed a nap
     // acquire: pairs with stop_drainer()'s store.
     while (!stop_.load(std::memory_order_acquire)) {
       // acquire: pairs with register_sender()'s release store; rings_[0..n) are written.
@@ -434,35 +450,50 @@ class DrainerQueue : public LockedQueue<Lock> {
         busy_.store(false, std::memory_order_release);  // release: as end_take()
       }
       if (moved) {
-        idle = 0;
-      } else if (++idle < kIdleSweeps) {
-        cpu_relax();
+        napped = false;
+      } else if (!napped) {
+        nap();  // traffic just stopped or comes in trickles: let it accumulate
+        napped = true;
       } else {
-        park();
-        idle = 0;
+        park();  // nothing came during a whole nap: sleep until a push
+        napped = false;
       }
     }
+  }
+
+  // The coalescing nap: a timed sleep that a push ends only once its ring is half full
+  // (wake_drainer()), so a lone sender's packets are taken a few hundred at a time instead of
+  // one by one, and its ring's cache lines stay with it meanwhile. A packet pushed during the
+  // nap waits kNapNs at most; nothing is stranded, the nap ends by itself. A stop ends it too.
+  void nap() noexcept {
+    // seq_cst: if our store follows stop_drainer()'s store of kAwake, we see stop_ below.
+    sleeping_.store(kNapping, std::memory_order_seq_cst);
+    if (!stop_.load(std::memory_order_seq_cst))  // seq_cst: see the store above
+      futex_wait_for(sleeping_, kNapping, kNapNs);
+    // relaxed: only we wait on the word; a waker's exchange wrote kAwake already.
+    sleeping_.store(kAwake, std::memory_order_relaxed);
   }
 
   // The drainer's sleep: see "Why no packet is stranded" in the header comment.
   void park() noexcept {
     // seq_cst store + fence: Dekker pair with send()'s fence and load, and with stop_drainer().
-    sleeping_.store(1, std::memory_order_seq_cst);
+    sleeping_.store(kParked, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // seq_cst: if our store of 1 follows stop_drainer()'s store of 0, we see stop_ here.
     if (stop_.load(std::memory_order_seq_cst) || !rings_empty()) {
       sleeping_.store(0, std::memory_order_relaxed);  // relaxed: only we wait on it
       return;
     }
-    spin_then_park(sleeping_, [](uint32_t v) { return v == 0; }, kYieldsBeforePark);
+    spin_then_park(sleeping_, [](uint32_t v) { return v == kAwake; });
   }
 
   void stop_drainer() noexcept {
     if (!drainer_.joinable()) return;
     // seq_cst, both: the drainer either sees stop_ in park() or sees the word change.
     stop_.store(true, std::memory_order_seq_cst);
-    sleeping_.store(0, std::memory_order_seq_cst);
-    sleeping_.notify_all();
+    sleeping_.store(kAwake, std::memory_order_seq_cst);
+    sleeping_.notify_all();         // a park (std::atomic::wait)
+    futex_wake_all(sleeping_);      // a nap (raw futex)
     drainer_.join();
   }
 

@@ -64,6 +64,18 @@ void park_timed(const std::atomic<uint32_t>& word, uint32_t seen,
   parked.fetch_sub(1, std::memory_order_relaxed);
 }
 
+void futex_wait_for(const std::atomic<uint32_t>& word, uint32_t seen, uint64_t ns) noexcept {
+  const timespec timeout{static_cast<time_t>(ns / 1'000'000'000),
+                         static_cast<long>(ns % 1'000'000'000)};
+  syscall(SYS_futex, reinterpret_cast<const uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, &timeout,
+          nullptr, 0);
+}
+
+void futex_wake_all(const std::atomic<uint32_t>& word) noexcept {
+  syscall(SYS_futex, reinterpret_cast<const uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX,
+          nullptr, nullptr, 0);
+}
+
 void wake_parked(const std::atomic<uint32_t>& word, const std::atomic<uint32_t>& parked) noexcept {
   // seq_cst fence: the other half of park_timed()'s Dekker pair (its seq_cst RMW of `parked`,
   // then its load of the word): either the waiter sees the caller's store, or we see it counted.

@@ -67,6 +67,12 @@ void park_timed(const std::atomic<uint32_t>& word, uint32_t seen,
                 std::atomic<uint32_t>& parked) noexcept;
 void wake_parked(const std::atomic<uint32_t>& word, const std::atomic<uint32_t>& parked) noexcept;
 
+// A timed sleep on `word` while it reads `seen`, `ns` at most (a raw futex wait: no waiter
+// count, so its waker must use futex_wake_all, not std::atomic::notify_*). It returns early on a
+// wake-up, a changed word or a signal; the caller re-checks whatever it waits for.
+void futex_wait_for(const std::atomic<uint32_t>& word, uint32_t seen, uint64_t ns) noexcept;
+void futex_wake_all(const std::atomic<uint32_t>& word) noexcept;
+
 // spin_then_park() with park_timed() as its park: returns once done(word) holds.
 template <class Done>
 uint32_t spin_then_park_timed(const std::atomic<uint32_t>& word, std::atomic<uint32_t>& parked,
