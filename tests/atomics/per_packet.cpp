@@ -54,14 +54,14 @@ struct Bound {
   double burst;
 };
 constexpr auto kBounds = std::to_array<Bound>({
-    {"busylock", 3.1, 0.15},
-    {"rootlock", 3.1, 0.15},
-    {"llist", 5.1, 0.2},
-    {"mutex", 3.1, 0.15},
-    {"nolock", 4.1, 0.2},
-    {"combining", 3.1, 0.15},
+    {"busylock", 2.1, 0.15},
+    {"rootlock", 2.1, 0.15},
+    {"llist", 4.1, 0.2},
+    {"mutex", 2.1, 0.15},
+    {"nolock", 2.1, 0.2},
+    {"combining", 2.1, 0.15},
     {"drainer", 1.1, 0.15},
-    {"sharded", 5.1, 0.2},
+    {"sharded", 4.1, 0.2},
     {"peer:ck_ring", 1.1, 0.15},
     {"peer:mutex_deque", 2.1, 0.15},
 });
