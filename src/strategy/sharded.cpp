@@ -99,6 +99,13 @@
 // loads (drainer half of the pair); depth relaxed when counted (a bound, never a
 // synchronisation), seq_cst when the drainer lowers it (its notify, park.hpp).
 //
+// The root lock during the drainer's run: held across the device calls too (the driver loop
+// gets NoRootLock, as for mutex), since only the service thread and drain() ever wait for it —
+// the senders push onto shards. So the uncontended packet takes it once, not twice; the price is
+// that drop victims of a dequeue (codel, fq_codel, red) are freed with it held, and a deferred
+// run waits for the drainer's device calls. The service thread's own runs still release it
+// around xmit (LockedQueue::deferred_run).
+//
 // Preemption (threads > cores): the drainer waits for nothing but the root lock (contended only
 // by the service thread and drain()) and the device's tx lock, so it neither spins nor parks. If
 // it is preempted, senders would keep pushing until their shard hits max_burst and then drop —
@@ -409,9 +416,12 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
       const std::size_t ahead = batch.size();
       batch.splice_back(own);  // after all it could see
       // Our own packets are the batch's last: the last verdict is theirs. An empty batch only
-      // runs the qdisc (what a deferred run or an earlier pass may have left).
+      // runs the qdisc (what a deferred run or an earlier pass may have left). The root lock
+      // stays held across the device calls (held_, as mutex does): no sender ever waits for it
+      // here — they push onto shards — so releasing it around xmit (sch_direct_xmit) would only
+      // cost the uncontended packet a second CAS to re-take it.
       const Verdict v =
-          this->serialize(this->root_, batch, to_free, NoOwnerHook{}, make_verdicts(ahead));
+          this->serialize(this->held_, batch, to_free, NoOwnerHook{}, make_verdicts(ahead));
       if (has_own) verdict = v;
       this->root_.unlock();
       free_packets(std::move(to_free));
