@@ -11,10 +11,8 @@ namespace txpath {
 
 CodelQdisc::CodelQdisc(const CodelConfig& cfg)
     : cfg_(cfg),
-      params_{codel::from_us(cfg.target_us), codel::from_us(cfg.interval_us),
-              cfg.has_ce_threshold ? codel::from_us(cfg.ce_threshold_us)
-                                   : codel::kDisabledThreshold,
-              cfg.mtu, cfg.ecn} {}
+      params_(codel::params_from_us(cfg.target_us, cfg.interval_us, cfg.has_ce_threshold,
+                                    cfg.ce_threshold_us, cfg.mtu, cfg.ecn)) {}
 
 uint64_t CodelQdisc::clock_ns() const noexcept { return cfg_.clock ? cfg_.clock() : now_ns(); }
 

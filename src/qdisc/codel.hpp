@@ -81,6 +81,13 @@ struct Params {
   bool ecn = false;                        // mark ECT packets instead of dropping them
 };
 
+// Params from the usec values tc carries; without a ce_threshold, marking by sojourn is off.
+constexpr Params params_from_us(uint64_t target_us, uint64_t interval_us, bool has_ce_threshold,
+                                uint64_t ce_threshold_us, uint32_t mtu, bool ecn) noexcept {
+  return {from_us(target_us), from_us(interval_us),
+          has_ce_threshold ? from_us(ce_threshold_us) : kDisabledThreshold, mtu, ecn};
+}
+
 // The counters CoDel keeps (Linux codel_stats): what tc -s prints as maxpacket, ecn_mark, ce_mark.
 struct Stats {
   uint32_t maxpacket = 0;

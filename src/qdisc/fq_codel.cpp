@@ -20,10 +20,8 @@ namespace txpath {
 
 FqCodelQdisc::FqCodelQdisc(const FqCodelConfig& cfg)
     : cfg_(cfg),
-      cparams_{codel::from_us(cfg.target_us), codel::from_us(cfg.interval_us),
-               cfg.has_ce_threshold ? codel::from_us(cfg.ce_threshold_us)
-                                    : codel::kDisabledThreshold,
-               cfg.mtu, cfg.ecn},
+      cparams_(codel::params_from_us(cfg.target_us, cfg.interval_us, cfg.has_ce_threshold,
+                                     cfg.ce_threshold_us, cfg.mtu, cfg.ecn)),
       flows_(cfg.flows) {}
 
 uint32_t FqCodelQdisc::truesize(const Packet& p) noexcept {

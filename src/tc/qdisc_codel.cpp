@@ -58,24 +58,14 @@ std::unique_ptr<Qdisc> make_codel(const QdiscOptions& o, const QdiscEnv& env) {
   c.mtu = env.psched_mtu();
   c.clock = env.clock;
   for (std::size_t i = 0; i < o.size(); ++i) {
+    if (parse_codel_option(o, i, c)) continue;
     const std::string_view opt = o[i];
-    if (opt == "ecn") {
-      c.ecn = true;
-    } else if (opt == "noecn") {
-      c.ecn = false;
-    } else if (opt == "limit") {
+    if (opt == "limit") {
       // tc's number (0x hex, 0 octal, else decimal); tc sends no limit of 0: the default stays.
       const std::string_view v = o.value(i);
       const auto n = tc::parse_u32(v, 0);
       if (!n) o.fail("invalid limit " + quoted(v) + " (a number of packets up to 4294967295)");
       if (*n) c.limit = *n;
-    } else if (opt == "target") {
-      if (const uint64_t us = parse_codel_us(o, opt, o.value(i))) c.target_us = us;
-    } else if (opt == "interval") {
-      if (const uint64_t us = parse_codel_us(o, opt, o.value(i))) c.interval_us = us;
-    } else if (opt == "ce_threshold") {
-      c.ce_threshold_us = parse_codel_us(o, opt, o.value(i));
-      c.has_ce_threshold = true;
     } else {
       o.fail("unknown option " + quoted(opt) +
              " (known: limit, target, interval, ecn, noecn, ce_threshold)");

@@ -97,12 +97,9 @@ std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& o, const QdiscEnv& env)
   c.mtu = env.psched_mtu();
   c.clock = env.clock;
   for (std::size_t i = 0; i < o.size(); ++i) {
+    if (parse_codel_option(o, i, c)) continue;
     const std::string_view opt = o[i];
-    if (opt == "ecn") {
-      c.ecn = true;
-    } else if (opt == "noecn") {
-      c.ecn = false;
-    } else if (opt == "limit") {
+    if (opt == "limit") {
       c.limit = parse_codel_u32(o, opt, o.value(i));
     } else if (opt == "flows") {
       const std::string_view v = o.value(i);
@@ -114,13 +111,6 @@ std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& o, const QdiscEnv& env)
       const uint32_t q = parse_codel_u32(o, opt, v);
       if (q > kMaxQuantum) o.fail("quantum " + quoted(v) + " is out of range (max 1048576)");
       c.quantum = std::max(q, kMinQuantum);
-    } else if (opt == "target") {
-      c.target_us = parse_codel_us(o, opt, o.value(i));
-    } else if (opt == "interval") {
-      c.interval_us = parse_codel_us(o, opt, o.value(i));
-    } else if (opt == "ce_threshold") {
-      c.ce_threshold_us = parse_codel_us(o, opt, o.value(i));
-      c.has_ce_threshold = true;
     } else if (opt == "memory_limit") {
       const std::string_view v = o.value(i);
       const auto bytes = tc::parse_size(v);
