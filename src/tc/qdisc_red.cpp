@@ -23,6 +23,7 @@
 // Origin: written from Linux sch_red / iproute2 q_red.c and tc_red.c semantics; no code copied.
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -161,6 +162,18 @@ std::string RedQdisc::options_json() const {
          ",\"max\":" + std::to_string(cfg_.qth_max) + ",\"ecn\":" + flag(cfg_.ecn) +
          ",\"harddrop\":" + flag(cfg_.harddrop) + ",\"adaptive\":" + flag(cfg_.adaptive) +
          ",\"nodrop\":" + flag(cfg_.nodrop) + "}";
+}
+
+std::string RedQdisc::details() const {
+  std::string s = "ewma " + std::to_string(cfg_.wlog) + " ";
+  if (max_p_ != 0) {
+    char p[32];
+    std::snprintf(p, sizeof p, "%g", max_p_ / 4294967296.0);
+    s += "probability " + std::string(p) + " ";
+  } else {
+    s += "Plog " + std::to_string(cfg_.plog) + " ";
+  }
+  return s + "Scell_log " + std::to_string(cfg_.scell_log);
 }
 
 std::string RedQdisc::format_xstats(const Xstats& x) const {
