@@ -41,11 +41,10 @@ IMPLEMENTED = {
     "htb.json": "htb",
     "fq.json": "fq",
     "mq.json": "mq",
+    "codel.json": "codel",
+    "red.json": "red",
 }
-NOT_IMPLEMENTED = {
-    "codel.json": "qdisc codel is not implemented in txpath",
-    "red.json": "qdisc red is not implemented in txpath",
-}
+NOT_IMPLEMENTED = {}
 # Where the case files come from, for --help and for the error without them.
 TDC_SOURCE = ("the qdisc cases of the kernel's tc-testing suite, "
               "tools/testing/selftests/tc-testing/tc-tests/qdiscs in a Linux source tree")

@@ -130,6 +130,9 @@ TEST(FqCodelSpec, OptionsTextFollowsTc) {
             "limit 1000p flows 256 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn "
             "drop_batch 100");
   EXPECT_EQ(make("fq_codel noecn ecn")->config().ecn, true);  // last one wins, as in tc
+  // tc sends no target or interval of 0: the kernel's defaults stay.
+  EXPECT_EQ(make("fq_codel target 0 interval 0")->options(),
+            "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms" + tail);
 }
 
 TEST(FqCodelSpec, ClampsLikeTheKernel) {

@@ -20,10 +20,8 @@ namespace txpath {
 
 FqCodelQdisc::FqCodelQdisc(const FqCodelConfig& cfg)
     : cfg_(cfg),
-      target_(codel::from_us(cfg.target_us)),
-      interval_(codel::from_us(cfg.interval_us)),
-      ce_threshold_(cfg.has_ce_threshold ? codel::from_us(cfg.ce_threshold_us)
-                                         : codel::kDisabledThreshold),
+      cparams_(codel::params_from_us(cfg.target_us, cfg.interval_us, cfg.has_ce_threshold,
+                                     cfg.ce_threshold_us, cfg.mtu, cfg.ecn)),
       flows_(cfg.flows) {}
 
 uint32_t FqCodelQdisc::truesize(const Packet& p) noexcept {
@@ -49,83 +47,19 @@ void FqCodelQdisc::codel_drop(Packet* p) noexcept {
 }
 
 
-// CoDel's per-packet test (sets ldelay, maxpacket, first_above_time); true = time to act.
-bool FqCodelQdisc::should_drop(const Packet* p, Flow& f, codel::Time now) noexcept {
-  codel::Vars& v = f.cvars;
-  if (p == nullptr) {
-    v.first_above_time = 0;
-    return false;
-  }
-  v.ldelay = now - codel::from_ns(p->enqueue_ns);
-  xs_.maxpacket = std::max(xs_.maxpacket, p->len);
-  // "Below target, or the whole qdisc holds at most one MTU": good queue.
-  if (codel::before(v.ldelay, target_) || backlog_ <= cfg_.mtu) {
-    v.first_above_time = 0;
-    return false;
-  }
-  if (v.first_above_time == 0) {
-    v.first_above_time = now + interval_;
-    return false;
-  }
-  return codel::after(now, v.first_above_time);
-}
+// One flow as the queue codel::dequeue() serves: its packets, the whole qdisc's backlog for the
+// "at most one MTU" test (as the kernel's fq_codel passes it), victims parked on dropped_.
+struct FqCodelQdisc::FlowQueue {
+  FqCodelQdisc& q;
+  Flow& f;
+  Packet* pop() noexcept { return q.flow_pop(f); }
+  uint64_t backlog() const noexcept { return q.backlog_; }
+  void drop(Packet* p) noexcept { q.codel_drop(p); }
+};
 
 Packet* FqCodelQdisc::codel_dequeue(Flow& f) noexcept {
-  codel::Vars& v = f.cvars;
-  Packet* p = flow_pop(f);
-  if (p == nullptr) {
-    v.dropping = false;
-    return nullptr;
-  }
-  const codel::Time now = codel::from_ns(clock_ns());
-  const bool drop = should_drop(p, f, now);
-  if (v.dropping) {
-    if (!drop) {
-      v.dropping = false;  // sojourn fell below target: leave the dropping state
-    } else {
-      // Act once per control-law interval that has passed; each action refines 1/sqrt(count).
-      while (v.dropping && codel::after_eq(now, v.drop_next)) {
-        ++v.count;
-        codel::newton_step(v);
-        if (cfg_.ecn && ecn::set_ce(*p)) {
-          ++xs_.ecn_mark;
-          v.drop_next = codel::control_law(v.drop_next, interval_, v.rec_inv_sqrt);
-          break;  // a marked packet is delivered
-        }
-        codel_drop(p);
-        p = flow_pop(f);
-        if (!should_drop(p, f, now)) {
-          v.dropping = false;
-        } else {
-          v.drop_next = codel::control_law(v.drop_next, interval_, v.rec_inv_sqrt);
-        }
-      }
-    }
-  } else if (drop) {
-    // Enter the dropping state with this packet.
-    if (cfg_.ecn && ecn::set_ce(*p)) {
-      ++xs_.ecn_mark;
-    } else {
-      codel_drop(p);
-      p = flow_pop(f);
-      (void)should_drop(p, f, now);  // for its effects on ldelay / first_above_time
-    }
-    v.dropping = true;
-    // Re-entering soon after leaving: resume near the previous drop rate.
-    const uint32_t delta = v.count - v.lastcount;
-    if (delta > 1 && codel::before(now - v.drop_next, 16 * interval_)) {
-      v.count = delta;
-      codel::newton_step(v);
-    } else {
-      v.count = 1;
-      v.rec_inv_sqrt = codel::kRecInvSqrtOne;
-    }
-    v.lastcount = v.count;
-    v.drop_next = codel::control_law(now, interval_, v.rec_inv_sqrt);
-  }
-  if (p != nullptr && cfg_.has_ce_threshold && codel::after(v.ldelay, ce_threshold_) && ecn::set_ce(*p))
-    ++xs_.ce_mark;
-  return p;
+  FlowQueue fq{*this, f};
+  return codel::dequeue(fq, f.cvars, cparams_, cstats_, codel::from_ns(clock_ns()));
 }
 
 Packet* FqCodelQdisc::do_dequeue() noexcept {
@@ -235,6 +169,9 @@ void FqCodelQdisc::reset(PacketList& to_free) noexcept {
 
 FqCodelXstats FqCodelQdisc::detail_xstats() const noexcept {
   FqCodelXstats x = xs_;
+  x.maxpacket = cstats_.maxpacket;
+  x.ecn_mark = cstats_.ecn_mark;
+  x.ce_mark = cstats_.ce_mark;
   x.memory_used = static_cast<uint32_t>(std::min<uint64_t>(memory_, UINT32_MAX));
   x.new_flows_len = new_.size;
   x.old_flows_len = old_.size;
@@ -250,11 +187,7 @@ FqCodelFlowStats FqCodelQdisc::flow_stats(uint32_t flow) const noexcept {
   s.count = f.cvars.count;
   s.lastcount = f.cvars.lastcount;
   s.dropping = f.cvars.dropping;
-  if (f.cvars.dropping) {
-    const int32_t d = codel::diff(f.cvars.drop_next, codel::from_ns(clock_ns()));
-    s.drop_next_us = d < 0 ? -static_cast<int32_t>(codel::to_us(static_cast<codel::Time>(-d)))
-                           : static_cast<int32_t>(codel::to_us(static_cast<codel::Time>(d)));
-  }
+  s.drop_next_us = static_cast<int32_t>(codel::drop_next_us(f.cvars, codel::from_ns(clock_ns())));
   s.qlen = static_cast<uint32_t>(f.q.size());
   s.backlog = f.q.bytes();
   return s;

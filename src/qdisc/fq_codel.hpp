@@ -163,7 +163,7 @@ class FqCodelQdisc final : public PeekDequeued<FqCodelQdisc> {
   uint64_t clock_ns() const noexcept;
   Packet* flow_pop(Flow& f) noexcept;              // the kernel's dequeue_func
   void codel_drop(Packet* p) noexcept;             // the kernel's drop_func
-  bool should_drop(const Packet* p, Flow& f, codel::Time now) noexcept;
+  struct FlowQueue;                                // a flow as codel::dequeue()'s queue
   Packet* codel_dequeue(Flow& f) noexcept;
   friend class PeekDequeued;      // dequeue() and peek() call do_dequeue()
   Packet* do_dequeue() noexcept;  // the scheduler: the next packet, not accounted
@@ -171,7 +171,8 @@ class FqCodelQdisc final : public PeekDequeued<FqCodelQdisc> {
                          const Packet* arriving) noexcept;
 
   FqCodelConfig cfg_;
-  codel::Time target_, interval_, ce_threshold_;
+  codel::Params cparams_;
+  codel::Stats cstats_;     // maxpacket, ecn_mark, ce_mark (detail_xstats() copies them)
   std::vector<Flow> flows_;
   FlowList new_, old_;
   uint64_t backlog_ = 0;    // bytes queued in flows (excludes peeked_)

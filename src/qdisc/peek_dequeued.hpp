@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // PeekDequeued: dequeue() and peek() of a qdisc that picks its next packet only while dequeuing
-// (fq, fq_codel), the kernel's qdisc_peek_dequeued(): peek() dequeues the head and holds it, and
-// the next dequeue() hands out the held packet. The held packet stays in qlen()/backlog() (it is
-// still queued as far as Qdisc's accounting goes) until dequeue() counts it as sent.
+// (fq, fq_codel, codel), the kernel's qdisc_peek_dequeued(): peek() dequeues the head and holds
+// it, and the next dequeue() hands out the held packet. The held packet stays in qlen()/backlog()
+// (it is still queued as far as Qdisc's accounting goes) until dequeue() counts it as sent.
 //
 // The qdisc derives from PeekDequeued<Itself> and implements `Packet* do_dequeue() noexcept`
 // (its scheduler; no accounting), reachable from this base (public or a friend). Statically

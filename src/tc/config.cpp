@@ -104,7 +104,7 @@ const std::map<std::string_view, OptionShape>* merge_table(std::string_view kind
       {"horizon_cap", {"horizon_mode", 0}},
   };
   if (kind == "pfifo" || kind == "bfifo" || kind == "pfifo_head_drop") return &fifo;
-  if (kind == "fq_codel") return &fq_codel;
+  if (kind == "fq_codel" || kind == "codel") return &fq_codel;  // codel's are a subset
   if (kind == "fq") return &fq;
   return nullptr;
 }

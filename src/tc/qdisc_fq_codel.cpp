@@ -26,12 +26,14 @@ constexpr uint64_t kMaxMemoryLimit = 1ull << 31;
 
 }  // namespace
 
+std::string codel_time_text(codel::Time t) { return tc::format_time(codel::to_us(t) * 1000); }
+
 std::string FqCodelQdisc::options() const {
-  auto time = [](codel::Time t) { return tc::format_time(codel::to_us(t) * 1000); };
+  const auto time = codel_time_text;
   std::string s = "limit " + std::to_string(cfg_.limit) + "p flows " + std::to_string(cfg_.flows) +
-                  " quantum " + std::to_string(cfg_.quantum) + " target " + time(target_);
-  if (cfg_.has_ce_threshold) s += " ce_threshold " + time(ce_threshold_);
-  s += " interval " + time(interval_) + " memory_limit " + tc::format_size(cfg_.memory_limit);
+                  " quantum " + std::to_string(cfg_.quantum) + " target " + time(cparams_.target);
+  if (cfg_.has_ce_threshold) s += " ce_threshold " + time(cparams_.ce_threshold);
+  s += " interval " + time(cparams_.interval) + " memory_limit " + tc::format_size(cfg_.memory_limit);
   if (cfg_.ecn) s += " ecn";
   s += " drop_batch " + std::to_string(cfg_.drop_batch);
   return s;
@@ -41,9 +43,9 @@ std::string FqCodelQdisc::options_json() const {
   auto us = [](codel::Time t) { return std::to_string(codel::to_us(t)); };
   std::string s = "{\"limit\":" + std::to_string(cfg_.limit) +
                   ",\"flows\":" + std::to_string(cfg_.flows) +
-                  ",\"quantum\":" + std::to_string(cfg_.quantum) + ",\"target\":" + us(target_);
-  if (cfg_.has_ce_threshold) s += ",\"ce_threshold\":" + us(ce_threshold_);
-  s += ",\"interval\":" + us(interval_) + ",\"memory_limit\":" + std::to_string(cfg_.memory_limit);
+                  ",\"quantum\":" + std::to_string(cfg_.quantum) + ",\"target\":" + us(cparams_.target);
+  if (cfg_.has_ce_threshold) s += ",\"ce_threshold\":" + us(cparams_.ce_threshold);
+  s += ",\"interval\":" + us(cparams_.interval) + ",\"memory_limit\":" + std::to_string(cfg_.memory_limit);
   if (cfg_.ecn) s += ",\"ecn\":true";
   s += ",\"drop_batch\":" + std::to_string(cfg_.drop_batch) + "}";
   return s;
@@ -70,9 +72,7 @@ std::string FqCodelQdisc::format_xstats(const Xstats& x) const {
   return s;
 }
 
-namespace {
-
-uint32_t parse_u32(const QdiscOptions& o, std::string_view opt, std::string_view v) {
+uint32_t parse_codel_u32(const QdiscOptions& o, std::string_view opt, std::string_view v) {
   uint32_t out = 0;
   const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec == std::errc::result_out_of_range)
@@ -82,7 +82,7 @@ uint32_t parse_u32(const QdiscOptions& o, std::string_view opt, std::string_view
   return out;
 }
 
-uint64_t parse_us(const QdiscOptions& o, std::string_view opt, std::string_view v) {
+uint64_t parse_codel_us(const QdiscOptions& o, std::string_view opt, std::string_view v) {
   const auto ns = tc::parse_time_ns(v);
   if (!ns) o.fail("invalid " + std::string(opt) + " " + quoted(v) + " (a time: 5ms, 100ms, 2000us)");
   const uint64_t us = *ns / 1000;  // tc carries usec
@@ -91,38 +91,26 @@ uint64_t parse_us(const QdiscOptions& o, std::string_view opt, std::string_view 
   return us;
 }
 
-}  // namespace
-
 std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& o, const QdiscEnv& env) {
   FqCodelConfig c;
   c.quantum = env.psched_mtu();
   c.mtu = env.psched_mtu();
   c.clock = env.clock;
   for (std::size_t i = 0; i < o.size(); ++i) {
+    if (parse_codel_option(o, i, c)) continue;
     const std::string_view opt = o[i];
-    if (opt == "ecn") {
-      c.ecn = true;
-    } else if (opt == "noecn") {
-      c.ecn = false;
-    } else if (opt == "limit") {
-      c.limit = parse_u32(o, opt, o.value(i));
+    if (opt == "limit") {
+      c.limit = parse_codel_u32(o, opt, o.value(i));
     } else if (opt == "flows") {
       const std::string_view v = o.value(i);
-      const uint32_t n = parse_u32(o, opt, v);
+      const uint32_t n = parse_codel_u32(o, opt, v);
       if (n < 1 || n > kMaxFlows) o.fail("flows " + quoted(v) + " is out of range (1..65536)");
       c.flows = n;
     } else if (opt == "quantum") {
       const std::string_view v = o.value(i);
-      const uint32_t q = parse_u32(o, opt, v);
+      const uint32_t q = parse_codel_u32(o, opt, v);
       if (q > kMaxQuantum) o.fail("quantum " + quoted(v) + " is out of range (max 1048576)");
       c.quantum = std::max(q, kMinQuantum);
-    } else if (opt == "target") {
-      c.target_us = parse_us(o, opt, o.value(i));
-    } else if (opt == "interval") {
-      c.interval_us = parse_us(o, opt, o.value(i));
-    } else if (opt == "ce_threshold") {
-      c.ce_threshold_us = parse_us(o, opt, o.value(i));
-      c.has_ce_threshold = true;
     } else if (opt == "memory_limit") {
       const std::string_view v = o.value(i);
       const auto bytes = tc::parse_size(v);
@@ -131,7 +119,7 @@ std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& o, const QdiscEnv& env)
         o.fail("memory_limit " + quoted(v) + " is out of range");
       c.memory_limit = static_cast<uint32_t>(std::min(*bytes, kMaxMemoryLimit));
     } else if (opt == "drop_batch") {
-      c.drop_batch = std::max<uint32_t>(parse_u32(o, opt, o.value(i)), 1);
+      c.drop_batch = std::max<uint32_t>(parse_codel_u32(o, opt, o.value(i)), 1);
     } else {
       o.fail("unknown option " + quoted(opt) +
              " (known: limit, flows, quantum, target, interval, ecn, noecn, ce_threshold, "

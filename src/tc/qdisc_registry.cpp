@@ -6,6 +6,7 @@
 //   pfifo | pfifo_head_drop  [limit PACKETS]     PACKETS: decimal integer in [0, UINT32_MAX]
 //   bfifo                    [limit SIZE]        SIZE: decimal integer + optional tc size unit
 //   prio, tbf, fq_codel      their own grammars, in prio.cpp, tbf.cpp, fq_codel.cpp (tc's)
+//   codel, red               theirs in src/tc/qdisc_codel.cpp, qdisc_red.cpp (tc's)
 //   mq, mqprio               root only, on a device of several TX queues (qdisc_mq.cpp)
 // Size units: tc's (tc_units.hpp, size_unit_bytes): none or "b" = bytes, "k"/"kb" = KiB,
 // "m"/"mb" = MiB, "g"/"gb" = GiB, "kbit"/"mbit"/"gbit" = 1/8 of Kib/Mib/Gib (kbit = 128 bytes).
@@ -37,7 +38,7 @@ namespace txpath {
 namespace {
 
 constexpr std::string_view kKnownKinds =
-    "pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, htb, fq, mq, mqprio";
+    "pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, codel, red, htb, fq, mq, mqprio";
 constexpr uint64_t kMaxLimit = std::numeric_limits<uint32_t>::max();
 
 bool is_space(char c) {
@@ -98,6 +99,8 @@ class SpecParser {
     if (kind == "prio") return make_prio(options(), env);
     if (kind == "tbf") return make_tbf(options(), env);
     if (kind == "fq_codel") return make_fq_codel(options(), env);
+    if (kind == "codel") return make_codel(options(), env);
+    if (kind == "red") return make_red(options(), env);
     if (kind == "htb") return make_htb(options(), env);
     if (kind == "fq") return make_fq(options(), env);
     if (kind == "mq") return make_mq(options(), env);

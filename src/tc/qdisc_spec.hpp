@@ -6,6 +6,8 @@
 // The tc layer (src/tc/) builds QdiscOptions for `tc class add|change` the same way.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,6 +35,32 @@ bool parse_linklayer_atm(const QdiscOptions& o, std::string_view value);
 // A decimal number in 0..65535 (overhead, htb's mpu), else `illegal "OPT" value`.
 uint32_t parse_u16_option(const QdiscOptions& o, std::string_view opt, std::string_view value);
 
+// The CoDel qdiscs' numbers (src/tc/qdisc_fq_codel.cpp): a decimal u32 option, and a tc time
+// option in usec (what tc sends the kernel); both fail() with a one-line message.
+uint32_t parse_codel_u32(const QdiscOptions& o, std::string_view opt, std::string_view v);
+uint64_t parse_codel_us(const QdiscOptions& o, std::string_view opt, std::string_view v);
+// The options codel and fq_codel share (tc-codel(8), tc-fq_codel(8)): ecn, noecn, target,
+// interval, ce_threshold, into a config with those fields (CodelConfig, FqCodelConfig). tc sends
+// no target or interval of 0: the value stays. Returns false for any other option.
+template <class Config>
+bool parse_codel_option(const QdiscOptions& o, std::size_t& i, Config& c) {
+  const std::string_view opt = o[i];
+  if (opt == "ecn" || opt == "noecn") {
+    c.ecn = opt == "ecn";
+  } else if (opt == "target" || opt == "interval") {
+    const uint64_t us = parse_codel_us(o, opt, o.value(i));
+    if (us) (opt == "target" ? c.target_us : c.interval_us) = us;
+  } else if (opt == "ce_threshold") {
+    c.ce_threshold_us = parse_codel_us(o, opt, o.value(i));
+    c.has_ce_threshold = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+// A CoDel time (1.024 us units) as tc prints the usec the kernel reports for it: 4882 -> "5ms".
+std::string codel_time_text(uint32_t codel_time);
+
 // The value named `name` in xstats `x`, or nullptr (the qdiscs' xstats printers).
 inline const int64_t* find_xstat(const Xstats& x, std::string_view name) noexcept {
   for (const auto& [k, v] : x)
@@ -43,6 +71,8 @@ inline const int64_t* find_xstat(const Xstats& x, std::string_view name) noexcep
 // One factory per qdisc kind, each defined in src/tc/qdisc_KIND.cpp with the text tc prints for it.
 std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& options, const QdiscEnv& env);
 std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& options, const QdiscEnv& env);
+std::unique_ptr<Qdisc> make_codel(const QdiscOptions& options, const QdiscEnv& env);
+std::unique_ptr<Qdisc> make_red(const QdiscOptions& options, const QdiscEnv& env);
 std::unique_ptr<Qdisc> make_prio(const QdiscOptions& options, const QdiscEnv& env);
 std::unique_ptr<Qdisc> make_htb(const QdiscOptions& options, const QdiscEnv& env);
 std::unique_ptr<Qdisc> make_fq(const QdiscOptions& options, const QdiscEnv& env);

@@ -236,7 +236,7 @@ const char* kUsage =
     "       class { add | change | replace | del } dev NAME parent ID classid ID KIND [ OPTIONS ]\n"
     "       class show dev NAME\n"
     "       link { add | set | del } dev NAME [ txqueuelen N ] [ mtu N ] [ numtxqueues N ];  link show [ dev NAME ]\n"
-    "       KIND := { pfifo_fast | pfifo | bfifo | pfifo_head_drop | prio | tbf | fq_codel | htb | fq | mq | mqprio }\n"
+    "       KIND := { pfifo_fast | pfifo | bfifo | pfifo_head_drop | prio | tbf | fq_codel | codel | red | htb | fq | mq | mqprio }\n"
     "The configuration file is --config FILE, else $TXPATH_TC, else ./txpath.tc.\n";
 
 }  // namespace
