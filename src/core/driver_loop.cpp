@@ -29,6 +29,16 @@ int DriverLoop::xmit_train(PacketList& batch) noexcept {
   return sent;
 }
 
+void DriverLoop::bump_tx_progress() noexcept {
+  // One writer at a time (the RUNNING owner; RUNNING's hand-off orders successive owners), so a
+  // load and a store, no RMW. release: pairs with the acquire loads in wait_for_tx_progress().
+  // relaxed load of the parked count: the cheap test of park_timed's protocol (park.hpp); a
+  // waiter that parks just after it is woken by its 1 ms timeout at the latest.
+  tx_progress_.store(tx_progress_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  if (progress_parked_.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    wake_parked(tx_progress_, progress_parked_);
+}
+
 void DriverLoop::requeue(PacketList& rest) noexcept {
   const uint64_t n = rest.size();
   requeue_qlen_.add(n);

@@ -192,17 +192,7 @@ class DriverLoop {
     root.unlock();
     if (to_free) free_packets(std::move(*to_free));  // outside every lock
     const int sent = xmit_list(batch);  // leaves the refused remainder in batch
-    if (sent > 0 && progress_waiters_) {
-      // One writer at a time (the RUNNING owner; RUNNING's hand-off orders successive owners),
-      // so a load and a store, no RMW. release: pairs with the acquire loads in
-      // wait_for_tx_progress(). relaxed load of the parked count: the cheap test of
-      // park_timed's protocol (park.hpp); a waiter that parks just after it is woken by its
-      // 1 ms timeout at the latest.
-      tx_progress_.store(tx_progress_.load(std::memory_order_relaxed) + 1,
-                         std::memory_order_release);
-      if (progress_parked_.load(std::memory_order_relaxed) != 0) [[unlikely]]
-        wake_parked(tx_progress_, progress_parked_);
-    }
+    if (sent > 0 && progress_waiters_) bump_tx_progress();
     root.lock();
     if (!batch.empty()) {
       requeue(batch);
@@ -212,6 +202,9 @@ class DriverLoop {
     return sent;
   }
 
+  // A batch went to the device: wakes senders in wait_for_tx_progress(). RUNNING owned. Out of
+  // line, so that direct_xmit() stays small for the strategies that never call it.
+  void bump_tx_progress() noexcept;
   // dev_hard_start_xmit: root lock released, RUNNING owned; takes the device's tx lock unless
   // the device is LLTX (HARD_TX_LOCK).
   int xmit_list(PacketList& batch) noexcept;
