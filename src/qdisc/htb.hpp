@@ -73,6 +73,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,6 +88,10 @@ struct HtbClassConfig {
   uint64_t ceil = 0;      // bytes per second, > 0
   uint64_t burst = 0;     // bytes
   uint64_t cburst = 0;    // bytes
+  // The bucket depths as the kernel holds them, in ns (none: burst at rate, cburst at ceil). tc
+  // sends them as psched ticks (src/tc/psched.hpp), so the tc layer sets them to whole ticks.
+  std::optional<uint64_t> buffer_ns;
+  std::optional<uint64_t> cbuffer_ns;
   uint32_t prio = 0;      // 0..7
   uint32_t quantum = 0;   // effective DRR quantum in bytes
   uint32_t mtu = 1600;    // tc's mtu: default bursts, giants
@@ -152,6 +157,15 @@ class HtbQdisc final : public Qdisc, public ClassOps {
   std::string options_json() const override;
   std::string class_options(uint16_t minor) const override;
   std::string class_options_json(uint16_t minor) const override;
+  // tc -d: the qdisc's "ver 3.17"; a class's quantum (leaves), link layer, cell sizes, mpu, level.
+  std::string details_options() const override;
+  std::string details_options_json() const override;
+  std::string class_details_options(uint16_t minor) const override;
+  // The kernel's order: its class hash (net/sched/sch_api.c qdisc_class_hash_*), see htb.cpp.
+  std::vector<QdiscClassInfo> listed_classes() const override;
+  // "Warning: sch_htb: quantum of class CLASSID is small|big. Consider r2q change." for a leaf
+  // whose quantum rate / r2q was clamped to [1000, 200000] (no explicit quantum).
+  std::string class_warning(uint16_t minor) const override;
   std::string format_class_xstats(const Xstats& x) const override;
 
   // ---- class operations (ClassOps) ----
@@ -207,6 +221,7 @@ class HtbQdisc final : public Qdisc, public ClassOps {
     std::vector<Class*> children;
     int level = 0;
     HtbClassConfig cfg;
+    bool quantum_given = false;       // cfg.quantum was given, not rate / r2q
     RateCfg rate, ceil;               // cfg's rate and ceil with cfg's framing
     int64_t buffer = 0, cbuffer = 0;  // ns
     int64_t tokens = 0, ctokens = 0;  // ns
@@ -231,6 +246,7 @@ class HtbQdisc final : public Qdisc, public ClassOps {
 
   uint64_t now() const noexcept;
   Class* find(uint16_t minor) const noexcept { return by_minor_.get(minor); }
+  std::string class_text(const Class& c, bool details) const;  // tc's class options (qdisc_htb.cpp)
   Class* classify(uint32_t priority) const noexcept;
   void apply_config(Class& c, const HtbClassConfig& cfg);
   std::unique_ptr<Qdisc> default_child() const;
