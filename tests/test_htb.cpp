@@ -309,6 +309,41 @@ TEST(HtbClassSpec, XstatsAndTheirText) {
   EXPECT_TRUE(q->class_xstats(3).empty());
 }
 
+TEST(HtbClassSpec, RunsWithTheQuantisedBucket) {
+  auto q = make("");
+  add(*q, 0x10, 0, "rate 3mbit");
+  // The bucket the class runs with is what the kernel holds: the 66656 ticks tc sends for
+  // 1600 B at 3 Mbit (src/tc/psched.hpp), not 1600 B exactly (66666 ticks).
+  EXPECT_EQ(xstat(q->class_xstats(0x10), "tokens"), 66656);
+  EXPECT_EQ(q->class_options(0x10), "prio 0 rate 3Mbit ceil 3Mbit burst 1599b cburst 1599b");
+  EXPECT_EQ(q->class_details_options(0x10),
+            "prio 0 quantum 37500 rate 3Mbit ceil 3Mbit linklayer ethernet burst 1599b/1 mpu 0b "
+            "cburst 1599b/1 mpu 0b level 0");
+  // An inner class prints no prio (and no quantum); overhead and linklayer are printed.
+  add(*q, 0x11, 0x10, "rate 1mbit");
+  add(*q, 0x12, 0, "rate 1mbit overhead 20 linklayer atm prio 2");
+  EXPECT_EQ(q->class_options(0x10), "rate 3Mbit ceil 3Mbit burst 1599b cburst 1599b");
+  EXPECT_EQ(q->class_options(0x12), "prio 2 rate 1Mbit overhead 20 ceil 1Mbit linklayer atm burst 1600b cburst 1600b");
+  EXPECT_EQ(q->class_warning(0x12), "");
+  add(*q, 0x13, 0, "rate 900mbit");
+  EXPECT_EQ(q->class_warning(0x13), "Warning: sch_htb: quantum of class 10013 is big. Consider r2q change.");
+  add(*q, 0x14, 0, "rate 8kbit");
+  EXPECT_EQ(q->class_warning(0x14), "Warning: sch_htb: quantum of class 10014 is small. Consider r2q change.");
+  add(*q, 0x15, 0, "rate 8kbit quantum 1500");
+  EXPECT_EQ(q->class_warning(0x15), "");  // an explicit quantum is never clamped
+}
+
+TEST(HtbClassSpec, ListedInTheKernelsHashOrder) {
+  auto q = make("");
+  add(*q, 0x1, 0, "rate 100mbit");
+  add(*q, 0x10, 0x1, "rate 3mbit");
+  add(*q, 0x20, 0x1, "rate 9mbit");
+  // 1:1 and 1:10 share bucket 1 of 4 (the newest first), 1:20 is in bucket 2.
+  std::vector<uint16_t> order;
+  for (const QdiscClassInfo& c : q->listed_classes()) order.push_back(c.minor);
+  EXPECT_EQ(order, (std::vector<uint16_t>{0x10, 0x1, 0x20}));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Classification, direct queue, default class
 
