@@ -156,6 +156,11 @@ TEST(HtbSpec, QdiscDefaultsAndTcText) {
   EXPECT_EQ(make("r2q 5")->options(), "r2q 5 default 0 direct_packets_stat 0 direct_qlen 1000");
   EXPECT_EQ(make("direct_qlen 1024")->options(), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 1024");
   EXPECT_EQ(make("", env_for(1, 77))->options(), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 77");
+  // The kernel's default is the txqueuelen as it is, 1 included; -d adds the htb version.
+  EXPECT_EQ(make("", env_for(1, 1))->options(), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 1");
+  EXPECT_EQ(make("")->details_options(), "r2q 10 default 0 direct_packets_stat 0 ver 3.17 direct_qlen 1000");
+  EXPECT_EQ(make("")->details_options_json(),
+            "{\"r2q\":10,\"default\":\"0\",\"direct_packets_stat\":0,\"ver\":\"3.17\",\"direct_qlen\":1000}");
   EXPECT_EQ(make("r2q 1 direct_qlen 5 default ab")->options(),
             "r2q 1 default 0xab direct_packets_stat 0 direct_qlen 5");
 }
