@@ -130,6 +130,8 @@ CASES = [
     ("tbf lat 998us", 1000, ["qdisc add dev ifb0 root handle 1: tbf rate 777kbit burst 10k latency 1ms"]),
     ("tbf lat 970us", 1000, ["qdisc add dev ifb0 root handle 1: tbf rate 33kbit burst 2k latency 1ms"]),
     ("tbf 7mbit odd", 1000, ["qdisc add dev ifb0 root handle 1: tbf rate 7mbit burst 3333 latency 1ms"]),
+    ("tbf peak bucket of 0 ticks", 1000,
+     ["qdisc add dev ifb0 root handle 1: tbf rate 50gbit burst 100k limit 1mb peakrate 100gbit mtu 64"]),
     ("pfifo_head_drop default", 50, ["qdisc add dev ifb0 root handle 3: pfifo_head_drop"]),
     ("bfifo 2g", 1000, ["qdisc add dev ifb0 root handle 1: bfifo limit 2gb"]),
     ("tbf 1.5kbit tiny", 1000, ["qdisc add dev ifb0 root handle 1: tbf rate 1500bit burst 100 limit 100"]),

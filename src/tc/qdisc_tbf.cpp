@@ -35,6 +35,7 @@ namespace {
 struct TbfDump {
   uint32_t burst = 0;     // bytes, as tc prints them
   uint32_t minburst = 0;  // bytes (peak bucket; with a peak rate)
+  bool has_minburst = false;  // tc prints it when the peak bucket has ticks, or mpu is set
   bool has_latency = false;
   uint64_t latency_us = 0;
 };
@@ -49,6 +50,7 @@ TbfDump tbf_dump(const TbfQdisc& q) {
   if (cfg.peakrate) {
     const uint32_t mtu = tc::ns_to_ticks(tc::kernel_l2t_ns(cfg.peakrate, q.wire_len(cfg.minburst)));
     d.minburst = tc::tc_xmitsize(cfg.peakrate, mtu);
+    d.has_minburst = mtu != 0 || cfg.mpu != 0;
     const double lat2 = 1e6 * (static_cast<double>(cfg.limit) / static_cast<double>(cfg.peakrate)) -
                         static_cast<double>(tc::tc_ticks_to_usec(mtu));
     latency = std::max(latency, lat2);
@@ -67,7 +69,8 @@ std::string tbf_text(const TbfQdisc& q, bool details) {
   if (details) s += "/1 mpu " + tc::format_size(cfg.mpu);
   if (cfg.peakrate) {
     s += " peakrate " + tc::format_rate(cfg.peakrate);
-    s += details ? " mtu " + tc::format_size(d.minburst) + "/1 mpu " + tc::format_size(cfg.mpu)
+    if (d.has_minburst)
+      s += details ? " mtu " + tc::format_size(d.minburst) + "/1 mpu " + tc::format_size(cfg.mpu)
                  : " minburst " + tc::format_size(d.minburst);
   }
   if (d.has_latency) s += " lat " + tc::format_time(static_cast<uint32_t>(d.latency_us) * uint64_t{1000});
@@ -85,7 +88,7 @@ std::string tbf_json(const TbfQdisc& q, bool details) {
   std::string s = "{\"rate\":" + std::to_string(cfg.rate);
   if (details) s += ",\"burst\":\"" + tc::format_size(d.burst) + "/1\",\"mpu\":" + std::to_string(cfg.mpu);
   else s += ",\"burst\":" + std::to_string(d.burst);
-  if (cfg.peakrate) {
+  if (d.has_minburst) {
     if (details)
       s += ",\"mtu\":\"" + tc::format_size(d.minburst) + "/1\",\"mpu\":" + std::to_string(cfg.mpu);
     else
