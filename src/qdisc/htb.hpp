@@ -4,7 +4,7 @@
 //
 //   qdisc: htb [default MINOR] [r2q N] [direct_qlen P] [offload]
 //          MINOR is hexadecimal (tc reads it base 16: "default 10" is minor 0x10); defaults:
-//          default 0 (none), r2q 10, direct_qlen = txqueuelen (at least 2). "offload" parses
+//          default 0 (none), r2q 10, direct_qlen = txqueuelen (as it is). "offload" parses
 //          but is refused (no device here offers hardware htb).
 //   class: htb rate R [ceil R2] [burst B] [cburst B] [prio P] [quantum Q] [mtu M] [mpu B]
 //              [overhead O] [linklayer ethernet|atm|adsl]
@@ -27,8 +27,10 @@
 //
 // Token buckets, per class, hold TIME in ns (tbf's convention, tbf.hpp): l2t(len) is RateCfg's
 // (rate.hpp: ceil(wire(len) * 1e9 / rate) with wire = max(len + overhead, mpu), ATM cells for
-// linklayer atm/adsl), one RateCfg for rate and one for ceil; buffer = burst * 1e9 / rate, cbuffer = cburst * 1e9 / ceil (raw bytes: the kernel
-// takes tc's buffer time as is). tokens <= buffer, ctokens <= cbuffer; both may go negative,
+// linklayer atm/adsl), one RateCfg for rate and one for ceil; buffer and cbuffer are the times
+// the configuration gives (HtbClassConfig::buffer_ns: `txpath tc` sets tc's whole psched ticks,
+// as the kernel holds them, src/tc/psched.hpp), else burst * 1e9 / rate and cburst * 1e9 / ceil
+// (raw bytes). tokens <= buffer, ctokens <= cbuffer; both may go negative,
 // down to 1 - mbuffer (60 s), which also caps the elapsed time credited at once.
 // Mode: ctokens + elapsed < 0 -> CANT_SEND; else tokens + elapsed >= 0 -> CAN_SEND; else
 // MAY_BORROW. A class that is not CAN_SEND is on its level's wait list, keyed by the time its
