@@ -12,11 +12,13 @@ sees no traffic), so nothing is masked.
 as text even with -j (docs/background.md, "What tc prints").
 
 usage: tc_kernel_diff.py --txpath BIN [--netns NAME] [--only SUBSTRING] [--verbose]
+                         [--random N [--seed S]]
 Exit status: 0 when every case agrees, 1 when one differs, 77 when the check cannot run here (not
 root, no ip or tc, no ifb). Prints one line per differing case and the agreement rate.
 """
 import argparse
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -146,6 +148,42 @@ KNOWN = {
     "htb inner change": {"-s class show dev ifb0", "-s -d class show dev ifb0"},
 }
 
+def random_cases(count, seed):
+    """`count` configurations drawn from `seed`: tbf, htb with classes and bfifo, with rates,
+    bursts and limits over many magnitudes (--random)."""
+    rng = random.Random(seed)
+    rate = lambda: "%d%s" % (rng.choice([1, 3, 7, 10, 33, 64, 100, 250, 512, 777, 999]),
+                             rng.choice(["kbit", "mbit", "gbit"]))
+    size = lambda: "%d%s" % (rng.randint(1, 4000), rng.choice(["", "", "k", "kb"]))
+    cases = []
+    for i in range(count):
+        kind = rng.choice(["tbf", "htb", "htb", "bfifo"])
+        if kind == "bfifo":
+            cmds = ["qdisc add dev ifb0 root handle 1: bfifo limit %d" % rng.randint(0, 1 << 32 - 1)]
+        elif kind == "tbf":
+            bound = rng.choice(["limit %s" % size(), "latency %dms" % rng.randint(1, 500),
+                                "latency %dus" % rng.randint(1, 5000)])
+            extra = rng.choice(["", "mpu 64", "overhead 14", "linklayer atm", ""])
+            cmds = ["qdisc add dev ifb0 root handle 1: tbf rate %s burst %s %s %s" % (rate(), size(), bound, extra)]
+        else:
+            cmds = ["qdisc add dev ifb0 root handle 1: htb r2q %d" % rng.choice([1, 5, 10, 100])]
+            minors = rng.sample(range(1, 300), rng.randint(1, 9))
+            for n, m in enumerate(minors):
+                parent = "1:%x" % minors[rng.randrange(n)] if n and rng.random() < 0.4 else "1:"
+                opts = "rate %s" % rate()
+                if rng.random() < 0.5:
+                    opts += " ceil %s" % rate()
+                if rng.random() < 0.5:
+                    opts += " burst %s cburst %s" % (size(), size())
+                if rng.random() < 0.3:
+                    opts += " prio %d" % rng.randint(0, 7)
+                if rng.random() < 0.2:
+                    opts += " overhead %d linklayer %s" % (rng.randint(0, 60), rng.choice(["atm", "ethernet"]))
+                cmds.append("class add dev ifb0 parent %s classid 1:%x htb %s" % (parent, m, opts))
+        cases.append(("random %d" % i, rng.choice([1, 10, 1000]), cmds))
+    return cases
+
+
 SHOWS = [
     ["qdisc", "show", "dev", DEV],
     ["-s", "qdisc", "show", "dev", DEV],
@@ -217,6 +255,8 @@ def main():
     ap.add_argument("--netns", default="h_tcdiff%d" % os.getpid())
     ap.add_argument("--only", default="")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--random", type=int, default=0, help="also N random configurations")
+    ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("SKIP: comparing with the kernel's tc needs root")
@@ -241,7 +281,7 @@ def main():
                 print("SKIP: %s" % e)
                 return 77
             agree = total = 0
-            for name, qlen, commands in CASES:
+            for name, qlen, commands in CASES + random_cases(a.random, a.seed):
                 if a.only not in name:
                     continue
                 total += 1
