@@ -136,6 +136,13 @@ CASES = [
     ("tbf 7mbit odd", 1000, ["qdisc add dev ifb0 root handle 1: tbf rate 7mbit burst 3333 latency 1ms"]),
     ("tbf peak bucket of 0 ticks", 1000,
      ["qdisc add dev ifb0 root handle 1: tbf rate 50gbit burst 100k limit 1mb peakrate 100gbit mtu 64"]),
+    ("htb leaf tbf", 1000, ["qdisc add dev ifb0 root handle 1: htb default 1",
+                            "class add dev ifb0 parent 1: classid 1:1 htb rate 10mbit",
+                            "qdisc add dev ifb0 parent 1:1 handle 2: tbf rate 1mbit burst 2k limit 10k",
+                            "qdisc add dev ifb0 parent 2:1 handle 3: bfifo limit 1039"]),
+    ("tbf below tbf", 1000, ["qdisc add dev ifb0 root handle 1: tbf rate 10mbit burst 20k latency 5ms",
+                             "qdisc add dev ifb0 parent 1:1 handle 2: tbf rate 3mbit burst 3k latency 7ms "
+                             "peakrate 5mbit mtu 1514"]),
     ("pfifo_head_drop default", 50, ["qdisc add dev ifb0 root handle 3: pfifo_head_drop"]),
     ("bfifo 2g", 1000, ["qdisc add dev ifb0 root handle 1: bfifo limit 2gb"]),
     ("tbf 1.5kbit tiny", 1000, ["qdisc add dev ifb0 root handle 1: tbf rate 1500bit burst 100 limit 100"]),
