@@ -156,6 +156,11 @@ TEST(HtbSpec, QdiscDefaultsAndTcText) {
   EXPECT_EQ(make("r2q 5")->options(), "r2q 5 default 0 direct_packets_stat 0 direct_qlen 1000");
   EXPECT_EQ(make("direct_qlen 1024")->options(), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 1024");
   EXPECT_EQ(make("", env_for(1, 77))->options(), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 77");
+  // The kernel's default is the txqueuelen as it is, 1 included; -d adds the htb version.
+  EXPECT_EQ(make("", env_for(1, 1))->options(), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 1");
+  EXPECT_EQ(make("")->details_options(), "r2q 10 default 0 direct_packets_stat 0 ver 3.17 direct_qlen 1000");
+  EXPECT_EQ(make("")->details_options_json(),
+            "{\"r2q\":10,\"default\":\"0\",\"direct_packets_stat\":0,\"ver\":\"3.17\",\"direct_qlen\":1000}");
   EXPECT_EQ(make("r2q 1 direct_qlen 5 default ab")->options(),
             "r2q 1 default 0xab direct_packets_stat 0 direct_qlen 5");
 }
@@ -254,7 +259,8 @@ TEST(HtbClassSpec, ErrorsParseVersusReject) {
   EXPECT_TRUE(starts_with(outcome([&] { change(*q, 9, "rate 1mbit"); }), "reject: "));
   EXPECT_TRUE(starts_with(outcome([&] { change(*q, 2, "ceil 1mbit"); }), "parse: "));
   change(*q, 2, "rate 2mbit ceil 3mbit prio 3");
-  EXPECT_EQ(q->class_options(2), "prio 3 rate 2Mbit ceil 3Mbit burst 1600b cburst 1600b");
+  // 1600 B at 3 Mbit is 4266.67 us: tc sends 4266 us as 66656 ticks and prints them as 1599 B.
+  EXPECT_EQ(q->class_options(2), "prio 3 rate 2Mbit ceil 3Mbit burst 1600b cburst 1599b");
   // Delete: not with children; not twice.
   EXPECT_THROW(q->delete_class(1), ConfigRejected);
   q->delete_class(2);
@@ -293,17 +299,54 @@ TEST(HtbClassSpec, XstatsAndTheirText) {
   add(*q, 1, 0, "rate 20kbit burst 1600 cburst 3200");
   const Xstats x = q->class_xstats(1);
   // 1600 B at 2500 B/s = 0.64 s = 640e6 ns = 10e6 ticks of 64 ns; cburst twice that.
-  EXPECT_EQ(q->format_class_xstats(x), " lended: 0 borrowed: 0 giants: 0\n tokens: 10000000 ctokens: 20000000\n");
+  // tc ends a class's xstats with an empty line.
+  EXPECT_EQ(q->format_class_xstats(x), " lended: 0 borrowed: 0 giants: 0\n tokens: 10000000 ctokens: 20000000\n\n");
   ASSERT_EQ(x.size(), 5u);
   EXPECT_EQ(x[0].first, "lended");
   EXPECT_EQ(x[1].first, "borrowed");
   EXPECT_EQ(x[2].first, "giants");
   EXPECT_EQ(x[3].first, "tokens");
   EXPECT_EQ(x[4].first, "ctokens");
-  // Tokens are clamped to s32 (1 GB at 8 bit/s is far beyond 2^31 ticks).
-  add(*q, 2, 0, "rate 8bit burst 1gb");
+  // Tokens are clamped to s32: 4000 B at 8 bit/s is 4e9 us, 6.25e10 ticks, which tc 6.1 wraps
+  // to 32 bits (2370457856, still beyond 2^31).
+  add(*q, 2, 0, "rate 8bit burst 4000");
   EXPECT_EQ(xstat(q->class_xstats(2), "tokens"), 2147483647);
   EXPECT_TRUE(q->class_xstats(3).empty());
+}
+
+TEST(HtbClassSpec, RunsWithTheQuantisedBucket) {
+  auto q = make("");
+  add(*q, 0x10, 0, "rate 3mbit");
+  // The bucket the class runs with is what the kernel holds: the 66656 ticks tc sends for
+  // 1600 B at 3 Mbit (src/tc/psched.hpp), not 1600 B exactly (66666 ticks).
+  EXPECT_EQ(xstat(q->class_xstats(0x10), "tokens"), 66656);
+  EXPECT_EQ(q->class_options(0x10), "prio 0 rate 3Mbit ceil 3Mbit burst 1599b cburst 1599b");
+  EXPECT_EQ(q->class_details_options(0x10),
+            "prio 0 quantum 37500 rate 3Mbit ceil 3Mbit linklayer ethernet burst 1599b/1 mpu 0b "
+            "cburst 1599b/1 mpu 0b level 0");
+  // An inner class prints no prio (and no quantum); overhead and linklayer are printed.
+  add(*q, 0x11, 0x10, "rate 1mbit");
+  add(*q, 0x12, 0, "rate 1mbit overhead 20 linklayer atm prio 2");
+  EXPECT_EQ(q->class_options(0x10), "rate 3Mbit ceil 3Mbit burst 1599b cburst 1599b");
+  EXPECT_EQ(q->class_options(0x12), "prio 2 rate 1Mbit overhead 20 ceil 1Mbit linklayer atm burst 1600b cburst 1600b");
+  EXPECT_EQ(q->class_warning(0x12), "");
+  add(*q, 0x13, 0, "rate 900mbit");
+  EXPECT_EQ(q->class_warning(0x13), "Warning: sch_htb: quantum of class 10013 is big. Consider r2q change.");
+  add(*q, 0x14, 0, "rate 8kbit");
+  EXPECT_EQ(q->class_warning(0x14), "Warning: sch_htb: quantum of class 10014 is small. Consider r2q change.");
+  add(*q, 0x15, 0, "rate 8kbit quantum 1500");
+  EXPECT_EQ(q->class_warning(0x15), "");  // an explicit quantum is never clamped
+}
+
+TEST(HtbClassSpec, ListedInTheKernelsHashOrder) {
+  auto q = make("");
+  add(*q, 0x1, 0, "rate 100mbit");
+  add(*q, 0x10, 0x1, "rate 3mbit");
+  add(*q, 0x20, 0x1, "rate 9mbit");
+  // 1:1 and 1:10 share bucket 1 of 4 (the newest first), 1:20 is in bucket 2.
+  std::vector<uint16_t> order;
+  for (const QdiscClassInfo& c : q->listed_classes()) order.push_back(c.minor);
+  EXPECT_EQ(order, (std::vector<uint16_t>{0x10, 0x1, 0x20}));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -424,16 +424,22 @@ TEST(TcSize, PrinterRule) {
   EXPECT_EQ(format_tc_size(1), "1b");
   EXPECT_EQ(format_tc_size(1023), "1023b");
   EXPECT_EQ(format_tc_size(1024), "1Kb");
-  EXPECT_EQ(format_tc_size(1025), "1025b");
+  EXPECT_EQ(format_tc_size(1025), "1Kb");  // within 16 B of 1 KiB, as tc rounds
   EXPECT_EQ(format_tc_size(1536), "1536b");
   EXPECT_EQ(format_tc_size(2048), "2Kb");
-  EXPECT_EQ(format_tc_size(1048575), "1048575b");
+  EXPECT_EQ(format_tc_size(1048575), "1024Kb");
+  EXPECT_EQ(format_tc_size(1040), "1040b");
+  EXPECT_EQ(format_tc_size(1039), "1Kb");
+  EXPECT_EQ(format_tc_size(65535), "64Kb");
+  EXPECT_EQ(format_tc_size(1048000), "1048000b");
+  EXPECT_EQ(format_tc_size(1047553), "1023Kb");
+  EXPECT_EQ(format_tc_size(1049599), "1Mb");
   EXPECT_EQ(format_tc_size(1048576), "1Mb");
   EXPECT_EQ(format_tc_size(1048576 + 1024), "1025Kb");
   EXPECT_EQ(format_tc_size(3 * 1048576), "3Mb");
   EXPECT_EQ(format_tc_size(1024ull * 1048576), "1024Mb");
   EXPECT_EQ(format_tc_size(4294966272ull), "4194303Kb");
-  EXPECT_EQ(format_tc_size(4294967295ull), "4294967295b");
+  EXPECT_EQ(format_tc_size(4294967295ull), "4096Mb");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -539,7 +545,7 @@ TEST(Registry, BfifoDefaultClampsToU32) {
   QdiscEnv env;
   env.txqueuelen = 4000000;
   env.mtu = 9000;
-  EXPECT_EQ(make_qdisc("bfifo", env)->options(), "limit 4294967295b");
+  EXPECT_EQ(make_qdisc("bfifo", env)->options(), "limit 4096Mb");  // tc's rounding
 }
 
 TEST(Registry, ExplicitLimitsAndWhitespace) {
@@ -551,7 +557,7 @@ TEST(Registry, ExplicitLimitsAndWhitespace) {
   EXPECT_EQ(make_qdisc("pfifo_head_drop limit 5")->options(), "limit 5p");
   EXPECT_EQ(make_qdisc("bfifo limit 30000")->options(), "limit 30000b");
   EXPECT_EQ(make_qdisc("bfifo limit 0")->options(), "limit 0b");
-  EXPECT_EQ(make_qdisc("bfifo limit 4294967295")->options(), "limit 4294967295b");
+  EXPECT_EQ(make_qdisc("bfifo limit 4294967295")->options(), "limit 4096Mb");
   // The limit given is the limit used.
   auto q = make_qdisc("pfifo limit 2");
   Packets pk(3);

@@ -64,7 +64,7 @@ TEST(TbfOptions, KindAndTdcLikeText) {
       {"limit 1000 burst 1500 rate 10000", "rate 10Kbit burst 1500b limit 1000b"},
       {"limit 1000 burst 1500 rate 20000 mtu 2048", "rate 20Kbit burst 1500b limit 1000b"},
       {"limit 1000 burst 1500 rate 20000 mtu 1510 peakrate 30000",
-       "rate 20Kbit burst 1500b peakrate 30Kbit minburst 1510b limit 1000b"},
+       "rate 20Kbit burst 1500b peakrate 30Kbit minburst 1509b limit 1000b"},
       {"burst 1500 rate 20000 latency 100ms", "rate 20Kbit burst 1500b lat 100ms"},
       {"burst 1500 rate 20000 latency 200ms", "rate 20Kbit burst 1500b lat 200ms"},
       {"limit 1000 burst 1500 rate 20000 overhead 300",

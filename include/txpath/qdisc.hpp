@@ -114,6 +114,9 @@ class ClassOps {
     (void)x;
     return {};
   }
+  // Whether tc -s prints counters for the classes (tbf's kernel class reports none: tc prints
+  // an empty line instead).
+  virtual bool class_has_stats() const noexcept { return true; }
   // What tc class show prints after "class KIND H:m parent P: [leaf L:] ", e.g. htb's
   // "prio 0 rate 20Kbit ceil 20Kbit burst 1000b cburst 1600b"; prio's and tbf's: "".
   virtual std::string class_options(uint16_t minor) const {
@@ -124,6 +127,18 @@ class ClassOps {
   virtual std::string class_options_json(uint16_t minor) const {
     (void)minor;
     return "{}";
+  }
+  // tc -d class show: the class options with tc's details (htb's quantum, cell sizes, mpu,
+  // level); the same as class_options() where tc adds nothing.
+  virtual std::string class_details_options(uint16_t minor) const { return class_options(minor); }
+  // The classes in the order the kernel lists them (tc class show); classes() by default.
+  virtual std::vector<QdiscClassInfo> listed_classes() const { return classes(); }
+  // The warning the kernel gives after adding or changing class `minor` as it is now (tc prints
+  // it on stderr, e.g. "Warning: sch_htb: quantum of class 10001 is big. Consider r2q change."),
+  // or "" for none.
+  virtual std::string class_warning(uint16_t minor) const {
+    (void)minor;
+    return {};
   }
   // tc class add / change / del. Errors: ConfigError for a bad option (tc's parse error, exit 1),
   // ConfigRejected for a request the qdisc refuses (exit 2: no such parent, class exists, class
@@ -150,6 +165,10 @@ class Qdisc {
   // flags as booleans, e.g. {"limit":10240,"flows":1024,...,"ecn":true,"drop_batch":64}
   // (docs/background.md, "tc's JSON"). Default "{}".
   virtual std::string options_json() const { return "{}"; }
+  // tc -d: the options with tc's details (tbf's "burst 10Kb/1 mpu 0b ... linklayer ethernet",
+  // htb's "ver 3.17"), text and JSON; the same as options() / options_json() by default.
+  virtual std::string details_options() const { return options(); }
+  virtual std::string details_options_json() const { return options_json(); }
 
   virtual Verdict enqueue(Packet* p, PacketList& to_free) noexcept = 0;
   virtual Packet* dequeue() noexcept = 0;

@@ -183,6 +183,10 @@ class Config {
     // why ("no live counters for dev eth0 (WHY): showing the configuration"); txpath tc prints
     // them on stderr. Never called without fetch_live.
     std::function<void(const std::string& line)> note;
+    // Told the kernel's warnings about a class just added or changed, one line each, as tc
+    // prints them on stderr ("Warning: sch_htb: quantum of class 10001 is big. Consider r2q
+    // change."); txpath tc prints them on stderr too.
+    std::function<void(const std::string& line)> warn;
   };
   // Returns true if the configuration changed.
   bool execute(std::span<const std::string> args, std::ostream& out, const ShowOptions& show);

@@ -22,8 +22,9 @@
 
 namespace txpath {
 
-// tc's size printer for byte quantities: an exact multiple of 1 MiB prints as "<n>Mb", else an
-// exact multiple of 1 KiB as "<n>Kb", else "<n>b" (0 prints "0b").
+// tc's size printer for byte quantities (iproute2's sprint_size): within 1 KiB of a whole number
+// of MiB (>= 1 MiB) prints as "<n>Mb", else within 16 bytes of a whole number of KiB (>= 1 KiB)
+// as "<n>Kb", else "<n>b" (0 prints "0b"; 65535 "64Kb"). tc::format_size is this printer.
 std::string format_tc_size(uint64_t bytes);
 
 // Shared by the three FIFOs: queue storage, dequeue/peek/reset, and the accepted-packet path.

@@ -577,6 +577,7 @@ void HtbQdisc::graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& t
 
 void HtbQdisc::apply_config(Class& c, const HtbClassConfig& given) {
   HtbClassConfig cfg = given;
+  c.quantum_given = cfg.quantum != 0;
   if (cfg.quantum == 0) {
     const uint64_t q = cfg.rate / r2q_;
     cfg.quantum = static_cast<uint32_t>(std::clamp<uint64_t>(q, 1000, 200000));
@@ -587,9 +588,10 @@ void HtbQdisc::apply_config(Class& c, const HtbClassConfig& given) {
   c.rate = RateCfg{.rate = cfg.rate, .overhead = cfg.overhead, .mpu = cfg.mpu, .atm = cfg.atm};
   c.ceil = c.rate;
   c.ceil.rate = cfg.ceil;
-  // The bucket depths: the raw burst bytes (the kernel takes tc's buffer time as is).
-  c.buffer = ns(c.rate.bytes_to_ns(cfg.burst));
-  c.cbuffer = ns(c.ceil.bytes_to_ns(cfg.cburst));
+  // The bucket depths: the times given (the kernel takes tc's buffer time as is), else the raw
+  // burst bytes at the rates.
+  c.buffer = ns(cfg.buffer_ns ? std::min(*cfg.buffer_ns, RateCfg::kMaxNs) : c.rate.bytes_to_ns(cfg.burst));
+  c.cbuffer = ns(cfg.cbuffer_ns ? std::min(*cfg.cbuffer_ns, RateCfg::kMaxNs) : c.ceil.bytes_to_ns(cfg.cburst));
   if (reprio) activate(c);
 }
 

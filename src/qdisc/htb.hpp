@@ -4,7 +4,7 @@
 //
 //   qdisc: htb [default MINOR] [r2q N] [direct_qlen P] [offload]
 //          MINOR is hexadecimal (tc reads it base 16: "default 10" is minor 0x10); defaults:
-//          default 0 (none), r2q 10, direct_qlen = txqueuelen (at least 2). "offload" parses
+//          default 0 (none), r2q 10, direct_qlen = txqueuelen (as it is). "offload" parses
 //          but is refused (no device here offers hardware htb).
 //   class: htb rate R [ceil R2] [burst B] [cburst B] [prio P] [quantum Q] [mtu M] [mpu B]
 //              [overhead O] [linklayer ethernet|atm|adsl]
@@ -27,8 +27,10 @@
 //
 // Token buckets, per class, hold TIME in ns (tbf's convention, tbf.hpp): l2t(len) is RateCfg's
 // (rate.hpp: ceil(wire(len) * 1e9 / rate) with wire = max(len + overhead, mpu), ATM cells for
-// linklayer atm/adsl), one RateCfg for rate and one for ceil; buffer = burst * 1e9 / rate, cbuffer = cburst * 1e9 / ceil (raw bytes: the kernel
-// takes tc's buffer time as is). tokens <= buffer, ctokens <= cbuffer; both may go negative,
+// linklayer atm/adsl), one RateCfg for rate and one for ceil; buffer and cbuffer are the times
+// the configuration gives (HtbClassConfig::buffer_ns: `txpath tc` sets tc's whole psched ticks,
+// as the kernel holds them, src/tc/psched.hpp), else burst * 1e9 / rate and cburst * 1e9 / ceil
+// (raw bytes). tokens <= buffer, ctokens <= cbuffer; both may go negative,
 // down to 1 - mbuffer (60 s), which also caps the elapsed time credited at once.
 // Mode: ctokens + elapsed < 0 -> CANT_SEND; else tokens + elapsed >= 0 -> CAN_SEND; else
 // MAY_BORROW. A class that is not CAN_SEND is on its level's wait list, keyed by the time its
@@ -73,6 +75,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,6 +90,10 @@ struct HtbClassConfig {
   uint64_t ceil = 0;      // bytes per second, > 0
   uint64_t burst = 0;     // bytes
   uint64_t cburst = 0;    // bytes
+  // The bucket depths as the kernel holds them, in ns (none: burst at rate, cburst at ceil). tc
+  // sends them as psched ticks (src/tc/psched.hpp), so the tc layer sets them to whole ticks.
+  std::optional<uint64_t> buffer_ns;
+  std::optional<uint64_t> cbuffer_ns;
   uint32_t prio = 0;      // 0..7
   uint32_t quantum = 0;   // effective DRR quantum in bytes
   uint32_t mtu = 1600;    // tc's mtu: default bursts, giants
@@ -152,6 +159,15 @@ class HtbQdisc final : public Qdisc, public ClassOps {
   std::string options_json() const override;
   std::string class_options(uint16_t minor) const override;
   std::string class_options_json(uint16_t minor) const override;
+  // tc -d: the qdisc's "ver 3.17"; a class's quantum (leaves), link layer, cell sizes, mpu, level.
+  std::string details_options() const override;
+  std::string details_options_json() const override;
+  std::string class_details_options(uint16_t minor) const override;
+  // The kernel's order: its class hash (net/sched/sch_api.c qdisc_class_hash_*), see htb.cpp.
+  std::vector<QdiscClassInfo> listed_classes() const override;
+  // "Warning: sch_htb: quantum of class CLASSID is small|big. Consider r2q change." for a leaf
+  // whose quantum rate / r2q was clamped to [1000, 200000] (no explicit quantum).
+  std::string class_warning(uint16_t minor) const override;
   std::string format_class_xstats(const Xstats& x) const override;
 
   // ---- class operations (ClassOps) ----
@@ -207,6 +223,7 @@ class HtbQdisc final : public Qdisc, public ClassOps {
     std::vector<Class*> children;
     int level = 0;
     HtbClassConfig cfg;
+    bool quantum_given = false;       // cfg.quantum was given, not rate / r2q
     RateCfg rate, ceil;               // cfg's rate and ceil with cfg's framing
     int64_t buffer = 0, cbuffer = 0;  // ns
     int64_t tokens = 0, ctokens = 0;  // ns
@@ -231,6 +248,7 @@ class HtbQdisc final : public Qdisc, public ClassOps {
 
   uint64_t now() const noexcept;
   Class* find(uint16_t minor) const noexcept { return by_minor_.get(minor); }
+  std::string class_text(const Class& c, bool details) const;  // tc's class options (qdisc_htb.cpp)
   Class* classify(uint32_t priority) const noexcept;
   void apply_config(Class& c, const HtbClassConfig& cfg);
   std::unique_ptr<Qdisc> default_child() const;

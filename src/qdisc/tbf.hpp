@@ -80,10 +80,15 @@ class TbfQdisc final : public Qdisc, public ClassOps {
   // ["overhead":N,]["linklayer":"atm"]}, the same choices as the text; tc prints peakrate in
   // text only, so it is not in the JSON.
   std::string options_json() const override;
+  // tc -d: "burst SIZE/1 mpu SIZE", "mtu SIZE/1 mpu SIZE" and "linklayer ethernet" as well.
+  std::string details_options() const override;
+  std::string details_options_json() const override;
 
   // ---- classful API: one class, minor 1 ----
   std::vector<QdiscClassInfo> classes() const override;
   QdiscStats class_stats(uint16_t minor) const override;
+  // The kernel reports no counters for tbf's class: tc -s prints its line alone.
+  bool class_has_stats() const noexcept override { return false; }
   Qdisc* child(uint16_t minor) noexcept override;
   // The old child's packets go to to_free (not drops); nullptr installs a fresh bfifo(limit).
   // Throws ConfigRejected for a minor other than 1. Allocates (control path only).
@@ -105,9 +110,6 @@ class TbfQdisc final : public Qdisc, public ClassOps {
   // time it becomes eligible.
   bool eligible(const Packet& head, uint64_t now, int64_t& toks, int64_t& ptoks,
                 uint64_t& when) const noexcept;
-  // The queueing latency tc prints ("lat"): limit / rate - bucket depth, or the peak bucket's if
-  // larger; negative when the limit is below the burst (tc then prints "limit").
-  double latency_ns() const noexcept;
   // Brings qlen()/backlog() to the child's (see the invariants).
   void sync_child() noexcept;
   std::unique_ptr<Qdisc> default_child() const;

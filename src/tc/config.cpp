@@ -1027,6 +1027,7 @@ bool Config::class_command(std::string_view cmd, std::span<const std::string> ar
         rejected("Cannot move class " + format_handle(id) + " to another parent.");
       cur->options = t.options;
       validate(d);
+      if (show.warn && !defer_validation_) warn_about_class(build(d, QdiscEnv{}), id, show);
       return true;
     }
     uint32_t parent = t.parent.value_or(kRoot);
@@ -1040,6 +1041,7 @@ bool Config::class_command(std::string_view cmd, std::span<const std::string> ar
     }
     d.add_class(ClassConfig{id, parent, t.kind, t.options});
     validate(d);
+    if (show.warn && !defer_validation_) warn_about_class(build(d, QdiscEnv{}), id, show);
     return true;
   } catch (...) {
     if (before) d = std::move(*before);

@@ -27,6 +27,8 @@ QdiscStats shown_stats(const Qdisc& q);
 // its classes' entries (show.cpp).
 void append_counters(const Qdisc& q, uint32_t handle, uint32_t parent, const QdiscStats& stats,
                      TreeCounters& out);
+// Tells show.warn the kernel's warning about class `classid` of `tree`, if any (show.cpp).
+void warn_about_class(const Tree& tree, uint32_t classid, const Config::ShowOptions& show);
 // True if words[0] is a tc object (qdisc, class or link, or a prefix tc accepts for one).
 bool is_tc_command(std::span<const std::string> words);
 

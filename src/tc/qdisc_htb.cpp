@@ -22,8 +22,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "qdisc/htb.hpp"
+#include "tc/psched.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "tc/tc_units.hpp"
 #include "txpath/error.hpp"
@@ -40,20 +43,102 @@ std::string hex(uint32_t v) {
 
 }  // namespace
 
-std::string HtbQdisc::class_options(uint16_t minor) const {
-  const Class* c = find(minor);
-  if (!c) return {};
-  return "prio " + std::to_string(c->cfg.prio) + " rate " + tc::format_rate(c->cfg.rate) +
-         " ceil " + tc::format_rate(c->cfg.ceil) + " burst " + tc::format_size(c->cfg.burst) +
-         " cburst " + tc::format_size(c->cfg.cburst);
+// What tc prints of a class (tc's q_htb.c over the kernel's htb_dump_class): prio (and with -d
+// quantum) for a leaf only; the rate, its overhead, the ceil, the link layer (always with -d),
+// the bucket sizes as tc derives them from the ticks the kernel holds (tc/psched.hpp), with -d
+// their cell sizes (the kernel reports none: "/1"), mpu and the level.
+std::string HtbQdisc::class_text(const Class& c, bool details) const {
+  const HtbClassConfig& cfg = c.cfg;
+  std::string s;
+  if (c.level == 0) {
+    s += "prio " + std::to_string(cfg.prio) + " ";
+    if (details) s += "quantum " + std::to_string(cfg.quantum) + " ";
+  }
+  s += "rate " + tc::format_rate(cfg.rate) + " ";
+  if (cfg.overhead) s += "overhead " + std::to_string(cfg.overhead) + " ";
+  s += "ceil " + tc::format_rate(cfg.ceil) + " ";
+  if (cfg.atm || details) s += cfg.atm ? "linklayer atm " : "linklayer ethernet ";
+  const std::string burst = tc::format_size(tc::tc_xmitsize(cfg.rate, tc::ns_to_ticks(static_cast<uint64_t>(c.buffer))));
+  const std::string cburst = tc::format_size(tc::tc_xmitsize(cfg.ceil, tc::ns_to_ticks(static_cast<uint64_t>(c.cbuffer))));
+  const std::string mpu = tc::format_size(cfg.mpu);
+  if (details)
+    s += "burst " + burst + "/1 mpu " + mpu + " cburst " + cburst + "/1 mpu " + mpu + " level " + std::to_string(c.level);
+  else
+    s += "burst " + burst + " cburst " + cburst;
+  return s;
 }
 
+std::string HtbQdisc::class_options(uint16_t minor) const {
+  const Class* c = find(minor);
+  return c ? class_text(*c, false) : std::string();
+}
+
+std::string HtbQdisc::class_details_options(uint16_t minor) const {
+  const Class* c = find(minor);
+  return c ? class_text(*c, true) : std::string();
+}
+
+// tc 6.1 prints class options as text even with -j; ours are the text's values as numbers.
 std::string HtbQdisc::class_options_json(uint16_t minor) const {
   const Class* c = find(minor);
   if (!c) return "{}";
-  return "{\"prio\":" + std::to_string(c->cfg.prio) + ",\"rate\":" + std::to_string(c->cfg.rate) +
-         ",\"ceil\":" + std::to_string(c->cfg.ceil) + ",\"burst\":" + std::to_string(c->cfg.burst) +
-         ",\"cburst\":" + std::to_string(c->cfg.cburst) + "}";
+  const HtbClassConfig& cfg = c->cfg;
+  std::string s = "{";
+  if (c->level == 0) s += "\"prio\":" + std::to_string(cfg.prio) + ",";
+  s += "\"rate\":" + std::to_string(cfg.rate);
+  if (cfg.overhead) s += ",\"overhead\":" + std::to_string(cfg.overhead);
+  s += ",\"ceil\":" + std::to_string(cfg.ceil);
+  if (cfg.atm) s += ",\"linklayer\":\"atm\"";
+  s += ",\"burst\":" + std::to_string(tc::tc_xmitsize(cfg.rate, tc::ns_to_ticks(static_cast<uint64_t>(c->buffer))));
+  s += ",\"cburst\":" + std::to_string(tc::tc_xmitsize(cfg.ceil, tc::ns_to_ticks(static_cast<uint64_t>(c->cbuffer))));
+  return s + "}";
+}
+
+std::string HtbQdisc::class_warning(uint16_t minor) const {
+  const Class* c = find(minor);
+  if (!c || c->level != 0 || c->quantum_given) return {};
+  const uint64_t q = c->cfg.rate / r2q_;
+  if (q >= 1000 && q <= 200000) return {};
+  char id[16];
+  std::snprintf(id, sizeof id, "%X", (uint32_t{handle_major_} << 16) | minor);
+  return std::string("Warning: sch_htb: quantum of class ") + id + " is " + (q < 1000 ? "small" : "big") +
+         ". Consider r2q change.";
+}
+
+// The kernel lists classes by its class hash: buckets of hash(classid) (classid ^= classid >> 8,
+// then ^= classid >> 4, masked to the table size), each a list with the newest class first; the
+// table starts at 4 buckets and doubles after an insert leaves it more than 3/4 full, rehashing
+// bucket by bucket, each moved class again put first. Modelled over the classes in creation
+// order; a deleted class's growth of the table is not remembered (the configuration keeps no
+// history).
+std::vector<QdiscClassInfo> HtbQdisc::listed_classes() const {
+  const auto bucket = [this](const Class* c, std::size_t size) {
+    uint32_t id = (uint32_t{handle_major_} << 16) | c->minor;
+    id ^= id >> 8;
+    id ^= id >> 4;
+    return id & (size - 1);
+  };
+  std::vector<std::vector<const Class*>> table(4);  // each bucket newest first
+  std::size_t count = 0;
+  for (const auto& owned : classes_) {
+    auto& b = table[bucket(owned.get(), table.size())];
+    b.insert(b.begin(), owned.get());
+    if (++count * 4 <= table.size() * 3) continue;
+    std::vector<std::vector<const Class*>> grown(table.size() * 2);
+    for (const auto& old : table)
+      for (const Class* c : old) {
+        auto& g = grown[bucket(c, grown.size())];
+        g.insert(g.begin(), c);
+      }
+    table = std::move(grown);
+  }
+  std::unordered_map<uint16_t, QdiscClassInfo> info;
+  for (const QdiscClassInfo& i : classes()) info.emplace(i.minor, i);
+  std::vector<QdiscClassInfo> out;
+  out.reserve(info.size());
+  for (const auto& b : table)
+    for (const Class* c : b) out.push_back(info.at(c->minor));
+  return out;
 }
 
 std::string HtbQdisc::format_class_xstats(const Xstats& x) const {
@@ -62,7 +147,7 @@ std::string HtbQdisc::format_class_xstats(const Xstats& x) const {
     return std::to_string(v ? *v : 0);
   };
   return " lended: " + get("lended") + " borrowed: " + get("borrowed") + " giants: " + get("giants") +
-         "\n tokens: " + get("tokens") + " ctokens: " + get("ctokens") + "\n";
+         "\n tokens: " + get("tokens") + " ctokens: " + get("ctokens") + "\n\n";  // tc: an empty line after
 }
 
 
@@ -118,6 +203,9 @@ HtbClassConfig parse_class(const QdiscOptions& o, uint32_t& quantum) {
   // tc: a burst of 0 (or none) is rate / hz + mtu, with hz = 1e9 on high-resolution kernels.
   cfg.burst = burst && *burst ? *burst : cfg.rate / 1'000'000'000u + cfg.mtu;
   cfg.cburst = cburst && *cburst ? *cburst : cfg.ceil / 1'000'000'000u + cfg.mtu;
+  // What the kernel holds: tc's transmit times of the bursts, in whole psched ticks.
+  cfg.buffer_ns = uint64_t{tc::tc_xmittime_ticks(cfg.rate, cfg.burst)} * tc::kPschedTickNs;
+  cfg.cbuffer_ns = uint64_t{tc::tc_xmittime_ticks(cfg.ceil, cfg.cburst)} * tc::kPschedTickNs;
   cfg.mpu = mpu.value_or(0);
   cfg.overhead = overhead.value_or(0);
   cfg.atm = atm.value_or(false);
@@ -156,17 +244,30 @@ void HtbQdisc::change_class(uint16_t minor, const QdiscOptions& options, const Q
   }
 }
 
-std::string HtbQdisc::options() const {
-  return "r2q " + std::to_string(r2q_) + " default " + (defcls_ ? "0x" + hex(defcls_) : std::string("0")) +
-         " direct_packets_stat " + std::to_string(direct_pkts_) + " direct_qlen " +
-         std::to_string(direct_qlen_);
+namespace {
+
+// tc's text of the qdisc: with -d the version of the kernel's htb interface ("ver 3.17",
+// sch_htb.c's HTB_VER) before direct_qlen.
+std::string htb_text(uint32_t r2q, uint32_t defcls, uint64_t direct_pkts, uint32_t direct_qlen, bool details) {
+  return "r2q " + std::to_string(r2q) + " default " + (defcls ? "0x" + hex(defcls) : std::string("0")) +
+         " direct_packets_stat " + std::to_string(direct_pkts) + (details ? " ver 3.17" : "") +
+         " direct_qlen " + std::to_string(direct_qlen);
 }
 
-std::string HtbQdisc::options_json() const {
-  return "{\"r2q\":" + std::to_string(r2q_) + ",\"default\":\"" +
-         (defcls_ ? "0x" + hex(defcls_) : std::string("0")) +
-         "\",\"direct_packets_stat\":" + std::to_string(direct_pkts_) +
-         ",\"direct_qlen\":" + std::to_string(direct_qlen_) + "}";
+std::string htb_json(uint32_t r2q, uint32_t defcls, uint64_t direct_pkts, uint32_t direct_qlen, bool details) {
+  return "{\"r2q\":" + std::to_string(r2q) + ",\"default\":\"" +
+         (defcls ? "0x" + hex(defcls) : std::string("0")) +
+         "\",\"direct_packets_stat\":" + std::to_string(direct_pkts) + (details ? ",\"ver\":\"3.17\"" : "") +
+         ",\"direct_qlen\":" + std::to_string(direct_qlen) + "}";
+}
+
+}  // namespace
+
+std::string HtbQdisc::options() const { return htb_text(r2q_, defcls_, direct_pkts_, direct_qlen_, false); }
+std::string HtbQdisc::details_options() const { return htb_text(r2q_, defcls_, direct_pkts_, direct_qlen_, true); }
+std::string HtbQdisc::options_json() const { return htb_json(r2q_, defcls_, direct_pkts_, direct_qlen_, false); }
+std::string HtbQdisc::details_options_json() const {
+  return htb_json(r2q_, defcls_, direct_pkts_, direct_qlen_, true);
 }
 
 std::unique_ptr<Qdisc> make_htb(const QdiscOptions& o, const QdiscEnv& env) {
@@ -187,8 +288,9 @@ std::unique_ptr<Qdisc> make_htb(const QdiscOptions& o, const QdiscEnv& env) {
     }
   }
   if (offload) o.reject("htb offload needs a device with hardware tc offload (none here)");
-  // The kernel's default direct queue is the device's txqueuelen, at least 2.
-  const uint32_t dq = direct_qlen ? *direct_qlen : std::max<uint32_t>(env.txqueuelen, 2);
+  // The kernel's default direct queue is the device's txqueuelen (sch_htb.c htb_init()), 0 and 1
+  // included, as Linux 6.18 reports it.
+  const uint32_t dq = direct_qlen ? *direct_qlen : env.txqueuelen;
   return std::make_unique<HtbQdisc>(defcls.value_or(0), r2q.value_or(10), dq, env);
 }
 

@@ -20,57 +20,93 @@
 #include <string_view>
 
 #include "qdisc/tbf.hpp"
+#include "tc/psched.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "tc/tc_units.hpp"
 
 namespace txpath {
 
-double TbfQdisc::latency_ns() const noexcept {
-  double latency = static_cast<double>(cfg_.limit) * 1e9 / static_cast<double>(cfg_.rate) -
-                   static_cast<double>(buffer_);
-  if (cfg_.peakrate) {
-    const double lat2 = static_cast<double>(cfg_.limit) * 1e9 / static_cast<double>(cfg_.peakrate) -
-                        static_cast<double>(mtu_ns_);
+namespace {
+
+// What the kernel reports for a tbf (tbf_dump) and tc derives from it (tc's q_tbf.c), in the
+// psched tick model (tc/psched.hpp): the buckets as ticks of the kernel's nanoseconds (the
+// kernel takes the burst in bytes, TCA_TBF_BURST, and times it at the rate with the framing),
+// turned back into sizes by tc; the latency from the limit and the ticks, in whole us.
+struct TbfDump {
+  uint32_t burst = 0;     // bytes, as tc prints them
+  uint32_t minburst = 0;  // bytes (peak bucket; with a peak rate)
+  bool has_minburst = false;  // tc prints it when the peak bucket has ticks, or mpu is set
+  bool has_latency = false;
+  uint64_t latency_us = 0;
+};
+
+TbfDump tbf_dump(const TbfQdisc& q) {
+  const TbfConfig& cfg = q.config();
+  TbfDump d;
+  const uint32_t ticks = tc::ns_to_ticks(tc::kernel_l2t_ns(cfg.rate, q.wire_len(cfg.burst)));
+  d.burst = tc::tc_xmitsize(cfg.rate, ticks);
+  double latency = 1e6 * (static_cast<double>(cfg.limit) / static_cast<double>(cfg.rate)) -
+                   static_cast<double>(tc::tc_ticks_to_usec(ticks));
+  if (cfg.peakrate) {
+    const uint32_t mtu = tc::ns_to_ticks(tc::kernel_l2t_ns(cfg.peakrate, q.wire_len(cfg.minburst)));
+    d.minburst = tc::tc_xmitsize(cfg.peakrate, mtu);
+    d.has_minburst = mtu != 0 || cfg.mpu != 0;
+    const double lat2 = 1e6 * (static_cast<double>(cfg.limit) / static_cast<double>(cfg.peakrate)) -
+                        static_cast<double>(tc::tc_ticks_to_usec(mtu));
     latency = std::max(latency, lat2);
   }
-  return latency;
+  d.has_latency = latency >= 0;
+  if (d.has_latency) d.latency_us = static_cast<uint64_t>(latency);
+  return d;
 }
 
-std::string TbfQdisc::options() const {
-  // As tc prints it: burst/minburst as the bucket depth times the rate, i.e. the wire size the
-  // bucket holds (overhead, mpu and ATM cells included); "lat" when the limit leaves a
-  // non-negative queueing latency, else the limit itself.
-  std::string s = "rate " + tc::format_rate(cfg_.rate) + " burst " + tc::format_size(wire_len(cfg_.burst));
-  if (cfg_.peakrate) {
-    s += " peakrate " + tc::format_rate(cfg_.peakrate) + " minburst " +
-         tc::format_size(wire_len(cfg_.minburst));
+// tc's text for a tbf; `details` (-d) adds the cell sizes (always 1: the kernel reports none),
+// mpu and the link layer.
+std::string tbf_text(const TbfQdisc& q, bool details) {
+  const TbfConfig& cfg = q.config();
+  const TbfDump d = tbf_dump(q);
+  std::string s = "rate " + tc::format_rate(cfg.rate) + " burst " + tc::format_size(d.burst);
+  if (details) s += "/1 mpu " + tc::format_size(cfg.mpu);
+  if (cfg.peakrate) {
+    s += " peakrate " + tc::format_rate(cfg.peakrate);
+    if (d.has_minburst)
+      s += details ? " mtu " + tc::format_size(d.minburst) + "/1 mpu " + tc::format_size(cfg.mpu)
+                 : " minburst " + tc::format_size(d.minburst);
   }
-  const double latency = latency_ns();
-  if (latency >= 0) {
-    s += " lat " + tc::format_time(static_cast<uint64_t>(latency));
-  } else {
-    s += " limit " + tc::format_size(cfg_.limit);
-  }
-  if (cfg_.overhead) s += " overhead " + std::to_string(cfg_.overhead);
-  if (cfg_.atm) s += " linklayer atm";
+  if (d.has_latency) s += " lat " + tc::format_time(static_cast<uint32_t>(d.latency_us) * uint64_t{1000});
+  else s += " limit " + tc::format_size(cfg.limit);
+  if (cfg.overhead) s += " overhead " + std::to_string(cfg.overhead);
+  if (cfg.atm || details) s += cfg.atm ? " linklayer atm" : " linklayer ethernet";
   return s;
 }
 
-std::string TbfQdisc::options_json() const {
-  std::string s = "{\"rate\":" + std::to_string(cfg_.rate) +
-                  ",\"burst\":" + std::to_string(wire_len(cfg_.burst));
-  if (cfg_.peakrate) s += ",\"minburst\":" + std::to_string(wire_len(cfg_.minburst));
-  const double latency = latency_ns();
-  if (latency >= 0) {
-    s += ",\"lat\":" + std::to_string(static_cast<uint64_t>(latency) / 1000);  // usec
-  } else {
-    s += ",\"limit\":" + std::to_string(cfg_.limit);
+// tc -j: the same keys as the text, but "peakrate" (tc prints it in text only); with -d "burst"
+// and "mtu" are the text's "SIZE/1" strings.
+std::string tbf_json(const TbfQdisc& q, bool details) {
+  const TbfConfig& cfg = q.config();
+  const TbfDump d = tbf_dump(q);
+  std::string s = "{\"rate\":" + std::to_string(cfg.rate);
+  if (details) s += ",\"burst\":\"" + tc::format_size(d.burst) + "/1\",\"mpu\":" + std::to_string(cfg.mpu);
+  else s += ",\"burst\":" + std::to_string(d.burst);
+  if (d.has_minburst) {
+    if (details)
+      s += ",\"mtu\":\"" + tc::format_size(d.minburst) + "/1\",\"mpu\":" + std::to_string(cfg.mpu);
+    else
+      s += ",\"minburst\":" + std::to_string(d.minburst);
   }
-  if (cfg_.overhead) s += ",\"overhead\":" + std::to_string(cfg_.overhead);
-  if (cfg_.atm) s += ",\"linklayer\":\"atm\"";
-  s += "}";
-  return s;
+  if (d.has_latency) s += ",\"lat\":" + std::to_string(d.latency_us);
+  else s += ",\"limit\":" + std::to_string(cfg.limit);
+  if (cfg.overhead) s += ",\"overhead\":" + std::to_string(cfg.overhead);
+  if (cfg.atm || details) s += cfg.atm ? ",\"linklayer\":\"atm\"" : ",\"linklayer\":\"ethernet\"";
+  return s + "}";
 }
+
+}  // namespace
+
+std::string TbfQdisc::options() const { return tbf_text(*this, false); }
+std::string TbfQdisc::details_options() const { return tbf_text(*this, true); }
+std::string TbfQdisc::options_json() const { return tbf_json(*this, false); }
+std::string TbfQdisc::details_options_json() const { return tbf_json(*this, true); }
 
 // ---------------------------------------------------------------------------------------------
 // Option parsing

@@ -328,6 +328,7 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
     }
     show.fetch_live = [&config_path](const std::string& dev) { return fetch_live(config_path, dev); };
     show.note = [&err](const std::string& line) { err << "txpath tc: " << line << "\n"; };
+    show.warn = [&err](const std::string& line) { err << line << "\n"; };
 
     const bool is_show = !batch && (command.size() == 1 || command[1].rfind("sh", 0) == 0 ||
                                     command[1].rfind("li", 0) == 0 || command[1] == "ls" ||

@@ -157,10 +157,9 @@ Counters shown_counters(const std::optional<Json>& doc, const char* section, con
 }
 
 // Appends an entry's JSON object `j` to `arr`, with its options and (-s) its counters.
-void push_json(Json& arr, Json j, const std::string& options_json, const Counters& c,
-               const Config::ShowOptions& show) {
+void push_json(Json& arr, Json j, const std::string& options_json, const Counters& c, bool stats) {
   j["options"] = parse_object(options_json);
-  if (show.stats) add_stats_json(j, c.stats, c.xstats);
+  if (stats) add_stats_json(j, c.stats, c.xstats);
   arr.push_back(std::move(j));
 }
 
@@ -236,14 +235,14 @@ void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOption
         if (n.parent == kRoot) j["root"] = true;
         else j["parent"] = format_handle(n.parent);
         if (n.parent == kRoot && refcnt) j["refcnt"] = *refcnt;
-        push_json(arr, std::move(j), q.options_json(), c, show);
+        push_json(arr, std::move(j), show.details ? q.details_options_json() : q.options_json(), c, show.stats);
         continue;
       }
       std::string head = "qdisc " + std::string(q.kind()) + " " + handle + " ";
       if (!only) head += "dev " + d.config.name + " ";
       head += n.parent == kRoot ? std::string("root ") : "parent " + format_handle(n.parent) + " ";
       if (n.parent == kRoot && refcnt) head += "refcnt " + std::to_string(*refcnt) + " ";
-      print_entry(out, head, q.kind(), q.options(), show.stats, c,
+      print_entry(out, head, q.kind(), show.details ? q.details_options() : q.options(), show.stats, c,
                   show.stats ? q.format_xstats(c.xstats) : "");
     }
     note_not_live(show, d.config.name, not_live);
@@ -261,7 +260,11 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
     const ClassOps* ops = q.class_ops();
     if (!ops) continue;  // classless
     const uint32_t major = n.handle & 0xFFFF0000u;
-    for (const QdiscClassInfo& info : ops->classes()) {
+    // With -s, tc prints a class's counters and its xstats, each block followed by an empty line
+    // (format_class_xstats ends with it), or only the empty line for a class the kernel reports
+    // no counters for (tbf's).
+    const bool stats = show.stats && ops->class_has_stats();
+    for (const QdiscClassInfo& info : ops->listed_classes()) {
       const uint32_t classid = major | info.minor;
       const std::string id = format_handle(classid);
       const uint32_t parent = major | info.parent_minor;
@@ -277,19 +280,31 @@ void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions&
         if (info.print_root) j["root"] = true;
         else j["parent"] = info.parent_none ? std::string("none") : format_handle(parent);
         if (leaf) j["leaf"] = format_handle(*leaf);
-        push_json(arr, std::move(j), ops->class_options_json(info.minor), c, show);
+        push_json(arr, std::move(j), ops->class_options_json(info.minor), c, stats);
         continue;
       }
       std::string head = "class " + std::string(q.kind()) + " " + id + " ";
       head += info.print_root ? std::string("root ")
                               : "parent " + (info.parent_none ? std::string("none") : format_handle(parent)) + " ";
       if (leaf) head += "leaf " + format_handle(*leaf) + " ";
-      print_entry(out, head, "class " + std::string(q.kind()), ops->class_options(info.minor), show.stats, c,
-                  show.stats ? ops->format_class_xstats(c.xstats) : "");
+      const std::string opts = show.details ? ops->class_details_options(info.minor) : ops->class_options(info.minor);
+      print_entry(out, head, "class " + std::string(q.kind()), opts, stats, c,
+                  stats ? ops->format_class_xstats(c.xstats) : "");
+      if (show.stats && !stats) out << "\n";
     }
   }
   note_not_live(show, d.config.name, not_live);
   if (show.json) emit_json(out, arr, show.pretty);
+}
+
+void warn_about_class(const Tree& tree, uint32_t classid, const Config::ShowOptions& show) {
+  for (const TreeNode& n : tree.nodes) {
+    const ClassOps* ops = n.qdisc->class_ops();
+    if (!ops || (n.handle & 0xFFFF0000u) != (classid & 0xFFFF0000u)) continue;
+    const std::string line = ops->class_warning(static_cast<uint16_t>(minor_of(classid)));
+    if (!line.empty() && show.warn) show.warn(line);
+    return;
+  }
 }
 
 // ---- the live document ----

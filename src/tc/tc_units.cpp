@@ -16,11 +16,13 @@
 //         "", K, M, G, T + "bit": 10000 bit -> "10Kbit", 1500 bit -> "1500bit".
 //   time: tc's microsecond printer: >= 1 s "%.3gs", >= 1 ms "%.3gms", else "<us>us" (integer,
 //         truncated); 81920 us -> "81.9ms", 5 ms -> "5ms".
-//   size: within 1 KiB of a whole number of MiB (and >= 1 MiB) "<n>Mb"; else within 16 bytes of
-//         a whole number of KiB (and >= 1 KiB) "<n>Kb"; else "<n>b". The tolerance is tc's: its
-//         sizes come back from the kernel rounded through psched ticks.
+//   size: format_tc_size (qdisc/fifo.hpp): within 1 KiB of a whole number of MiB (and >= 1 MiB)
+//         "<n>Mb"; else within 16 bytes of a whole number of KiB (and >= 1 KiB) "<n>Kb"; else
+//         "<n>b". The tolerance is tc's: its sizes come back rounded through psched ticks.
 // No state, no threads, no atomics.
 #include "tc/tc_units.hpp"
+
+#include "qdisc/fifo.hpp"  // format_tc_size: the one size printer
 
 #include <charconv>
 #include <cmath>
@@ -217,19 +219,7 @@ std::string format_time(uint64_t ns) {
   return buf;
 }
 
-std::string format_size(uint64_t bytes) {
-  const double v = static_cast<double>(bytes);
-  constexpr double kMiB = 1024.0 * 1024;
-  char buf[64];
-  if (bytes >= 1024 * 1024 && std::fabs(kMiB * std::rint(v / kMiB) - v) < 1024) {
-    std::snprintf(buf, sizeof buf, "%gMb", std::rint(v / kMiB));
-  } else if (bytes >= 1024 && std::fabs(1024 * std::rint(v / 1024) - v) < 16) {
-    std::snprintf(buf, sizeof buf, "%gKb", std::rint(v / 1024));
-  } else {
-    std::snprintf(buf, sizeof buf, "%llub", static_cast<unsigned long long>(bytes));
-  }
-  return buf;
-}
+std::string format_size(uint64_t bytes) { return format_tc_size(bytes); }
 
 std::string format_time64(uint64_t ns) {
   char buf[64];
