@@ -69,8 +69,10 @@ class RedQdisc final : public Qdisc {
   // {"limit":B,"min":B,"max":B,"ecn":bool,"harddrop":bool,"adaptive":bool,"nodrop":bool}.
   std::string options_json() const override;
   // What tc -d prints after the options: "ewma WLOG probability P Scell_log S" (P = max_P as a
-  // fraction, %g; "Plog N" instead when max_P is 0). Not yet printed by `txpath tc -d`.
+  // fraction, %g; "Plog N" instead when max_P is 0).
   std::string details() const;
+  // tc -d: options() then details().
+  std::string details_options() const override { return options() + " " + details(); }
   Xstats xstats() const override;  // marked early pdrop other
   // "  marked M early E pdrop P other O \n" (tc's trailing space included).
   std::string format_xstats(const Xstats& x) const override;

@@ -46,6 +46,11 @@ same "red" "$(tc qdisc show dev d0)" \
 same "red -s" "$(tc -s qdisc show dev d0 2>/dev/null | tail -1)" "  marked 0 early 0 pdrop 0 other 0 "
 same "red -s -j" "$(tc -s -j qdisc show dev d0 2>/dev/null | grep -o '"marked":0,"early":0,"pdrop":0,"other":0')" \
   '"marked":0,"early":0,"pdrop":0,"other":0'
+# -d: tc's details after the options (the EWMA weight, max_P, the idle table's cell log).
+d_text=$(tc -d qdisc show dev d0)
+if ! [[ "$d_text" =~ ^"qdisc red 1: root refcnt 2 limit 1Mb min 100Kb max 300Kb ecn harddrop ewma "[0-9]+" probability "[0-9.e-]+" Scell_log "[0-9]+" "?$ ]]; then
+  echo "FAIL red -d: $d_text"; fail=1
+fi
 expect 2 qdisc replace dev d0 root handle 1: red limit 1M avpkt 1500 nodrop
 expect 1 qdisc replace dev d0 root handle 1: red limit 1M min 100K
 expect 1 qdisc replace dev d0 root handle 1: red limit 1M avpkt 1500 burst 1
