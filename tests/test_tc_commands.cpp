@@ -115,6 +115,23 @@ TEST(TcCommands, FifoLimitsTakeTcNumbers) {
             std::make_pair(1, std::string("pfifo: Illegal value for \"limit\": \"abc\"")));
 }
 
+TEST(TcCommands, TbfsOneClassAnswersToEveryClassId) {
+  Config cfg;
+  exec(cfg, "link add dev d0");
+  exec(cfg, "qdisc add dev d0 root handle 1: tbf rate 1mbit burst 10k latency 10ms");
+  EXPECT_EQ(outcome(cfg, "qdisc add dev d0 parent 1:7 handle 2: pfifo").first, 0);
+  EXPECT_EQ(cfg.qdiscs("d0").at(1).parent, 0x10001u);
+  EXPECT_EQ(outcome(cfg, "qdisc add dev d0 parent 1:1 handle 3: pfifo"),
+            std::make_pair(2, std::string("Error: NLM_F_REPLACE needed to override.")));
+  EXPECT_EQ(outcome(cfg, "qdisc add dev d0 parent 1:3 pfifo"),
+            std::make_pair(2, std::string("Error: Exclusivity flag on, cannot modify.")));
+  EXPECT_EQ(outcome(cfg, "class add dev d0 parent 1: classid 1:1 htb rate 1mbit"),
+            std::make_pair(2, std::string("RTNETLINK answers: File exists")));
+  EXPECT_EQ(outcome(cfg, "class del dev d0 classid 1:1").first, 2);
+  EXPECT_EQ(outcome(cfg, "qdisc del dev d0 parent 1:5").first, 0);
+  EXPECT_EQ(cfg.qdiscs("d0").size(), 1u);
+}
+
 TEST(TcCommands, StatusesAndFirstLines) {
   Config cfg;
   exec(cfg, "link add dev d0");

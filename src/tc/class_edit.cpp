@@ -10,11 +10,13 @@
 //   - a new class whose parent class does not exist becomes a root class of its qdisc;
 //   - a change (or replace) of an existing class ignores the parent named and applies the options;
 //   - a class with child classes is not deleted: "Error: HTB class in use.".
-// txpath edits the classes of htb only (other qdiscs' classes are implicit): the others answer
-// "Operation not supported". Written from the kernel's behaviour; no code copied.
+// txpath edits the classes of htb only: the implicit classes of tbf, prio and mq exist (adding
+// one: "File exists") but answer any other edit "Operation not supported". Written from the kernel's behaviour; no code copied.
+#include <cstdlib>
 #include <string>
 
 #include "tc/commands.hpp"
+#include "tc/internal.hpp"
 #include "tc/tc_error.hpp"
 #include "txpath/error.hpp"
 #include "txpath/tc.hpp"
@@ -24,6 +26,22 @@ namespace txpath::tc {
 namespace {
 
 constexpr uint32_t range_first(uint32_t handle) { return handle & 0xFFFF0000u; }
+
+// Whether class `classid` of a qdisc whose classes are implicit (not htb) exists, as its class
+// operations' find() answers: tbf's one class for every id, mq's one per TX queue, prio's one per
+// band.
+bool implicit_class_exists(const QdiscConfig& owner, uint32_t classid, uint32_t tx_queues) {
+  const uint32_t minor = minor_of(classid);
+  if (owner.kind == "tbf") return classid != 0;
+  if (is_multiqueue_kind(owner.kind)) return minor >= 1 && minor <= tx_queues;
+  if (owner.kind == "prio") {
+    uint32_t bands = 3;
+    for (std::size_t i = 0; i + 1 < owner.options.size(); ++i)
+      if (owner.options[i] == "bands") bands = static_cast<uint32_t>(std::strtoul(owner.options[i + 1].c_str(), nullptr, 10));
+    return minor >= 1 && minor <= bands;
+  }
+  return false;  // fq_codel: no class is found
+}
 
 }  // namespace
 
@@ -65,17 +83,17 @@ bool Config::QdiscEdit::edit_class(Verb verb) {
   const QdiscConfig* owner = qid ? d.qdisc(qid) : nullptr;
   if (!owner) refuse_errno("No such file or directory", "no qdisc " + format_handle(qid));
   if (is_classless(owner->kind)) refuse_errno("Invalid argument", "qdisc " + owner->kind + " has no classes");
-  if (owner->kind != "htb") refuse_errno("Operation not supported", "txpath edits the classes of htb only");
+  if (clid != 0) clid = qid | minor_of(clid);
+  const bool htb = owner->kind == "htb";
+  ClassConfig* cur = htb && minor_of(clid) != 0 ? d.find_class(clid) : nullptr;
+  const bool exists = htb ? cur != nullptr : implicit_class_exists(*owner, clid, d.config.tx_queues);
+  if (!exists && (verb == Verb::del || verb == Verb::change)) refuse_errno("No such file or directory");
+  if (exists && verb == Verb::add) refuse_errno("File exists");
+  if (!htb) refuse_errno("Operation not supported", "txpath edits the classes of htb only");
+  if (verb == Verb::del) return del_class(clid);  // the kind, if given, is not looked at
   if (!t.kind.empty() && t.kind != owner->kind)
     refuse_errno("Invalid argument", "qdisc " + format_handle(qid) + " is " + owner->kind);
-  if (clid != 0) clid = qid | minor_of(clid);
-  ClassConfig* cur = minor_of(clid) != 0 ? d.find_class(clid) : nullptr;
-  if (!cur) {
-    if (verb == Verb::del || verb == Verb::change) refuse_errno("No such file or directory");
-    return add_htb_class(clid, pid);
-  }
-  if (verb == Verb::add) refuse_errno("File exists");
-  if (verb == Verb::del) return del_class(clid);
+  if (!cur) return add_htb_class(clid, pid);
   if (t.kind.empty()) refuse_errno("Invalid argument", "a class change needs its kind and options");
   cur->options = t.options;  // the parent named, if any, is ignored, as htb ignores it
   cfg.validate(d);

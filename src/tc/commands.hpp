@@ -49,6 +49,8 @@ struct Config::QdiscEdit {
   bool edit_class(Verb verb);
 
  private:
+  // The class a qdisc given parent `parent` is attached to (tbf's one class for any minor).
+  uint32_t class_of_parent(uint32_t parent) const;
   // The qdisc configured at parent `parent` (nullptr for the default root), after the checks
   // the kernel makes of the parent.
   QdiscConfig* at_parent(uint32_t parent);

@@ -32,11 +32,19 @@ bool is_classless(std::string_view kind) {
          kind == "fq";
 }
 
+uint32_t Config::QdiscEdit::class_of_parent(uint32_t parent) const {
+  if (parent == kRoot) return parent;
+  const QdiscConfig* owner = d.qdisc(range_first(parent));
+  // tbf's one class answers to every class id of its qdisc (sch_tbf's find()).
+  return owner && owner->kind == "tbf" ? owner->handle | 1u : parent;
+}
+
 QdiscConfig* Config::QdiscEdit::at_parent(uint32_t parent) {
   if (parent == kRoot) return d.qdisc_at(kRoot);
   const QdiscConfig* owner = d.qdisc(range_first(parent));
   if (major_of(parent) == 0 || !owner) rejected("Failed to find specified qdisc.");
   if (is_classless(owner->kind)) rejected("Parent qdisc is not classful.");
+  parent = class_of_parent(parent);
   if (minor_of(parent) == 0) rejected("Specified class not found.");
   if (owner->kind == "htb" && !d.find_class(parent)) rejected("Specified class not found.");
   if (is_multiqueue_kind(owner->kind) && minor_of(parent) > d.config.tx_queues)
@@ -56,7 +64,7 @@ uint32_t Config::QdiscEdit::auto_handle() {
 bool Config::QdiscEdit::create_n_graft(QdiscConfig* old, bool create) {
   if (!create) rejected("Qdisc not found. To create specify NLM_F_CREATE flag.");
   if (t.kind.empty()) rejected("Specified qdisc kind is unknown.");
-  const uint32_t parent = *t.parent;
+  const uint32_t parent = class_of_parent(*t.parent);
   if (parent != kRoot) {
     if (d.child_classes.count(parent))  // htb grafts onto a leaf class only
       refuse_errno("Invalid argument", "class " + format_handle(parent) + " has child classes");
@@ -95,10 +103,11 @@ bool Config::QdiscEdit::modify(Verb verb) {
         if (q && !replace) rejected("NLM_F_REPLACE needed to override.");
         const QdiscConfig* other = d.qdisc(*t.handle);
         if (!other) return create_n_graft(q, create);
+        if (other->parent != class_of_parent(*t.parent))
+          rejected("Cannot move an existing qdisc to a different parent.");
         if (excl) rejected("Exclusivity flag on, cannot override.");
         if (!t.kind.empty() && t.kind != other->kind) rejected("Invalid qdisc name: must match existing qdisc.");
-        // The kernel would move qdisc `other` here; txpath keeps every qdisc where it was made.
-        rejected("qdisc " + format_handle(other->handle) + " is attached elsewhere: txpath does not move a qdisc");
+        q = d.qdisc(*t.handle);  // the one at this parent: changed below
       }
       if (!q) return create_n_graft(nullptr, create);
       const bool other_kind = !t.kind.empty() && t.kind != q->kind;
@@ -120,7 +129,7 @@ bool Config::QdiscEdit::del() {
   const QdiscConfig* q = nullptr;
   std::string kind;  // q's kind, or the default qdisc's there
   if (t.parent) {
-    const uint32_t parent = *t.parent;
+    const uint32_t parent = class_of_parent(*t.parent);
     if (parent == kRoot) {
       q = d.root();
       kind = q ? q->kind : d.config.tx_queues > 1 ? "mq" : "pfifo_fast";

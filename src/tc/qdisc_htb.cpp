@@ -215,7 +215,7 @@ std::unique_ptr<Qdisc> make_htb(const QdiscOptions& o, const QdiscEnv& env) {
       o.fail("What is " + quoted(opt) + "?");
     }
   }
-  if (offload) o.reject("htb offload needs a device with hardware tc offload (none here)");
+  if (offload) o.reject("hw-tc-offload ethtool feature flag must be on. (no device here offloads tc)");
   // The kernel keeps r2q in an int and takes one below 1 as 1 (4294967295 is -1: 1).
   if (r2q == 0 || r2q > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) r2q = 1;
   // tc does not send direct_qlen 4294967295 (its "unset"): the kernel's default is the device's
