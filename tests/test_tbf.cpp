@@ -142,7 +142,9 @@ TEST(TbfOptions, ErrorsAreOneLine) {
       {"rate 1mbit burst 10k buffer 10k limit 10k", "tbf: duplicate \"buffer/burst/maxburst\" specification"},
       {"rate 1mbit burst 10k limit 10k limit 20k", "tbf: duplicate \"limit\" specification"},
       {"rate 1xbit burst 10k limit 10k", "tbf: illegal value for \"rate\": \"1xbit\""},
-      {"rate -1mbit burst 10k limit 10k", "tbf: illegal value for \"rate\": \"-1mbit\""},
+      {"rate -1mbit burst 10k limit 10k", "tbf: illegal value for \"rate\": \"-1mbit\" (tc would wrap it)"},
+      {"rate -1mbit burst 10k limit 10k foo 1", "tbf: unknown parameter \"foo\""},  // tc's error first
+      {"rate -1 burst 10k limit 10k", "tbf: the \"rate\" parameter is mandatory."},  // -1/8 B/s is 0
       {"rate 0 burst 10k limit 10k", "tbf: the \"rate\" parameter is mandatory."},
       {"rate 1mbit burst 0 limit 10k", "tbf: the \"burst\" parameter is mandatory."},
       {"rate 1mbit burst 10k limit 0", "tbf: either \"limit\" or \"latency\" is required."},

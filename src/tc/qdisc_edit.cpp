@@ -110,10 +110,9 @@ bool Config::QdiscEdit::modify(Verb verb) {
         q = d.qdisc(*t.handle);  // the one at this parent: changed below
       }
       if (!q) return create_n_graft(nullptr, create);
-      const bool other_kind = !t.kind.empty() && t.kind != q->kind;
-      if (create && replace && other_kind) return create_n_graft(q, create);
-      // Linux 6.18 answers `change` naming another kind at a parent by grafting a new qdisc.
-      if (verb == Verb::change && other_kind) return create_n_graft(q, true);
+      // Another kind than the one at the parent, without a handle: Linux 6.18 grafts a new qdisc
+      // there for add, change and replace alike (observed; older kernels refused add and change).
+      if (!t.kind.empty() && t.kind != q->kind) return create_n_graft(q, true);
     }
   } else {
     if (!have_handle) rejected("Handle cannot be zero.");

@@ -98,6 +98,9 @@ struct HtbClassArgs {
   uint64_t rate = 0, ceil = 0, burst = 0, cburst = 0;
   uint32_t prio = 0, mtu = 1600, mpu = 0, overhead = 0, quantum = 0;
   bool atm = false;
+  // A negative rate or ceil, which tc takes and wraps: refused once the options parsed as tc
+  // parses them (tc's own errors come first).
+  std::string wrapped;
 };
 
 void parse_class_option(const QdiscOptions& o, std::size_t& i, HtbClassArgs& a) {
@@ -123,7 +126,13 @@ void parse_class_option(const QdiscOptions& o, std::size_t& i, HtbClassArgs& a) 
     const std::string_view v = o.value(i);
     uint64_t& slot = opt == "rate" ? a.rate : a.ceil;
     if (slot) o.fail("Double " + quoted(opt) + " spec");
-    const auto r = tc::parse_rate(v);  // a negative rate, which tc wraps, is refused
+    auto r = tc::parse_rate(v);
+    const auto magnitude = !r && v.size() > 1 && v[0] == '-' ? tc::parse_rate(v.substr(1)) : std::nullopt;
+    if (magnitude && *magnitude == 0) r = 0;  // tc's double -> integer: 0 as well
+    if (magnitude && *magnitude != 0) {
+      if (a.wrapped.empty()) a.wrapped = "Illegal " + quoted(opt) + ": " + quoted(v) + " (tc would wrap it)";
+      r = 1;  // non-zero, as tc's wrapped value
+    }
     if (!r) fail_htb_value(o, opt);
     slot = *r;
   } else if (opt == "help") {
@@ -139,6 +148,7 @@ HtbClassConfig parse_class(const QdiscOptions& o, uint32_t& quantum) {
   HtbClassArgs a;
   for (std::size_t i = 0; i < o.size(); ++i) parse_class_option(o, i, a);
   if (!a.rate) o.fail("\"rate\" is required.");
+  if (!a.wrapped.empty()) o.fail(a.wrapped);  // docs/architecture.md, tc compatibility
   HtbClassConfig cfg;
   cfg.rate = a.rate;
   cfg.ceil = a.ceil ? a.ceil : a.rate;

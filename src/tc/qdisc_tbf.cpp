@@ -89,6 +89,9 @@ struct TbfArgs {
   uint64_t rate = 0, peakrate = 0, burst = 0, mtu = 0, limit = 0, latency_us = 0, mpu = 0;
   uint32_t overhead = 0;
   bool atm = false;
+  // The first value tc would take and wrap (a negative rate or latency, mpu above 65535): txpath
+  // refuses it, once the options parsed as tc parses them (tc's own errors come first).
+  std::string wrapped;
 };
 
 // tc's matches(): `opt` is a non-empty prefix of `word`.
@@ -111,8 +114,26 @@ uint64_t size_value(const QdiscOptions& o, std::string_view name, std::string_vi
   return *n;
 }
 
-uint64_t rate_value(const QdiscOptions& o, std::string_view name, std::string_view v) {
-  const auto r = tc::parse_rate(v);  // a negative rate, which tc wraps, is refused
+// The magnitude of a negative value v that `parse` reads without its '-' (tc takes it: 0 if the
+// magnitude truncates to 0, else a wrapped value), or nullopt.
+template <class Parse>
+std::optional<uint64_t> negative_magnitude(std::string_view v, Parse&& parse) {
+  if (v.size() < 2 || v[0] != '-') return std::nullopt;
+  return parse(v.substr(1));
+}
+
+// Remembers the first wrapped value (TbfArgs::wrapped); returns a stand-in for it, non-zero as
+// tc's wrapped value is.
+uint64_t wrapped_value(TbfArgs& a, std::string_view name, std::string_view v) {
+  if (a.wrapped.empty())
+    a.wrapped = "tbf: illegal value for " + quoted(name) + ": " + quoted(v) + " (tc would wrap it)";
+  return 1;
+}
+
+uint64_t rate_value(const QdiscOptions& o, std::string_view name, std::string_view v, TbfArgs& a) {
+  const auto r = tc::parse_rate(v);
+  if (const auto neg = r ? std::nullopt : negative_magnitude(v, tc::parse_rate))
+    return *neg == 0 ? 0 : wrapped_value(a, name, v);
   if (!r) fail_value(o, name, v);
   return *r;
 }
@@ -129,9 +150,12 @@ void parse_queue_bound(const QdiscOptions& o, bool is_limit, std::size_t& i, Tbf
   fail_if_given(o, a.latency_us, "latency");
   if (a.limit) o.fail("tbf: specifying both \"limit\" and \"/latency\" is not allowed");
   const auto ns = tc::parse_time_ns(v);
-  // tc keeps whole microseconds in 32 bits (and wraps past them: refused here).
-  if (!ns || *ns / 1000 > kU32) fail_value(o, "latency", v);
-  a.latency_us = *ns / 1000;
+  if (const auto neg = ns ? std::nullopt : negative_magnitude(v, tc::parse_time_ns)) {
+    a.latency_us = *neg / 1000 == 0 ? 0 : wrapped_value(a, "latency", v);
+    return;
+  }
+  if (!ns) fail_value(o, "latency", v);
+  a.latency_us = *ns / 1000;  // tc keeps whole microseconds, in 32 bits: see check_tbf_args
 }
 
 // Option o[i] and its value (i advances past it), in tc's order of matching.
@@ -151,12 +175,12 @@ void parse_tbf_option(const QdiscOptions& o, std::size_t& i, TbfArgs& a) {
     const std::string_view v = o.value(i);
     fail_if_given(o, a.mpu, "mpu");
     a.mpu = size_value(o, "mpu", v, false);
-    if (a.mpu > 65535) fail_value(o, "mpu", v);  // the kernel's field is 16 bits: tc cuts it
+    if (a.mpu > 65535) a.mpu = wrapped_value(a, "mpu", v);  // the kernel's field is 16 bits
   } else if (opt == "rate" || matches(opt, "peakrate")) {
     const bool peak = opt != "rate";
     const std::string_view v = o.value(i);
     fail_if_given(o, peak ? a.peakrate : a.rate, peak ? "peakrate" : "rate");
-    (peak ? a.peakrate : a.rate) = rate_value(o, peak ? "peakrate" : "rate", v);
+    (peak ? a.peakrate : a.rate) = rate_value(o, peak ? "peakrate" : "rate", v, a);
   } else if (matches(opt, "overhead")) {
     const std::string_view v = o.value(i);
     fail_if_given(o, a.overhead, "overhead");
@@ -182,6 +206,10 @@ void check_tbf_args(const QdiscOptions& o, const TbfArgs& a) {
   if (!a.burst) o.fail("tbf: the \"burst\" parameter is mandatory.");
   if (a.peakrate && !a.mtu) o.fail("tbf: when \"peakrate\" is specified, \"mtu\" must also be specified.");
   if (!a.limit && !a.latency_us) o.fail("tbf: either \"limit\" or \"latency\" is required.");
+  if (!a.wrapped.empty()) o.fail(a.wrapped);  // docs/architecture.md, tc compatibility
+  if (a.latency_us > kU32)  // tc wraps it to 32 bits: refused (docs/architecture.md)
+    o.fail("tbf: illegal value for \"latency\": " + tc::format_time(a.latency_us * 1000) +
+           " is 2^32 us or more, which tc would wrap");
   if (a.peakrate && a.peakrate <= a.rate)  // sch_tbf refuses it without an extended ack
     o.reject("RTNETLINK answers: Invalid argument (peakrate " + tc::format_rate(a.peakrate) +
              " is not above rate " + tc::format_rate(a.rate) + ")");
