@@ -206,7 +206,7 @@ TEST(TcFileText, NestingIsCappedAndNeverRecursedOn) {
   what = parse_error(chain, status);
   EXPECT_EQ(status, 2) << what;
   EXPECT_EQ(what.rfind("f.tc:11: ", 0), 0u) << what;
-  EXPECT_NE(what.find("too deep (max 8 levels)"), std::string::npos) << what;
+  EXPECT_NE(what.find("sch_htb: tree is too deep. (max 8 levels)"), std::string::npos) << what;
 }
 
 // Issue 12 item 10: `tc link add dev $'\xff'` was accepted.
