@@ -220,20 +220,71 @@ void check_tokens(const Target& t) {
   if (!t.kind.empty()) check_token(t.kind);
 }
 
-// `qdisc show` and `class show`: the selectors tc takes (a dev, root, handle, parent, ...),
-// anything else tc's "What is" (exit status 255). Returns the device named, if any.
-std::string parse_show(std::span<const std::string> args, std::string_view object) {
+// tc's invarg(): `Error: argument "VALUE" is wrong: WHAT` (exit status 255).
+[[noreturn]] void invalid(std::string_view value, std::string_view what) {
+  throw TcArgError("argument " + quoted(value) + " is wrong: " + std::string(what));
+}
+
+// `qdisc show`'s selectors as tc_qdisc_list reads them (one of root, parent or handle; a later
+// dev replaces an earlier one), anything else tc's "What is" (exit status 255). The selectors are
+// checked, not applied: every qdisc of the device is shown. Returns the device named, if any.
+std::string parse_qdisc_show(std::span<const std::string> args) {
   std::string dev;
+  uint32_t parent = 0, handle = 0;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool selector = a == "root" || a == "ingress" || a == "clsact" || matches(a, "parent") || matches(a, "handle");
+    if (selector && parent) invalid(a, "parent is already specified");
+    if (selector && handle) invalid(a, "handle is already specified");
+    if (a == "dev") {
+      dev = next_arg(args, i);
+    } else if (a == "root" || a == "ingress" || a == "clsact") {
+      parent = a == "root" ? kRoot : 0xFFFFFFF1u;
+    } else if (matches(a, "parent")) {
+      const std::string& v = next_arg(args, i);
+      const auto h = parse_classid(v);
+      if (!h) invalid(v, "invalid parent ID");
+      parent = *h;
+    } else if (matches(a, "handle")) {
+      const std::string& v = next_arg(args, i);
+      const auto h = parse_qdisc_handle(v);
+      if (!h) invalid(v, "invalid handle ID");
+      handle = *h;
+    } else if (!matches(a, "help") && a != "invisible") {
+      throw TcArgLine("What is " + quoted(a) + "? Try \"tc qdisc help\".");
+    }
+  }
+  return dev;
+}
+
+// `class show`'s selectors as tc_class_list reads them; checked, not applied.
+std::string parse_class_show(std::span<const std::string> args) {
+  std::string dev;
+  uint32_t qdisc = 0, classid = 0, parent = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "dev") {
       const std::string& v = next_arg(args, i);
-      if (!dev.empty()) duplicate("dev", v);
+      if (!dev.empty()) duplicate(a, v);
       dev = v;
-    } else if (a == "handle" || a == "parent" || a == "classid" || a == "qdisc") {
-      (void)next_arg(args, i);
-    } else if (a != "root" && a != "ingress" && a != "clsact" && a != "invisible") {
-      throw TcArgLine("What is " + quoted(a) + "? Try \"tc " + std::string(object) + " help\".");
+    } else if (a == "qdisc" || a == "classid") {
+      const std::string& v = next_arg(args, i);
+      uint32_t& slot = a == "qdisc" ? qdisc : classid;
+      if (slot) duplicate(a, v);
+      const auto h = a == "qdisc" ? parse_qdisc_handle(v) : parse_classid(v);
+      if (!h) invalid(v, a == "qdisc" ? "invalid qdisc ID" : "invalid class ID");
+      slot = *h;
+    } else if (a == "root") {
+      if (parent) throw TcArgLine("Error: \"root\" is duplicate parent ID");
+      parent = kRoot;
+    } else if (a == "parent") {
+      if (parent) duplicate("parent", a);
+      const std::string& v = next_arg(args, i);
+      const auto h = parse_classid(v);
+      if (!h) invalid(v, "invalid parent ID");
+      parent = *h;
+    } else if (!matches(a, "help")) {
+      throw TcArgLine("What is " + quoted(a) + "? Try \"tc class help\".");
     }
   }
   return dev;
@@ -874,7 +925,7 @@ bool Config::qdisc_command(std::string_view cmd, std::span<const std::string> ar
     return false;
   }
   if (verb == Verb::show) {
-    const std::string dev = parse_show(args, "qdisc");
+    const std::string dev = parse_qdisc_show(args);
     show_qdiscs(dev.empty() ? nullptr : &need(dev), out, show);
     return false;
   }
@@ -902,7 +953,7 @@ bool Config::class_command(std::string_view cmd, std::span<const std::string> ar
     return false;
   }
   if (verb == Verb::show) {
-    const std::string dev = parse_show(args, "class");
+    const std::string dev = parse_class_show(args);
     if (!dev.empty()) show_classes(need(dev), out, show);  // tc lists nothing without a device
     return false;
   }
