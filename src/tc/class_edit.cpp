@@ -71,19 +71,20 @@ bool Config::QdiscEdit::del_class(uint32_t classid) {
 bool Config::QdiscEdit::edit_class(Verb verb) {
   const uint32_t pid = t.parent.value_or(0);
   uint32_t clid = t.classid.value_or(0);
-  uint32_t qid = 0;
+  uint32_t qid = range_first(clid);  // the class id's major first, then the parent's
   if (pid != kRoot) {
-    const uint32_t from_parent = range_first(pid), from_class = range_first(clid);
-    if (from_parent && from_class && from_parent != from_class)
+    const uint32_t from_parent = range_first(pid);
+    if (from_parent && qid && from_parent != qid)
       refuse_errno("Invalid argument", "parent " + format_handle(pid) + " and class " +
                                            format_handle(clid) + " are of two qdiscs");
-    qid = from_parent ? from_parent : from_class;
+    if (from_parent) qid = from_parent;
   }
   if (qid == 0 && d.root()) qid = d.root()->handle;
   const QdiscConfig* owner = qid ? d.qdisc(qid) : nullptr;
   if (!owner) refuse_errno("No such file or directory", "no qdisc " + format_handle(qid));
   if (is_classless(owner->kind)) refuse_errno("Invalid argument", "qdisc " + owner->kind + " has no classes");
   if (clid != 0) clid = qid | minor_of(clid);
+  else if (pid == kRoot) clid = qid;  // the kernel's: "root" without a class id names MAJ:0
   const bool htb = owner->kind == "htb";
   ClassConfig* cur = htb && minor_of(clid) != 0 ? d.find_class(clid) : nullptr;
   const bool exists = htb ? cur != nullptr : implicit_class_exists(*owner, clid, d.config.tx_queues);

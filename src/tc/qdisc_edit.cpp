@@ -133,6 +133,8 @@ bool Config::QdiscEdit::del() {
       q = d.root();
       kind = q ? q->kind : d.config.tx_queues > 1 ? "mq" : "pfifo_fast";
     } else {
+      if (major_of(parent) == 0xFFFF)  // the ingress side, which txpath has not
+        rejected("Cannot find specified qdisc on specified device.");
       const QdiscConfig* owner = d.qdisc(range_first(parent));
       if (major_of(parent) == 0 || !owner) rejected("Failed to find qdisc with specified classid.");
       if (is_classless(owner->kind)) rejected("Parent qdisc is not classful.");
@@ -140,6 +142,8 @@ bool Config::QdiscEdit::del() {
       if (!q && (minor_of(parent) == 0 || (owner->kind == "htb" && !d.find_class(parent)) ||
                  (is_multiqueue_kind(owner->kind) && minor_of(parent) > d.config.tx_queues)))
         rejected("Specified class not found.");
+      if (!q && d.child_classes.count(parent))  // an inner htb class has no qdisc at all
+        rejected("Cannot find specified qdisc on specified device.");
       kind = q ? q->kind : "pfifo_fast";  // a class's default qdisc (handle 0)
     }
     if (t.handle && *t.handle != 0 && (!q || q->handle != *t.handle)) rejected("Invalid handle.");
