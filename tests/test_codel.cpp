@@ -89,7 +89,7 @@ TEST(CodelSpec, ErrorsAreOneLine) {
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
   };
-  expect_error("codel limit", "\"limit\" needs a value");
+  expect_error("codel limit", "Command line is not complete");
   expect_error("codel limit 10x", "invalid limit \"10x\"");
   expect_error("codel limit 4294967296", "invalid limit");
   expect_error("codel target soon", "invalid target \"soon\"");

@@ -205,7 +205,7 @@ TEST(FqSpec, KernelRefusalsAreRejected) {
 
 TEST(FqSpec, ParseErrorsFail) {
   expect_refused("fq foorbar", false, "unknown option \"foorbar\"");
-  expect_refused("fq limit", false, "\"limit\" needs a value");
+  expect_refused("fq limit", false, "Command line is not complete. Try option \"help\"");
   expect_refused("fq limit foo-bar", false, "invalid limit \"foo-bar\"");
   expect_refused("fq limit -1", false, "invalid limit");
   expect_refused("fq limit 4294967296", false, "invalid limit");

@@ -170,13 +170,25 @@ TEST(HtbSpec, QdiscErrorsAreOneLineParseOrReject) {
     return outcome([&] { make_qdisc("htb " + opts, env_for()); });
   };
   for (const char* bad : {"foo", "default", "default xyz", "r2q", "r2q -1", "r2q 1.5",
-                          "direct_qlen 10k", "default 10 default 11", "r2q 99999999999"}) {
+                          "direct_qlen 10k", "r2q 99999999999", "help"}) {
     const std::string e = err(bad);
     EXPECT_TRUE(starts_with(e, "parse: qdisc \"htb")) << bad << " -> " << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
   EXPECT_TRUE(starts_with(err("offload"), "reject: ")) << err("offload");
   EXPECT_EQ(err("default 10 r2q 5 direct_qlen 3"), "");
+  // As tc reads them: a later value overrides an earlier one, an option may be a prefix.
+  EXPECT_EQ(make("default 10 default 11")->default_minor(), 0x11u);
+  EXPECT_EQ(make("r2 7 def 12 di 3 deb 1")->options(), "r2q 7 default 0x12 direct_packets_stat 0 direct_qlen 3");
+  // tc's "unset" direct_qlen is the kernel's default, the device's txqueuelen; r2q is the
+  // kernel's int, where below 1 is 1.
+  EXPECT_EQ(make("direct_qlen 4294967295", env_for(1, 32))->options(),
+            "r2q 10 default 0 direct_packets_stat 0 direct_qlen 32");
+  EXPECT_EQ(make("r2q 4294967295")->options(), "r2q 1 default 0 direct_packets_stat 0 direct_qlen 1000");
+  EXPECT_EQ(make("r2q 0")->options(), "r2q 1 default 0 direct_packets_stat 0 direct_qlen 1000");
+  EXPECT_EQ(make("r2q 2147483647")->options(),
+            "r2q 2147483647 default 0 direct_packets_stat 0 direct_qlen 1000");
+  EXPECT_EQ(make("r2q 2147483648")->options(), "r2q 1 default 0 direct_packets_stat 0 direct_qlen 1000");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -249,7 +261,10 @@ TEST(HtbClassSpec, ErrorsParseVersusReject) {
     EXPECT_TRUE(starts_with(e, "parse: ")) << "'" << bad << "' -> " << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
-  EXPECT_TRUE(starts_with(try_add(2, 0, "rate 1mbit prio 8"), "reject: ")) << try_add(2, 0, "rate 1mbit prio 8");
+  // The kernel takes a priority above 7 as 7.
+  EXPECT_EQ(try_add(3, 0, "rate 1mbit prio 8"), "");
+  EXPECT_EQ(q->class_config(3)->prio, 7u);
+  q->delete_class(3);
   EXPECT_TRUE(starts_with(try_add(1, 0, "rate 1mbit"), "reject: "));   // exists
   EXPECT_TRUE(starts_with(try_add(2, 9, "rate 1mbit"), "reject: "));   // no parent 1:9
   EXPECT_TRUE(starts_with(try_add(0, 0, "rate 1mbit"), "reject: "));   // 1:0 is the qdisc

@@ -139,7 +139,7 @@ TEST(PrioSpec, ErrorsAreOneLine) {
       {"prio priomap 99999999999999999999", "priomap entry 0 is band 1000, not below bands 3"},
       {"prio foorbar", "unknown option \"foorbar\" (known: bands, priomap)"},
       {"prio multiqueue", "unknown option \"multiqueue\" (known: bands, priomap)"},
-      {"prio bands", "\"bands\" needs a value"},
+      {"prio bands", "Command line is not complete. Try option \"help\""},
       {"prio bands x4", "invalid bands \"x4\""},
       {"prio bands -3", "invalid bands \"-3\""},
       {"prio priomap", "\"priomap\" needs at least one band number"},

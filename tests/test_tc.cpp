@@ -60,7 +60,12 @@ TEST(TcHandle, ParseAndFormat) {
   EXPECT_FALSE(parse_qdisc_handle("10000:"));
   EXPECT_FALSE(parse_qdisc_handle("123^"));
   EXPECT_FALSE(parse_qdisc_handle(""));
-  EXPECT_FALSE(parse_qdisc_handle("1:2"));
+  EXPECT_EQ(parse_qdisc_handle("1:2"), 0x10000u);  // tc ignores what follows the ':'
+  EXPECT_EQ(parse_qdisc_handle("0x1f:"), 0x1F0000u);  // strtoul's "0x" and sign
+  EXPECT_EQ(parse_qdisc_handle("+1:"), 0x10000u);
+  EXPECT_FALSE(parse_qdisc_handle("-1:"));
+  EXPECT_FALSE(parse_qdisc_handle(":1"));
+  EXPECT_FALSE(parse_qdisc_handle("0x:"));
   EXPECT_EQ(parse_classid("1:10"), 0x10010u);
   EXPECT_EQ(parse_classid("1:"), 0x10000u);
   EXPECT_EQ(parse_classid("root"), kRoot);
@@ -103,7 +108,8 @@ TEST(TcConfig, AddDeleteReplaceStatuses) {
   EXPECT_EQ(status_of(cfg, "qdisc add dev eth0 root handle 123^ bfifo"), 255);
   EXPECT_EQ(status_of(cfg, "qdisc add dev eth0 root handle 1: bfifo foorbar"), 1);
   EXPECT_EQ(status_of(cfg, "qdisc add dev eth0 root handle 1: prio bands 1"), 2);
-  EXPECT_EQ(status_of(cfg, "qdisc add dev eth0 root handle 1: nosuch"), 1);
+  EXPECT_EQ(status_of(cfg, "qdisc add dev eth0 root handle 1: nosuch"), 2);  // the kernel's refusal
+  EXPECT_EQ(status_of(cfg, "qdisc add dev eth0 root handle 1: nosuch opt"), 1);  // tc's
   EXPECT_EQ(status_of(cfg, "qdisc add dev nosuch0 root pfifo"), 1);
   EXPECT_EQ(status_of(cfg, "qdisc add dev eth0 root handle"), 255);
   // Nothing that failed changed the configuration.
@@ -148,7 +154,8 @@ TEST(TcConfig, ChildQdiscsOnClasses) {
   EXPECT_EQ(status_of(cfg, "qdisc add dev eth0 parent 1:2 handle 21: pfifo"), 2);  // occupied
   EXPECT_EQ(status_of(cfg, "qdisc add dev eth0 parent 1:9 handle 21: pfifo"), 2);  // no band 9
   EXPECT_EQ(status_of(cfg, "qdisc add dev eth0 parent 5:1 handle 21: pfifo"), 2);  // no qdisc 5:
-  EXPECT_EQ(status_of(cfg, "class add dev eth0 parent 1: classid 1:9 prio"), 2);   // fixed classes
+  EXPECT_EQ(status_of(cfg, "class add dev eth0 parent 1: classid 1:9 prio"), 1);   // tc: classless
+  EXPECT_EQ(status_of(cfg, "class add dev eth0 parent 1: classid 1:9 htb rate 1mbit"), 2);  // fixed
   // Deleting the root takes the subtree with it.
   exec(cfg, "qdisc del dev eth0 root");
   EXPECT_TRUE(cfg.qdiscs("eth0").empty());
@@ -204,9 +211,12 @@ TEST(TcConfig, HtbClasses) {
       << classes;
   EXPECT_EQ(status_of(cfg, "class add dev eth0 parent 1:1 classid 1:10 htb rate 1mbit"), 2);  // exists
   EXPECT_EQ(status_of(cfg, "class del dev eth0 classid 1:1"), 2);  // has children
-  EXPECT_EQ(status_of(cfg, "class add dev eth0 parent 1:77 classid 1:30 htb rate 1mbit"), 2);
   EXPECT_EQ(status_of(cfg, "class add dev eth0 parent 1: classid 1:30 htb ceil 1mbit"), 1);  // no rate
-  EXPECT_EQ(status_of(cfg, "class add dev eth0 parent 1: classid 1:30 prio"), 2);  // wrong kind
+  EXPECT_EQ(status_of(cfg, "class add dev eth0 parent 1: classid 1:30 prio"), 1);  // tc: classless
+  // A parent that does not exist: the kernel makes a root class.
+  EXPECT_EQ(status_of(cfg, "class add dev eth0 parent 1:77 classid 1:30 htb rate 1mbit"), 0);
+  EXPECT_NE(exec(cfg, "class show dev eth0").find("class htb 1:30 root "), std::string::npos);
+  exec(cfg, "class del dev eth0 classid 1:30");
   exec(cfg, "class change dev eth0 classid 1:20 htb rate 5mbit ceil 10mbit");
   EXPECT_NE(exec(cfg, "class show dev eth0").find("class htb 1:20 parent 1:1 prio 0 rate 5Mbit"),
             std::string::npos);
@@ -267,15 +277,20 @@ TEST_F(TcRun, ExitStatusesAndOneLineErrors) {
       {"qdisc add dev d0 root handle 1: bfifo", 2},
       {"qdisc add dev d0 root handle 2: bfifo limit foo-bar", 1},
       {"qdisc add dev d0 root handle 10000: bfifo", 255},
-      {"qdisc frob dev d0", 1},
+      {"qdisc frob dev d0", 255},
       {"-x qdisc show", 255},
       {"qdisc add dev nosuch root pfifo", 1},
   };
+  // tc's own first line: its line, or "Error: " and the kernel's message.
+  const char* first_words[] = {"Error: Exclusivity flag on", "bfifo: Illegal value for \"limit\": \"foo-bar\"",
+                               "Error: argument \"10000:\" is wrong", "Command \"frob\" is unknown",
+                               "Option \"-x\" is unknown", "Cannot find device \"nosuch\""};
+  std::size_t n = 0;
   for (const auto& [line, status] : bad) {
     EXPECT_EQ(tc(line), status) << line;
+    EXPECT_EQ(err_.str().rfind(first_words[n++], 0), 0u) << err_.str();
     const std::string e = err_.str();
     EXPECT_EQ(std::count(e.begin(), e.end(), '\n'), 1) << line << ": " << e;
-    EXPECT_EQ(e.rfind("Error: ", 0), 0u) << e;
     EXPECT_EQ(file(), before) << line;
   }
 }
@@ -288,13 +303,13 @@ TEST_F(TcRun, BatchStopsAtTheFirstFailureAndKeepsWhatWorked) {
                           "qdisc add dev d0 parent 1:1 handle 10: tbf rate 1mbit burst 10k latency 50ms\n"
                           "qdisc add dev d0 parent 1:1 handle 11: pfifo\n"
                           "qdisc add dev d0 parent 1:2 handle 12: pfifo\n";
-  EXPECT_EQ(tc("-batch " + batch), 2);
+  EXPECT_EQ(tc("-batch " + batch), 1);  // tc's batch mode: 1 for a failing line
   EXPECT_NE(err_.str().find("Command failed " + batch + ":5"), std::string::npos) << err_.str();
   EXPECT_EQ(tc("qdisc show dev d0"), 0);
   EXPECT_NE(out_.str().find("qdisc tbf 10: parent 1:1 rate 1Mbit burst 10Kb lat 50ms"), std::string::npos)
       << out_.str();
   EXPECT_EQ(out_.str().find("12:"), std::string::npos);
-  EXPECT_EQ(tc("-force -batch " + batch), 2);  // lines 1, 2, 4 and 5 fail now; 6 works
+  EXPECT_EQ(tc("-force -batch " + batch), 1);  // lines 1, 2, 4 and 5 fail now; 6 works
   EXPECT_EQ(tc("qdisc show dev d0"), 0);
   EXPECT_NE(out_.str().find("qdisc pfifo 12: parent 1:2"), std::string::npos) << out_.str();
 }

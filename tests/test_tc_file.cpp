@@ -92,7 +92,7 @@ TEST_F(TcFile, BatchLinesThatAreNotTcCommandsAreNamedNeverQuoted) {
   const std::vector<std::string> args = {"--config", path("txpath.tc"), "-batch", batch};
   EXPECT_EQ(run(args, out, err), 1);
   EXPECT_EQ(err.str().find("hunter2"), std::string::npos) << err.str();
-  EXPECT_NE(err.str().find("line 1 is not a tc command (qdisc, class or link)"), std::string::npos)
+  EXPECT_NE(err.str().find("Object on line 1 is unknown, try \"tc help\"."), std::string::npos)
       << err.str();
 }
 
@@ -171,8 +171,9 @@ TEST(TcFileText, AnEmptyWordIsRefused) {
   int status = 0;
   const std::string what = parse_error(
       "link add dev eth0\nqdisc add dev eth0 root handle 1: htb \"\" \"\" limit 100\n", status);
-  EXPECT_EQ(status, 255) << what;
-  EXPECT_NE(what.find("an empty word"), std::string::npos) << what;
+  // tc's own parse of htb's options meets it first, as tc does (`What is ""?`, exit 1).
+  EXPECT_EQ(status, 1) << what;
+  EXPECT_EQ(what, "f.tc:2: What is \"\"?") << what;
   EXPECT_TRUE(one_line(what)) << what;
 }
 
@@ -189,7 +190,8 @@ TEST(TcFileText, NestingIsCappedAndNeverRecursedOn) {
   EXPECT_EQ(Config::parse(deepest.serialize(), "again").serialize(), deepest.serialize());
   Config cfg = deepest;
   EXPECT_EQ(exec_status(cfg, {"qdisc", "add", "dev", "d0", "parent", "40:1", "handle", "ffff:", "pfifo"}), 2);
-  EXPECT_EQ(exec_status(cfg, {"qdisc", "del", "dev", "d0", "handle", "2:"}), 0);  // a subtree of 63
+  EXPECT_EQ(exec_status(cfg, {"qdisc", "del", "dev", "d0", "handle", "2:"}), 2);  // no parent: refused
+  EXPECT_EQ(exec_status(cfg, {"qdisc", "del", "dev", "d0", "parent", "1:1"}), 0);  // a subtree of 63
   EXPECT_EQ(cfg.qdiscs("d0").size(), 1u);
 
   // htb's own limit, as the kernel's: 8 levels of classes; a 20,000-deep chain of classes is
@@ -204,7 +206,7 @@ TEST(TcFileText, NestingIsCappedAndNeverRecursedOn) {
   what = parse_error(chain, status);
   EXPECT_EQ(status, 2) << what;
   EXPECT_EQ(what.rfind("f.tc:11: ", 0), 0u) << what;
-  EXPECT_NE(what.find("too deep (max 8 levels)"), std::string::npos) << what;
+  EXPECT_NE(what.find("sch_htb: tree is too deep. (max 8 levels)"), std::string::npos) << what;
 }
 
 // Issue 12 item 10: `tc link add dev $'\xff'` was accepted.
@@ -271,7 +273,7 @@ TEST(TcFileText, LargeConfigurationsRoundTripThroughTheIndexes) {
   EXPECT_EQ(exec_status(edit, {"class", "del", "dev", "d0", "classid", "1:1"}), 2);  // has children
   EXPECT_EQ(exec_status(edit, {"class", "del", "dev", "d0", "classid", "1:2"}), 0);  // and 102:, 1002:
   EXPECT_EQ(edit.qdiscs("d0").size(), 399u);
-  EXPECT_EQ(exec_status(edit, {"qdisc", "del", "dev", "d0", "handle", "103:"}), 0);
+  EXPECT_EQ(exec_status(edit, {"qdisc", "del", "dev", "d0", "parent", "1:3", "handle", "103:"}), 0);
   EXPECT_EQ(edit.qdiscs("d0").size(), 397u);
   EXPECT_EQ(exec_status(edit, {"qdisc", "add", "dev", "d0", "parent", "1:3", "pfifo"}), 0);
   EXPECT_EQ(edit.qdiscs("d0").back().handle, 0x80010000u);  // the first automatic handle
@@ -303,7 +305,7 @@ TEST(TcFileText, AFailingFileNamesTheFirstLineAtFault) {
   int status = 0;
   std::string what = parse_error(f, status);
   EXPECT_EQ(status, 1) << what;
-  EXPECT_EQ(what.rfind("f.tc:2002: class \"1:7d0 htb rate fast\": ", 0), 0u) << what;
+  EXPECT_EQ(what, "f.tc:2002: Illegal \"rate\"") << what;  // tc's htb message
   // A structural refusal after a line that would not build: the earlier line is named.
   what = parse_error(f + "class add dev d0 parent 1: classid 1:1 htb rate 1mbit\n", status);
   EXPECT_EQ(what.rfind("f.tc:2002: ", 0), 0u) << what;
@@ -311,7 +313,7 @@ TEST(TcFileText, AFailingFileNamesTheFirstLineAtFault) {
   what = parse_error("link add dev d0\nqdisc add dev d0 root handle 1: prio\nqdisc add dev d0 root handle 2: prio\n",
                      status);
   EXPECT_EQ(status, 2);
-  EXPECT_EQ(what, "f.tc:3: Exclusivity flag on, cannot modify.");
+  EXPECT_EQ(what, "f.tc:3: NLM_F_REPLACE needed to override.");  // the kernel's message
 }
 
 }  // namespace

@@ -53,12 +53,11 @@ class QdiscOptions {
     fail_(what, true);
     std::abort();  // fail_ always throws
   }
-  // The value after option tokens_[i] (advancing i), or fail("\"OPT\" needs a value").
+  // What fail() says when an option's value is missing: tc's words (`txpath tc` exits 255).
+  static constexpr std::string_view kIncomplete = "Command line is not complete. Try option \"help\"";
+  // The value after option tokens_[i] (advancing i), or fail(kIncomplete).
   std::string_view value(std::size_t& i) const {
-    if (i + 1 >= tokens_.size()) {
-      std::string what = "\"";
-      fail(what.append(tokens_[i]).append("\" needs a value"));
-    }
+    if (i + 1 >= tokens_.size()) fail(std::string(kIncomplete));
     return tokens_[++i];
   }
 

@@ -66,7 +66,7 @@ constexpr uint32_t major_of(uint32_t h) noexcept { return h >> 16; }
 constexpr uint32_t minor_of(uint32_t h) noexcept { return h & 0xFFFFu; }
 
 // tc's handle syntax (hex): "1:" / "1" (a qdisc handle, minor 0), "1:10" (a class id), "root".
-std::optional<uint32_t> parse_qdisc_handle(std::string_view text);  // major only: "1:", "ffff:"
+std::optional<uint32_t> parse_qdisc_handle(std::string_view text);  // major only: "1:", "1:1" = 1:
 std::optional<uint32_t> parse_classid(std::string_view text);       // "1:10", "1:", "root", "none"
 std::string format_handle(uint32_t h);                              // "1:", "1:10", "root"
 

@@ -619,7 +619,7 @@ void HtbQdisc::add_configured_class(uint16_t minor, uint16_t parent_minor,
       throw ConfigRejected("parent class " + hex(handle_major_) + ":" + hex(parent_minor) +
                            " does not exist");
     if (parent->parent && parent->parent->level < 2)
-      throw ConfigRejected("htb: tree is too deep (max 8 levels)");
+      throw ConfigRejected("sch_htb: tree is too deep. (max 8 levels)");  // the kernel's words
   }
 
   auto owned = std::make_unique<Class>();

@@ -35,7 +35,9 @@
 #include "qdisc/mq.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "txpath/error.hpp"
+#include "tc/commands.hpp"
 #include "tc/internal.hpp"
+#include "tc/tc_error.hpp"
 #include "tc/tc_units.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
@@ -62,8 +64,7 @@ std::string join(std::string_view kind, const std::vector<std::string>& options)
 
 // The value after args[i] (advancing i), or tc's "Command line is not complete" (exit 255).
 const std::string& next_arg(std::span<const std::string> args, std::size_t& i) {
-  if (i + 1 >= args.size())
-    throw TcArgError("Command line is not complete. Try option \"help\"");
+  if (i + 1 >= args.size()) throw TcArgLine(std::string(QdiscOptions::kIncomplete));
   return args[++i];
 }
 
@@ -126,6 +127,8 @@ std::optional<std::vector<std::pair<std::string, std::vector<std::string>>>> spl
   return runs;
 }
 
+}  // namespace
+
 std::vector<std::string> merge_options(std::string_view kind, const std::vector<std::string>& old,
                                        const std::vector<std::string>& given) {
   const auto* table = merge_table(kind);
@@ -144,6 +147,8 @@ std::vector<std::string> merge_options(std::string_view kind, const std::vector<
   return out;
 }
 
+namespace {
+
 // Tokens go into the configuration file one per word: refuse what would not read back.
 void check_token(const std::string& t) {
   // An empty word ("" in a batch line) could not be written back: the file would lose it.
@@ -156,43 +161,44 @@ void check_token(const std::string& t) {
   }
 }
 
-// What `qdisc ...` and `class ...` commands say before the kind.
-struct Target {
-  std::string dev;
-  std::optional<uint32_t> handle;   // qdisc: "handle"
-  std::optional<uint32_t> parent;   // "root" or "parent ID"
-  std::optional<uint32_t> classid;  // class: "classid"
-  std::string kind;
-  std::vector<std::string> options;
-};
+// tc's duparg(): `Error: duplicate "KEY": "VALUE" is the second value.` (exit status 255).
+[[noreturn]] void duplicate(std::string_view key, std::string_view value) {
+  throw TcArgError("duplicate " + quoted(key) + ": " + quoted(value) + " is the second value.");
+}
 
+// The words before the kind, as tc_qdisc_modify / tc_class_modify read them (with tc's checks
+// and messages: a duplicate counts only once the first value was non-zero, as in tc).
 Target parse_target(std::span<const std::string> args, bool is_class) {
   Target t;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "dev") {
-      if (!t.dev.empty()) throw TcArgError("duplicate \"dev\": \"" + escape_user_text(args[i + 1 < args.size() ? i + 1 : i]) + "\" is the second value.");
-      t.dev = next_arg(args, i);
-    } else if (a == "handle" && !is_class) {
       const std::string& v = next_arg(args, i);
-      if (t.handle) throw TcArgError("duplicate \"handle\": \"" + escape_user_text(v) + "\" is the second value.");
+      if (!t.dev.empty()) duplicate("dev", v);
+      t.dev = v;
+    } else if (a == "handle" && is_class) {
+      throw TcArgLine("Error: try \"classid\" instead of \"handle\"");
+    } else if (a == "handle") {
+      if (t.handle.value_or(0)) duplicate("handle", a);
+      const std::string& v = next_arg(args, i);
       const auto h = parse_qdisc_handle(v);
-      if (!h) throw TcArgError("argument \"" + escape_user_text(v) + "\" is wrong: invalid qdisc ID");
+      if (!h) throw TcArgError("argument " + quoted(v) + " is wrong: invalid qdisc ID");
       t.handle = *h;
     } else if (a == "classid" && is_class) {
       const std::string& v = next_arg(args, i);
-      if (t.classid) throw TcArgError("duplicate \"classid\": \"" + escape_user_text(v) + "\" is the second value.");
+      if (t.classid.value_or(0)) duplicate("classid", v);
       const auto h = parse_classid(v);
-      if (!h || *h == kRoot) throw TcArgError("argument \"" + escape_user_text(v) + "\" is wrong: invalid class ID");
+      if (!h) throw TcArgError("argument " + quoted(v) + " is wrong: invalid class ID");
       t.classid = *h;
     } else if (a == "root") {
-      if (t.parent) throw TcArgError("duplicate \"parent\": \"root\" is the second value.");
+      if (t.parent.value_or(0))
+        throw TcArgLine(is_class ? "Error: \"root\" is duplicate parent ID." : "Error: \"root\" is duplicate parent ID");
       t.parent = kRoot;
     } else if (a == "parent") {
       const std::string& v = next_arg(args, i);
-      if (t.parent) throw TcArgError("duplicate \"parent\": \"" + escape_user_text(v) + "\" is the second value.");
+      if (t.parent.value_or(0)) duplicate("parent", v);
       const auto h = parse_classid(v);
-      if (!h) throw TcArgError("argument \"" + escape_user_text(v) + "\" is wrong: invalid parent ID");
+      if (!h) throw TcArgError("argument " + quoted(v) + " is wrong: invalid parent ID");
       t.parent = *h;
     } else if (a == "ingress" || a == "clsact" || a == "estimator" || a == "stab" ||
                a == "ingress_block" || a == "egress_block") {
@@ -203,24 +209,93 @@ Target parse_target(std::span<const std::string> args, bool is_class) {
       break;
     }
   }
-  for (const auto& o : t.options) check_token(o);
-  if (!t.kind.empty()) check_token(t.kind);
+  if (t.parent == 0u) t.parent.reset();  // "parent none": no parent, as tc sends it
   return t;
 }
 
-// QdiscOptions over a class's tokens whose errors read `class "1:10 htb rate x": what` (the
-// text made only for an error). The class must outlive the options.
+// The kind and options go into the configuration file: checked once tc's own parse of them passed
+// (its errors come first, as tc's would).
+void check_tokens(const Target& t) {
+  for (const auto& o : t.options) check_token(o);
+  if (!t.kind.empty()) check_token(t.kind);
+}
+
+// tc's invarg(): `Error: argument "VALUE" is wrong: WHAT` (exit status 255).
+[[noreturn]] void invalid(std::string_view value, std::string_view what) {
+  throw TcArgError("argument " + quoted(value) + " is wrong: " + std::string(what));
+}
+
+// `qdisc show`'s selectors as tc_qdisc_list reads them (one of root, parent or handle; a later
+// dev replaces an earlier one), anything else tc's "What is" (exit status 255). The selectors are
+// checked, not applied: every qdisc of the device is shown. Returns the device named, if any.
+std::string parse_qdisc_show(std::span<const std::string> args) {
+  std::string dev;
+  uint32_t parent = 0, handle = 0;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool selector = a == "root" || a == "ingress" || a == "clsact" || matches(a, "parent") || matches(a, "handle");
+    if (selector && parent) invalid(a, "parent is already specified");
+    if (selector && handle) invalid(a, "handle is already specified");
+    if (a == "dev") {
+      dev = next_arg(args, i);
+    } else if (a == "root" || a == "ingress" || a == "clsact") {
+      parent = a == "root" ? kRoot : 0xFFFFFFF1u;
+    } else if (matches(a, "parent")) {
+      const std::string& v = next_arg(args, i);
+      const auto h = parse_classid(v);
+      if (!h) invalid(v, "invalid parent ID");
+      parent = *h;
+    } else if (matches(a, "handle")) {
+      const std::string& v = next_arg(args, i);
+      const auto h = parse_qdisc_handle(v);
+      if (!h) invalid(v, "invalid handle ID");
+      handle = *h;
+    } else if (!matches(a, "help") && a != "invisible") {
+      throw TcArgLine("What is " + quoted(a) + "? Try \"tc qdisc help\".");
+    }
+  }
+  return dev;
+}
+
+// `class show`'s selectors as tc_class_list reads them; checked, not applied.
+std::string parse_class_show(std::span<const std::string> args) {
+  std::string dev;
+  uint32_t qdisc = 0, classid = 0, parent = 0;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "dev") {
+      const std::string& v = next_arg(args, i);
+      if (!dev.empty()) duplicate(a, v);
+      dev = v;
+    } else if (a == "qdisc" || a == "classid") {
+      const std::string& v = next_arg(args, i);
+      uint32_t& slot = a == "qdisc" ? qdisc : classid;
+      if (slot) duplicate(a, v);
+      const auto h = a == "qdisc" ? parse_qdisc_handle(v) : parse_classid(v);
+      if (!h) invalid(v, a == "qdisc" ? "invalid qdisc ID" : "invalid class ID");
+      slot = *h;
+    } else if (a == "root") {
+      if (parent) throw TcArgLine("Error: \"root\" is duplicate parent ID");
+      parent = kRoot;
+    } else if (a == "parent") {
+      if (parent) duplicate("parent", a);
+      const std::string& v = next_arg(args, i);
+      const auto h = parse_classid(v);
+      if (!h) invalid(v, "invalid parent ID");
+      parent = *h;
+    } else if (!matches(a, "help")) {
+      throw TcArgLine("What is " + quoted(a) + "? Try \"tc class help\".");
+    }
+  }
+  return dev;
+}
+
+// QdiscOptions over a class's tokens whose errors are tc's lines (throw_tc_line): a file's
+// reader puts "FILE:LINE: " before them. The class must outlive the options.
 struct ClassOptions {
   std::vector<std::string_view> views;
   const ClassConfig* config = nullptr;
-  QdiscOptions options() const {
-    return QdiscOptions(views, [c = config](const std::string& what, bool rejected) {
-      const std::string msg = "class " + quoted(format_handle(c->classid) + " " + join(c->kind, c->options)) +
-                              ": " + what;
-      if (rejected) throw ConfigRejected(msg);
-      throw ConfigError(msg);
-    });
-  }
+  QdiscOptions options() const { return QdiscOptions(views, throw_tc_line); }
 };
 
 ClassOptions class_options_of(const ClassConfig& c) {
@@ -253,24 +328,28 @@ std::vector<const T*> by_seq(std::vector<std::pair<uint64_t, const T*>>& v) {
 
 // tc's preparsing of options before the request: see qdisc_command.
 void preparse_qdisc(const std::string& kind, const std::vector<std::string>& options) {
+  std::vector<std::string> words{kind};
+  words.insert(words.end(), options.begin(), options.end());
   try {
-    (void)make_qdisc(join(kind, options), QdiscEnv{});
+    (void)make_tc_qdisc(words, QdiscEnv{});
   } catch (const ConfigRejected&) {
   }
 }
 
+// tc's own check of a class command's kind and options: a kind tc has no class parser for is
+// "classless" (exit 1), htb's options are parsed (txpath has no other classful kind tc parses).
 void preparse_class(const std::string& kind, const ClassConfig& c) {
-  std::unique_ptr<Qdisc> scratch;
-  try {
-    QdiscEnv env;
-    env.handle_major = static_cast<uint16_t>(major_of(c.classid));
-    scratch = make_qdisc(kind, env);
-  } catch (const ConfigError&) {
-    return;  // not a qdisc kind: the request fails on the kind mismatch
-  }
+  static constexpr std::string_view kTcClassful[] = {"htb", "hfsc", "drr", "qfq", "cbq", "atm", "dsmark", "ets"};
+  if (std::find(std::begin(kTcClassful), std::end(kTcClassful), kind) == std::end(kTcClassful))
+    throw TcParseLine("Error: Qdisc " + quoted(kind) + " is classless.");
+  if (kind != "htb") return;  // the request then fails at its qdisc
+  QdiscEnv env;
+  env.handle_major = static_cast<uint16_t>(major_of(c.classid));
+  const std::unique_ptr<Qdisc> scratch = make_tc_qdisc(kind, env);
   try {
     const ClassOptions co = class_options_of(c);
-    add_class(*scratch, static_cast<uint16_t>(minor_of(c.classid)), 0, co.options(), QdiscEnv{});
+    const uint32_t minor = minor_of(c.classid) != 0 ? minor_of(c.classid) : 1;  // the options only
+    add_class(*scratch, static_cast<uint16_t>(minor), 0, co.options(), QdiscEnv{});
   } catch (const ConfigRejected&) {
   }
 }
@@ -464,11 +543,11 @@ const Config::Device* Config::find(std::string_view dev) const noexcept {
 }
 Config::Device& Config::need(std::string_view dev) {
   if (Device* d = find(dev)) return *d;
-  throw ConfigError("Cannot find device " + quoted(dev));
+  throw TcParseLine("Cannot find device " + quoted(dev));  // tc's line, exit status 1
 }
 const Config::Device& Config::need(std::string_view dev) const {
   if (const Device* d = find(dev)) return *d;
-  throw ConfigError("Cannot find device " + quoted(dev));
+  throw TcParseLine("Cannot find device " + quoted(dev));
 }
 
 // ---- building trees ----
@@ -508,7 +587,7 @@ Tree Config::build(const Device& d, QdiscEnv env) const {
       rejected("Operation not supported: " + qc.kind + " can only be the root qdisc");
     QdiscEnv e = env;
     e.handle_major = static_cast<uint16_t>(major_of(qc.handle));
-    std::unique_ptr<Qdisc> q = make_qdisc(join(qc.kind, qc.options), e);
+    std::unique_ptr<Qdisc> q = make_tc_qdisc(join(qc.kind, qc.options), e);
     tree.nodes.push_back({qc.handle, qc.parent, q.get()});
     add_default_children(tree, *q, qc.handle, [&](uint32_t classid) { return d.qdisc_parents.count(classid) != 0; });
     std::size_t classes = 0;
@@ -665,8 +744,7 @@ bool Config::execute(std::span<const std::string> args, std::ostream& out, const
   if (matches(object, "qdisc")) return qdisc_command(cmd, rest, out, show);
   if (matches(object, "class")) return class_command(cmd, rest, out, show);
   if (matches(object, "link")) return link_command(cmd, rest, out);
-  throw ConfigError("Object " + quoted(object) +
-                    " is unknown, try \"txpath tc help\" (known: qdisc, class, link)");
+  throw TcArgLine("Object " + quoted(object) + " is unknown, try \"tc help\".");
 }
 
 namespace {
@@ -798,181 +876,69 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
 
 namespace {
 
-// The verb of a qdisc or class command.
-enum class Verb { show, add, change, replace, del };
-
-// Throws ConfigError for a verb tc does not know for `object` ("qdisc", "class").
+// The verb of a qdisc or class command, matched as tc matches it (a prefix; "l" is qdisc's
+// "link"). Throws tc's "Command ... is unknown" (exit status 255) for another word.
 Verb parse_verb(std::string_view cmd, std::string_view object) {
-  if (matches(cmd, "show") || matches(cmd, "list") || cmd == "ls" || cmd == "lst") return Verb::show;
-  if (cmd == "add") return Verb::add;
-  if (cmd == "change" || cmd == "chg") return Verb::change;
+  if (matches(cmd, "add")) return Verb::add;
+  if (matches(cmd, "change")) return Verb::change;
   if (matches(cmd, "replace")) return Verb::replace;
+  if (object == "qdisc" && matches(cmd, "link"))
+    throw ConfigError("\"qdisc link\" is not supported by txpath tc");
   if (matches(cmd, "delete")) return Verb::del;
-  throw ConfigError("Command " + quoted(cmd) + " is unknown, try \"txpath tc " + std::string(object) +
-                    " help\".");
+  if (matches(cmd, "list") || matches(cmd, "show") || matches(cmd, "lst")) return Verb::show;
+  if (matches(cmd, "help")) return Verb::help;
+  throw TcArgLine("Command " + quoted(cmd) + " is unknown, try \"tc " + std::string(object) + " help\".");
 }
+
+constexpr const char* kQdiscUsage =
+    "Usage: tc qdisc [ add | del | replace | change | show ] dev STRING\n"
+    "       [ handle QHANDLE ] [ root | parent CLASSID ] [ QDISC_KIND [ help | OPTIONS ] ]\n"
+    "       tc qdisc { show | list } [ dev STRING ] [ QDISC_ID ]\n";
+constexpr const char* kClassUsage =
+    "Usage: tc class [ add | del | change | replace | show ] dev STRING\n"
+    "       [ classid CLASSID ] [ root | parent CLASSID ] [ QDISC_KIND [ help | OPTIONS ] ]\n"
+    "       tc class show [ dev STRING ] [ root | parent CLASSID ]\n";
 
 }  // namespace
 
-// One qdisc edit of device `d` as target `t` names it: qdisc_command's verbs, one function each.
-// They throw on a refusal; qdisc_command then restores the device.
-struct Config::QdiscEdit {
-  Config& cfg;
-  Device& d;
-  const Target& t;
-
-  bool del();
-  bool change();
-  bool add();
-  bool replace();
-
-  // The parent the target names, checked: "root", or a class of an existing qdisc that is not
-  // nested too deep.
-  uint32_t checked_parent() const;
-  // Like the kernel's counter: the search goes on from the last handle given out.
-  uint32_t auto_handle();
-  // Adds the target's qdisc at its parent (its handle, or an automatic one).
-  bool add_new();
-};
-
-// A qdisc without the kernel's change operation refuses a change with options: mqprio (tc always
-// sends its options; mq has none to send).
-namespace {
-void refuse_changing(std::string_view kind) {
-  if (kind == "mqprio") rejected("Change operation not supported by specified qdisc.");
-}
-}  // namespace
-
-uint32_t Config::QdiscEdit::checked_parent() const {
-  if (!t.parent) rejected("a parent is needed: \"root\" or \"parent ID\"");
-  const uint32_t parent = *t.parent;
-  if (parent == kRoot) return parent;
-  if (major_of(parent) == 0 || !d.qdisc(range_first(parent)))
-    rejected("Failed to find qdisc with specified classid.");
-  if (d.qdiscs_above(parent) >= kMaxNestedQdiscs)
-    rejected("a qdisc at parent " + format_handle(parent) + " would be nested too deep (at most " +
-             std::to_string(kMaxNestedQdiscs) + " nested qdiscs)");
-  return parent;
-}
-
-uint32_t Config::QdiscEdit::auto_handle() {
-  for (uint32_t tries = 0; tries < 0x7FFF; ++tries) {
-    const uint32_t major = d.next_auto_major;
-    d.next_auto_major = major == 0xFFFF ? 0x8001 : major + 1;
-    if (!d.qdisc(major << 16)) return major << 16;
+bool is_read_only_command(std::span<const std::string> words) {
+  if (words.size() < 2) return true;  // "qdisc": show
+  if (!matches(words[0], "qdisc") && !matches(words[0], "class")) return matches(words[1], "show") || matches(words[1], "list");
+  try {
+    const Verb v = parse_verb(words[1], matches(words[0], "qdisc") ? "qdisc" : "class");
+    return v == Verb::show || v == Verb::help;
+  } catch (const ConfigError&) {
+    return true;  // refused without reading or writing anything
   }
-  rejected("no free qdisc handle");
-}
-
-bool Config::QdiscEdit::add_new() {
-  QdiscConfig q{t.handle.value_or(0), *t.parent, t.kind, t.options};
-  if (q.handle == 0) q.handle = auto_handle();
-  d.add_qdisc(std::move(q));
-  cfg.validate(d);
-  return true;
-}
-
-bool Config::QdiscEdit::del() {
-  QdiscConfig* q = nullptr;
-  if (t.parent) {
-    q = d.qdisc_at(*t.parent);
-    if (!q) {
-      if (*t.parent == kRoot) rejected("Cannot delete qdisc with handle of zero.");
-      // A TX queue's default child of mq / mqprio: Linux's qdisc with handle 0.
-      const QdiscConfig* owner = d.qdisc(range_first(*t.parent));
-      if (owner && is_multiqueue_kind(owner->kind)) {
-        if (minor_of(*t.parent) == 0 || minor_of(*t.parent) > d.config.tx_queues)
-          rejected("Specified class not found.");
-        if (t.handle && *t.handle != 0) rejected("Invalid handle.");
-        rejected("Cannot delete qdisc with handle of zero.");
-      }
-      rejected("Failed to find qdisc with specified classid.");
-    }
-    if (t.handle && q->handle != *t.handle) rejected("Invalid handle.");
-  } else if (t.handle) {
-    q = d.qdisc(*t.handle);
-    if (!q) rejected("Failed to find qdisc with specified handle.");
-  } else {
-    throw ConfigError("qdisc del: say which qdisc: \"root\", \"parent ID\" or \"handle ID\"");
-  }
-  if (!t.kind.empty() && t.kind != q->kind)
-    rejected("Invalid qdisc name: the qdisc is " + quoted(q->kind) + ", not " + quoted(t.kind));
-  d.remove_subtree(q->handle);
-  cfg.validate(d);
-  return true;
-}
-
-bool Config::QdiscEdit::change() {
-  const uint32_t parent = checked_parent();
-  QdiscConfig* existing = t.handle ? d.qdisc(*t.handle) : d.qdisc_at(parent);
-  if (!existing) rejected("Specified qdisc not found.");
-  if (existing->parent != parent) rejected("Specified qdisc not found at that parent.");
-  if (existing->kind != t.kind) rejected("Specified qdisc kind is different (" + quoted(existing->kind) + ").");
-  if (t.handle && existing->handle != *t.handle) rejected("Invalid handle.");
-  if (existing->kind == "fq_codel" &&
-      std::find(t.options.begin(), t.options.end(), "flows") != t.options.end())
-    rejected("fq_codel: the number of flows cannot be changed");
-  refuse_changing(existing->kind);
-  existing->options = merge_options(existing->kind, existing->options, t.options);
-  cfg.validate(d);
-  return true;
-}
-
-bool Config::QdiscEdit::add() {
-  const uint32_t parent = checked_parent();
-  if (t.handle && d.qdisc(*t.handle)) rejected("Exclusivity flag on, cannot modify.");
-  if (d.qdisc_at(parent)) rejected("Exclusivity flag on, cannot modify.");
-  return add_new();
-}
-
-// Changes the qdisc at that parent if it is of the same kind and handle, else puts a new one in
-// its place (its subtree goes).
-bool Config::QdiscEdit::replace() {
-  const uint32_t parent = checked_parent();
-  QdiscConfig* cur = d.qdisc_at(parent);
-  if (cur && cur->kind == t.kind && (!t.handle || *t.handle == cur->handle)) {
-    refuse_changing(cur->kind);
-    cur->options = merge_options(cur->kind, cur->options, t.options);
-    cfg.validate(d);
-    return true;
-  }
-  if (t.handle) {
-    const QdiscConfig* other = d.qdisc(*t.handle);
-    if (other && other != cur) rejected("Exclusivity flag on, cannot modify: handle " + format_handle(*t.handle) + " is in use.");
-  }
-  if (cur) d.remove_subtree(cur->handle);
-  return add_new();
 }
 
 // tc parses a command's options before the kernel sees the request: a parse error (exit 1) wins
-// over anything the kernel would refuse (exit 2). So the options are first parsed on their own
-// (preparse_*); refusals (ConfigRejected) are left for the real request, which meets them again.
-// While a file is read this is skipped: a failing file is read again line by line (parse()).
+// over anything the kernel would refuse (exit 2), and over a missing device. So the options are
+// first parsed on their own (preparse_*); refusals (ConfigRejected) are left for the real
+// request, which meets them again. While a file is read this is skipped: a failing file is read
+// again line by line (parse()).
 bool Config::qdisc_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                            const ShowOptions& show) {
   const Verb verb = parse_verb(cmd, "qdisc");
+  if (verb == Verb::help) {
+    out << kQdiscUsage;
+    return false;
+  }
   if (verb == Verb::show) {
-    Target t = parse_target(args, false);
-    if (!t.kind.empty()) throw ConfigError("qdisc show: unknown argument " + quoted(t.kind));
-    show_qdiscs(t.dev.empty() ? nullptr : &need(t.dev), out, show);
+    const std::string dev = parse_qdisc_show(args);
+    show_qdiscs(dev.empty() ? nullptr : &need(dev), out, show);
     return false;
   }
   const Target t = parse_target(args, false);
-  if (t.dev.empty()) throw ConfigError("Cannot find device \"\"");
+  if (!t.kind.empty() && !defer_validation_) preparse_qdisc(t.kind, t.options);
+  check_tokens(t);
+  if (t.dev.empty()) refuse_errno("No such device");  // tc sends the request without a device
   Device& d = need(t.dev);
-  if (verb != Verb::del && t.kind.empty())
-    throw ConfigError("qdisc " + std::string(cmd) + ": the qdisc kind is missing");
-  if (verb != Verb::del && !defer_validation_) preparse_qdisc(t.kind, t.options);
   std::optional<Device> before;
   if (!defer_validation_) before = d;
   QdiscEdit edit{*this, d, t};
   try {
-    switch (verb) {
-      case Verb::del: return edit.del();
-      case Verb::change: return edit.change();
-      case Verb::add: return edit.add();
-      default: return edit.replace();
-    }
+    return verb == Verb::del ? edit.del() : edit.modify(verb);
   } catch (...) {
     if (before) d = std::move(*before);
     throw;
@@ -981,68 +947,32 @@ bool Config::qdisc_command(std::string_view cmd, std::span<const std::string> ar
 
 bool Config::class_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                            const ShowOptions& show) {
-  Target t = parse_target(args, true);
   const Verb verb = parse_verb(cmd, "class");
-  if (verb == Verb::show) {
-    if (!t.kind.empty()) throw ConfigError("class show: unknown argument " + quoted(t.kind));
-    if (t.dev.empty()) throw ConfigError("class show: \"dev\" is required");
-    show_classes(need(t.dev), out, show);
+  if (verb == Verb::help) {
+    out << kClassUsage;
     return false;
   }
-  const bool add = verb == Verb::add;
-  const bool change = verb == Verb::change;
-  const bool del = verb == Verb::del;
-  if (t.dev.empty()) throw ConfigError("Cannot find device \"\"");
-  Device& d = need(t.dev);
-  if (!t.classid) {
-    if (t.parent && *t.parent != kRoot && minor_of(*t.parent) != 0 && del) t.classid = t.parent;
-    else rejected("a class id is needed: \"classid MAJ:MIN\"");
+  if (verb == Verb::show) {
+    const std::string dev = parse_class_show(args);
+    if (!dev.empty()) show_classes(need(dev), out, show);  // tc lists nothing without a device
+    return false;
   }
-  const uint32_t id = *t.classid;
-  if (minor_of(id) == 0) rejected("invalid class id " + format_handle(id) + ": the minor must not be 0");
-  const QdiscConfig* owner = d.qdisc(range_first(id));
-  if (!owner) rejected("Failed to find qdisc with specified classid.");
+  const Target t = parse_target(args, true);
+  if (!t.kind.empty() && !defer_validation_)
+    preparse_class(t.kind, ClassConfig{t.classid.value_or(0), 0, t.kind, t.options});
+  check_tokens(t);
+  if (t.dev.empty()) refuse_errno("No such device");
+  Device& d = need(t.dev);
   std::optional<Device> before;
   if (!defer_validation_) before = d;
+  QdiscEdit edit{*this, d, t};
   try {
-    ClassConfig* cur = d.find_class(id);
-    if (del) {
-      if (!cur) rejected("Specified class not found.");
-      if (d.child_classes.count(id)) rejected("Class " + format_handle(id) + " has child classes: delete them first.");
-      if (const QdiscConfig* q = d.qdisc_at(id)) d.remove_subtree(q->handle);
-      d.remove_class(id);
-      validate(d);
-      return true;
-    }
-    if (t.kind.empty()) throw ConfigError("class " + std::string(cmd) + ": the class kind is missing");
-    if (!defer_validation_) preparse_class(t.kind, ClassConfig{id, 0, t.kind, t.options});
-    if (t.kind != owner->kind)
-      rejected("Specified class kind " + quoted(t.kind) + " is different from its qdisc's (" +
-               quoted(owner->kind) + ").");
-    if (cur && add) rejected("Class " + format_handle(id) + " already exists.");
-    if (!cur && change) rejected("Specified class not found.");
-    if (cur) {  // change, or replace of an existing class
-      if (t.parent && *t.parent != kRoot && *t.parent != cur->parent &&
-          !(minor_of(*t.parent) == 0 && cur->parent == (id & 0xFFFF0000u)))
-        rejected("Cannot move class " + format_handle(id) + " to another parent.");
-      cur->options = t.options;
-      validate(d);
-      if (show.warn && !defer_validation_) warn_about_class(build(d, QdiscEnv{}), id, show);
-      return true;
-    }
-    uint32_t parent = t.parent.value_or(kRoot);
-    if (parent == kRoot || parent == (id & 0xFFFF0000u)) {
-      parent = id & 0xFFFF0000u;
-    } else {
-      if (major_of(parent) != major_of(id)) rejected("The parent " + format_handle(parent) + " is not a class of qdisc " + format_handle(id & 0xFFFF0000u) + ".");
-      if (!d.find_class(parent)) rejected("Failed to find the parent class " + format_handle(parent) + ".");
-      // A leaf that gets a child becomes an inner class: its qdisc goes (as in the kernel).
-      if (const QdiscConfig* q = d.qdisc_at(parent)) d.remove_subtree(q->handle);
-    }
-    d.add_class(ClassConfig{id, parent, t.kind, t.options});
-    validate(d);
-    if (show.warn && !defer_validation_) warn_about_class(build(d, QdiscEnv{}), id, show);
-    return true;
+    const bool changed = edit.edit_class(verb);
+    // The kernel's warning about the class just added or changed (htb's quantum), on stderr.
+    if (changed && verb != Verb::del && show.warn && !defer_validation_ && t.classid &&
+        minor_of(*t.classid) != 0)
+      warn_about_class(build(d, QdiscEnv{}), *t.classid, show);
+    return changed;
   } catch (...) {
     if (before) d = std::move(*before);
     throw;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tc's handle and class id syntax (iproute2 get_qdisc_handle / get_tc_classid / print_tc_classid
-// behaviour): hexadecimal "MAJ:" for a qdisc, "MAJ:MIN" for a class, "root" for the device root.
+// behaviour): hexadecimal "MAJ:" for a qdisc (anything after the ':' ignored, as tc ignores it),
+// "MAJ:MIN" for a class, "root" for the device root.
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -32,13 +33,23 @@ uint32_t hex_prefix(std::string_view s, std::size_t& used) {
 
 }  // namespace
 
+// tc reads a qdisc handle's major as strtoul(..., 16) does: an optional sign ('-' wraps any
+// non-zero value out of range) and "0x" prefix before the hex digits.
 std::optional<uint32_t> parse_qdisc_handle(std::string_view text) {
+  if (text == "none") return 0u;
+  const bool negative = !text.empty() && text[0] == '-';
+  if (!text.empty() && (text[0] == '+' || text[0] == '-')) text.remove_prefix(1);
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    std::size_t used = 0;
+    (void)hex_prefix(text.substr(2), used);
+    if (used > 0) text.remove_prefix(2);  // else "0x" is the digit 0 and an 'x'
+  }
   std::size_t used = 0;
   const uint32_t major = hex_prefix(text, used);
-  if (used == 0 || major > 0xFFFF) return std::nullopt;
-  std::string_view rest = text.substr(used);
-  if (!rest.empty() && rest[0] == ':') rest.remove_prefix(1);
-  if (!rest.empty()) return std::nullopt;
+  if (used == 0 || major > 0xFFFF || (negative && major != 0)) return std::nullopt;
+  // What follows a ':' is ignored, as tc ignores it ("1:1" is handle 1:).
+  const std::string_view rest = text.substr(used);
+  if (!rest.empty() && rest[0] != ':') return std::nullopt;
   return major << 16;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +30,13 @@ void append_counters(const Qdisc& q, uint32_t handle, uint32_t parent, const Qdi
                      TreeCounters& out);
 // Tells show.warn the kernel's warning about class `classid` of `tree`, if any (show.cpp).
 void warn_about_class(const Tree& tree, uint32_t classid, const Config::ShowOptions& show);
+// make_qdisc() for the `txpath tc` commands: its errors are tc's own lines alone, with tc's exit
+// statuses (tc_error.hpp), not `qdisc "<spec>": ...` (qdisc_registry.cpp).
+std::unique_ptr<Qdisc> make_tc_qdisc(std::string_view spec, const QdiscEnv& env);
+// The same over words as given (an empty word stays a word, as in tc's argv).
+std::unique_ptr<Qdisc> make_tc_qdisc(std::span<const std::string> words, const QdiscEnv& env);
+// True if a command (the words after tc's options) only reads: a show, a help, an unknown verb.
+bool is_read_only_command(std::span<const std::string> words);
 // True if words[0] is a tc object (qdisc, class or link, or a prefix tc accepts for one).
 bool is_tc_command(std::span<const std::string> words);
 

@@ -3,15 +3,17 @@
 // change_class) and the text tc prints for them. The scheduler itself is src/qdisc/htb.cpp.
 // Origin: written from Linux sch_htb semantics and tc-htb(8); no kernel or iproute2 code copied.
 //
-// Qdisc grammar (tokens after "htb", any order, each at most once):
+// Qdisc grammar (tokens after "htb"; as tc reads them: each option also by a prefix, a later
+// value overriding an earlier one, tc's messages):
 //   default MINOR   hexadecimal u32 (optional 0x prefix)
-//   r2q N           decimal u32 (0 is taken as 1)
-//   direct_qlen P   decimal u32
+//   r2q N           decimal u32 (the kernel's int: below 1, or 2^31 and above, is 1)
+//   direct_qlen P   decimal u32 (4294967295: not given, the device's txqueuelen)
+//   debug N         ignored
 //   offload         parsed, then refused (ConfigRejected): no hardware offload here
 // Class grammar (tokens after "htb"):
 //   rate RATE (required, > 0)  ceil RATE  burst|buffer|maxburst SIZE[/CELL]
-//   cburst|cbuffer|cmaxburst SIZE[/CELL]  prio N (0..7, else rejected)  quantum BYTES (decimal)
-//   mtu BYTES (decimal)  mpu BYTES (<= 65535)  overhead N (<= 65535)
+//   cburst|cbuffer|cmaxburst SIZE[/CELL]  prio N (above 7: 7, as the kernel takes it)
+//   quantum BYTES (decimal)  mtu BYTES (decimal)  mpu BYTES (<= 65535)  overhead N (<= 65535)
 //   linklayer ethernet|atm|adsl
 // Every error is one line, via QdiscOptions::fail() (parse error) or reject() (refused).
 #include <algorithm>
@@ -34,6 +36,9 @@
 namespace txpath {
 
 namespace {
+
+// tc's "not given" for direct_qlen: ~0.
+constexpr uint32_t kHtbUnset = std::numeric_limits<uint32_t>::max();
 
 std::string hex(uint32_t v) {
   char buf[16];
@@ -153,66 +158,98 @@ std::string HtbQdisc::format_class_xstats(const Xstats& x) const {
 
 namespace {
 
+constexpr std::string_view kHtbUsage = "Usage: ... qdisc add ... htb [default N] [r2q N]";
+
+// tc's matches(): `opt` is a non-empty prefix of `word`.
+bool matches(std::string_view opt, std::string_view word) {
+  return !opt.empty() && word.substr(0, opt.size()) == opt;
+}
+
+// tc's htb message for a bad value of option `name` (as given, for the bursts).
+[[noreturn]] void fail_htb_value(const QdiscOptions& o, std::string_view name) {
+  o.fail("Illegal " + quoted(name));
+}
+
+// A u32 (base 10) or, with `u16`, a u16 value of option `name`, as tc's get_u32 / get_u16 read it.
+uint32_t htb_number(const QdiscOptions& o, std::string_view name, std::string_view v, bool u16 = false) {
+  const auto n = tc::parse_u32(v);
+  if (!n || (u16 && *n > 65535)) fail_htb_value(o, name);
+  return *n;
+}
+
+// The class options as tc reads them (its option names, prefixes and messages; a later value
+// overrides an earlier one but for rate and ceil); 0 where not given.
+struct HtbClassArgs {
+  uint64_t rate = 0, ceil = 0, burst = 0, cburst = 0;
+  uint32_t prio = 0, mtu = 1600, mpu = 0, overhead = 0, quantum = 0;
+  bool atm = false;
+  // A negative rate or ceil, which tc takes and wraps: refused once the options parsed as tc
+  // parses them (tc's own errors come first).
+  std::string wrapped;
+};
+
+void parse_class_option(const QdiscOptions& o, std::size_t& i, HtbClassArgs& a) {
+  constexpr uint64_t kU32 = std::numeric_limits<uint32_t>::max();
+  const std::string_view opt = o[i];
+  if (matches(opt, "prio") || matches(opt, "mtu") || matches(opt, "quantum")) {
+    const std::string_view name = matches(opt, "prio") ? "prio" : matches(opt, "mtu") ? "mtu" : "quantum";
+    (name == "prio" ? a.prio : name == "mtu" ? a.mtu : a.quantum) = htb_number(o, name, o.value(i));
+  } else if (matches(opt, "mpu") || matches(opt, "overhead")) {
+    const std::string_view name = matches(opt, "mpu") ? "mpu" : "overhead";
+    (name == "mpu" ? a.mpu : a.overhead) = htb_number(o, name, o.value(i), /*u16=*/true);
+  } else if (matches(opt, "linklayer")) {
+    const auto atm = linklayer_is_atm(o.value(i));
+    if (!atm) fail_htb_value(o, "linklayer");
+    a.atm = *atm;
+  } else if (matches(opt, "burst") || opt == "buffer" || opt == "maxburst" || matches(opt, "cburst") ||
+             opt == "cbuffer" || opt == "cmaxburst") {
+    const std::string_view v = o.value(i);
+    const auto n = tc::parse_size_cell(v);
+    if (!n || *n > kU32) fail_htb_value(o, opt);
+    (opt[0] == 'c' ? a.cburst : a.burst) = *n;
+  } else if (opt == "rate" || opt == "ceil") {
+    const std::string_view v = o.value(i);
+    uint64_t& slot = opt == "rate" ? a.rate : a.ceil;
+    if (slot) o.fail("Double " + quoted(opt) + " spec");
+    auto r = tc::parse_rate(v);
+    const auto magnitude = !r && v.size() > 1 && v[0] == '-' ? tc::parse_rate(v.substr(1)) : std::nullopt;
+    if (magnitude && *magnitude == 0) r = 0;  // tc's double -> integer: 0 as well
+    if (magnitude && *magnitude != 0) {
+      if (a.wrapped.empty()) a.wrapped = "Illegal " + quoted(opt) + ": " + quoted(v) + " (tc would wrap it)";
+      r = 1;  // non-zero, as tc's wrapped value
+    }
+    if (!r) fail_htb_value(o, opt);
+    slot = *r;
+  } else if (opt == "help") {
+    o.fail(std::string(kHtbUsage));
+  } else {
+    o.fail("What is " + quoted(opt) + "?");
+  }
+}
+
 // The class options: every field of HtbClassConfig but the quantum, which needs r2q; the
 // explicit quantum (0 = none) is returned in `quantum`.
 HtbClassConfig parse_class(const QdiscOptions& o, uint32_t& quantum) {
-  constexpr uint64_t kU32 = std::numeric_limits<uint32_t>::max();
-  std::optional<uint64_t> rate, ceil, burst, cburst;
-  std::optional<uint32_t> prio, mtu, mpu, overhead, q;
-  std::optional<bool> atm;
-  for (std::size_t i = 0; i < o.size(); ++i) {
-    const std::string_view opt = o[i];
-    if (opt == "rate" || opt == "ceil") {
-      auto& slot = opt == "rate" ? rate : ceil;
-      fail_if_seen(o, slot.has_value(), opt);
-      const std::string_view v = o.value(i);
-      slot = tc::parse_rate(v);
-      if (!slot) fail_illegal(o, opt, v);
-    } else if (opt == "burst" || opt == "buffer" || opt == "maxburst" || opt == "cburst" ||
-               opt == "cbuffer" || opt == "cmaxburst") {
-      const bool c = opt[0] == 'c';
-      auto& slot = c ? cburst : burst;
-      fail_if_seen(o, slot.has_value(), c ? "cburst" : "burst");
-      const std::string_view v = o.value(i);
-      slot = tc::parse_size_cell(v);
-      if (!slot) fail_illegal(o, opt, v);
-      if (*slot > kU32) o.fail(quoted(opt) + " " + quoted(v) + " is out of range (max 4294967295 bytes)");
-    } else if (opt == "prio" || opt == "mtu" || opt == "quantum") {
-      auto& slot = opt == "prio" ? prio : opt == "mtu" ? mtu : q;
-      fail_if_seen(o, slot.has_value(), opt);
-      const std::string_view v = o.value(i);
-      slot = tc::parse_u32(v);
-      if (!slot) fail_illegal(o, opt, v);
-    } else if (opt == "mpu" || opt == "overhead") {
-      auto& slot = opt == "mpu" ? mpu : overhead;
-      fail_if_seen(o, slot.has_value(), opt);
-      slot = parse_u16_option(o, opt, o.value(i));
-    } else if (opt == "linklayer") {
-      fail_if_seen(o, atm.has_value(), opt);
-      atm = parse_linklayer_atm(o, o.value(i));
-    } else {
-      o.fail("unknown option " + quoted(opt) +
-             " (known: rate, ceil, burst, cburst, prio, quantum, mtu, mpu, overhead, linklayer)");
-    }
-  }
-  if (!rate || *rate == 0) o.fail("\"rate\" is required");
+  HtbClassArgs a;
+  for (std::size_t i = 0; i < o.size(); ++i) parse_class_option(o, i, a);
+  if (!a.rate) o.fail("\"rate\" is required.");
+  if (!a.wrapped.empty()) o.fail(a.wrapped);  // docs/architecture.md, tc compatibility
   HtbClassConfig cfg;
-  cfg.rate = *rate;
-  cfg.ceil = ceil && *ceil ? *ceil : *rate;
-  cfg.mtu = mtu.value_or(1600);
+  cfg.rate = a.rate;
+  cfg.ceil = a.ceil ? a.ceil : a.rate;
+  cfg.mtu = a.mtu;
   // tc: a burst of 0 (or none) is rate / hz + mtu, with hz = 1e9 on high-resolution kernels.
-  cfg.burst = burst && *burst ? *burst : cfg.rate / 1'000'000'000u + cfg.mtu;
-  cfg.cburst = cburst && *cburst ? *cburst : cfg.ceil / 1'000'000'000u + cfg.mtu;
+  cfg.burst = a.burst ? a.burst : cfg.rate / 1'000'000'000u + cfg.mtu;
+  cfg.cburst = a.cburst ? a.cburst : cfg.ceil / 1'000'000'000u + cfg.mtu;
   // What the kernel holds: tc's transmit times of the bursts, in whole psched ticks.
   cfg.buffer_ns = uint64_t{tc::tc_xmittime_ticks(cfg.rate, cfg.burst)} * tc::kPschedTickNs;
   cfg.cbuffer_ns = uint64_t{tc::tc_xmittime_ticks(cfg.ceil, cfg.cburst)} * tc::kPschedTickNs;
-  cfg.mpu = mpu.value_or(0);
-  cfg.overhead = overhead.value_or(0);
-  cfg.atm = atm.value_or(false);
-  if (prio && *prio >= static_cast<uint32_t>(HtbQdisc::kPrios))
-    o.reject("prio " + std::to_string(*prio) + " is out of range (0..7)");
-  cfg.prio = prio.value_or(0);
-  quantum = q.value_or(0);
+  cfg.mpu = a.mpu;
+  cfg.overhead = a.overhead;
+  cfg.atm = a.atm;
+  // The kernel takes a priority above the last one as the last one (sch_htb: TC_HTB_NUMPRIO - 1).
+  cfg.prio = std::min<uint32_t>(a.prio, HtbQdisc::kPrios - 1);
+  quantum = a.quantum;
   return cfg;
 }
 
@@ -271,27 +308,31 @@ std::string HtbQdisc::details_options_json() const {
 }
 
 std::unique_ptr<Qdisc> make_htb(const QdiscOptions& o, const QdiscEnv& env) {
-  std::optional<uint32_t> defcls, r2q, direct_qlen;
+  // tc's parser: options by a prefix, a later value overriding an earlier one.
+  uint32_t defcls = 0, r2q = 10, direct_qlen = kHtbUnset;
   bool offload = false;
   for (std::size_t i = 0; i < o.size(); ++i) {
     const std::string_view opt = o[i];
-    if (opt == "default" || opt == "r2q" || opt == "direct_qlen") {
-      auto& slot = opt == "default" ? defcls : opt == "r2q" ? r2q : direct_qlen;
-      fail_if_seen(o, slot.has_value(), opt);
-      const std::string_view v = o.value(i);
-      slot = tc::parse_u32(v, opt == "default" ? 16 : 10);
-      if (!slot) fail_illegal(o, opt, v);
-    } else if (opt == "offload") {
+    if (matches(opt, "r2q") || matches(opt, "default") || matches(opt, "direct_qlen")) {
+      const std::string_view name = matches(opt, "r2q") ? "r2q" : matches(opt, "default") ? "default" : "direct_qlen";
+      const auto n = tc::parse_u32(o.value(i), name == "default" ? 16 : 10);
+      if (!n) fail_htb_value(o, name);
+      (name == "r2q" ? r2q : name == "default" ? defcls : direct_qlen) = *n;
+    } else if (matches(opt, "debug")) {
+      (void)o.value(i);  // the kernel ignores it
+    } else if (matches(opt, "offload")) {
       offload = true;
     } else {
-      o.fail("unknown option " + quoted(opt) + " (known: default, r2q, direct_qlen, offload)");
+      o.fail("What is " + quoted(opt) + "?");
     }
   }
-  if (offload) o.reject("htb offload needs a device with hardware tc offload (none here)");
-  // The kernel's default direct queue is the device's txqueuelen (sch_htb.c htb_init()), 0 and 1
-  // included, as Linux 6.18 reports it.
-  const uint32_t dq = direct_qlen ? *direct_qlen : env.txqueuelen;
-  return std::make_unique<HtbQdisc>(defcls.value_or(0), r2q.value_or(10), dq, env);
+  if (offload) o.reject("hw-tc-offload ethtool feature flag must be on. (no device here offloads tc)");
+  // The kernel keeps r2q in an int and takes one below 1 as 1 (4294967295 is -1: 1).
+  if (r2q == 0 || r2q > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) r2q = 1;
+  // tc does not send direct_qlen 4294967295 (its "unset"): the kernel's default is the device's
+  // txqueuelen.
+  const uint32_t dq = direct_qlen != kHtbUnset ? direct_qlen : env.txqueuelen;
+  return std::make_unique<HtbQdisc>(defcls, r2q, dq, env);
 }
 
 }  // namespace txpath

@@ -3,19 +3,22 @@
 //
 // Grammar (tokens separated by any run of whitespace):
 //   pfifo_fast                                   no options
-//   pfifo | pfifo_head_drop  [limit PACKETS]     PACKETS: decimal integer in [0, UINT32_MAX]
-//   bfifo                    [limit SIZE]        SIZE: decimal integer + optional tc size unit
+//   pfifo | pfifo_head_drop  [limit PACKETS]     PACKETS and SIZE: what tc's get_size() takes
+//   bfifo                    [limit SIZE]        (tc_units.hpp: "10kb", "1.5", "1e3", "0x10")
 //   prio, tbf, fq_codel      their own grammars, in prio.cpp, tbf.cpp, fq_codel.cpp (tc's)
 //   codel, red               theirs in src/tc/qdisc_codel.cpp, qdisc_red.cpp (tc's)
 //   mq, mqprio               root only, on a device of several TX queues (qdisc_mq.cpp)
 // Size units: tc's (tc_units.hpp, size_unit_bytes): none or "b" = bytes, "k"/"kb" = KiB,
 // "m"/"mb" = MiB, "g"/"gb" = GiB, "kbit"/"mbit"/"gbit" = 1/8 of Kib/Mib/Gib (kbit = 128 bytes).
-// Unlike tc (strtod) the number must be a plain decimal integer: no sign, fraction or exponent.
-// Defaults when no limit is given: pfifo/pfifo_head_drop = txqueuelen, bfifo = txqueuelen *
+// A limit given twice: the last one counts, as in tc. Defaults when no limit is given: pfifo/pfifo_head_drop = txqueuelen, bfifo = txqueuelen *
 // psched_mtu (clamped to UINT32_MAX); pfifo_fast bands hold txqueuelen packets each.
 //
 // Every error is a ConfigError whose message is one line:  qdisc "<spec>": <what is wrong>
-// where <spec> is the tokens re-joined by single spaces, with control characters escaped.
+// where <spec> is the tokens re-joined by single spaces, with control characters escaped, and
+// <what is wrong> tc's own line where tc has one (`pfifo: Illegal value for "limit": "abc"`).
+// make_tc_qdisc() (the `txpath tc` commands) throws tc's line alone, with tc's exit status
+// (src/tc/tc_error.hpp): a value missing after an option is tc's "Command line is not complete"
+// (255), an unknown kind the kernel's "Specified qdisc kind is unknown." (2).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -24,11 +27,14 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "qdisc/fifo.hpp"
 #include "qdisc/pfifo_fast.hpp"
+#include "tc/internal.hpp"
 #include "tc/qdisc_spec.hpp"
+#include "tc/tc_error.hpp"
 #include "tc/tc_units.hpp"
 #include "txpath/error.hpp"
 #include "txpath/qdisc.hpp"
@@ -57,9 +63,19 @@ std::vector<std::string_view> tokenize(std::string_view s) {
   return out;
 }
 
+// The qdisc kinds tc 6.1 has an option parser for (its q_*.c), besides txpath's own: with
+// options, a kind tc does not know is tc's parse error, one it knows the kernel's refusal.
+constexpr std::string_view kTcKnownKinds[] = {
+    "sfq",  "red",   "skbprio", "cbq",   "rr",    "multiq", "netem", "choke", "sfb",
+    "dsmark", "gred", "ingress", "hfsc", "drr",  "qfq",    "codel", "pie",   "fq_pie",
+    "cake", "hhf",   "clsact",  "cbs",   "etf",   "taprio", "plug",  "ets"};
+
 class SpecParser {
  public:
-  explicit SpecParser(std::string_view spec) : tokens_(tokenize(spec)) {
+  // tc_lines: errors are tc's lines alone (make_tc_qdisc), else `qdisc "<spec>": what`.
+  SpecParser(std::string_view spec, bool tc_lines) : SpecParser(tokenize(spec), tc_lines) {}
+  SpecParser(std::vector<std::string_view> tokens, bool tc_lines)
+      : tokens_(std::move(tokens)), tc_lines_(tc_lines) {
     for (std::size_t i = 0; i < tokens_.size(); ++i) {
       if (i) shown_ += ' ';
       shown_ += escape_user_text(tokens_[i]);
@@ -67,9 +83,15 @@ class SpecParser {
   }
 
   [[noreturn]] void fail(const std::string& what, bool rejected = false) const {
+    if (tc_lines_) tc::throw_tc_line(what, rejected);
     const std::string msg = "qdisc \"" + shown_ + "\": " + what;
     if (rejected) throw ConfigRejected(msg);
     throw ConfigError(msg);
+  }
+  // tc's argument error (exit status 255 in `txpath tc`).
+  [[noreturn]] void fail_args(const std::string& what) const {
+    if (tc_lines_) throw tc::TcArgLine(what);
+    fail(what);
   }
 
 
@@ -84,16 +106,16 @@ class SpecParser {
     const std::string_view kind = tokens_[0];
     if (kind == "pfifo_fast") return build_pfifo_fast(env);
     if (kind == "pfifo") {
-      const auto limit = parse_fifo_options(/*bytes=*/false).value_or(env.txqueuelen);
+      const auto limit = parse_fifo_options().value_or(env.txqueuelen);
       return std::make_unique<PfifoQdisc>(limit);
     }
     if (kind == "pfifo_head_drop") {
-      const auto limit = parse_fifo_options(/*bytes=*/false).value_or(env.txqueuelen);
+      const auto limit = parse_fifo_options().value_or(env.txqueuelen);
       return std::make_unique<PfifoHeadDropQdisc>(limit);
     }
     if (kind == "bfifo") {
       const uint64_t dflt = std::min<uint64_t>(uint64_t{env.txqueuelen} * env.psched_mtu(), kMaxLimit);
-      const auto limit = parse_fifo_options(/*bytes=*/true).value_or(static_cast<uint32_t>(dflt));
+      const auto limit = parse_fifo_options().value_or(static_cast<uint32_t>(dflt));
       return std::make_unique<BfifoQdisc>(limit, env.psched_mtu());
     }
     if (kind == "prio") return make_prio(options(), env);
@@ -105,72 +127,57 @@ class SpecParser {
     if (kind == "fq") return make_fq(options(), env);
     if (kind == "mq") return make_mq(options(), env);
     if (kind == "mqprio") return make_mqprio(options(), env);
-    fail("unknown qdisc kind " + quoted(kind) + " (known: " + std::string(kKnownKinds) + ")");
+    fail_unknown_kind(kind);
   }
 
  private:
+  // A kind txpath does not have (make_tc_qdisc): tc's refusal of its options if tc has no
+  // parser for it, else the kernel's (as a kernel without that qdisc answers).
+  [[noreturn]] void fail_unknown_kind(std::string_view kind) const {
+    if (!tc_lines_) fail("unknown qdisc kind " + quoted(kind) + " (known: " + std::string(kKnownKinds) + ")");
+    const bool tc_parses = std::find(std::begin(kTcKnownKinds), std::end(kTcKnownKinds), kind) !=
+                           std::end(kTcKnownKinds);
+    if (tokens_.size() > 1 && !tc_parses)
+      fail("Unknown qdisc " + quoted(kind) + ", hence option " + quoted(tokens_[1]) + " is unparsable");
+    fail("Specified qdisc kind is unknown. (txpath knows " + std::string(kKnownKinds) + ")",
+         /*rejected=*/true);
+  }
+
   std::unique_ptr<Qdisc> build_pfifo_fast(const QdiscEnv& env) {
-    if (tokens_.size() > 1)
-      fail("unknown option " + quoted(tokens_[1]) + " (pfifo_fast takes no options)");
+    if (tokens_.size() > 1) fail_args("qdisc 'pfifo_fast' does not support option parsing");
     // Each band is a ring of txqueuelen slots; the kernel refuses a zero-sized ring.
     if (env.txqueuelen == 0) fail("pfifo_fast needs a device txqueuelen of at least 1 (got 0)");
     return std::make_unique<PfifoFastQdisc>(env.txqueuelen);
   }
 
-  // Options of the three FIFOs: at most one "limit VALUE". Returns the limit if given.
-  std::optional<uint32_t> parse_fifo_options(bool bytes) {
+  // Options of the three FIFOs: "limit VALUE", the last one given counting (tc's fifo parser,
+  // with its messages). Returns the limit if given.
+  std::optional<uint32_t> parse_fifo_options() const {
+    const std::string_view kind = tokens_[0];
     std::optional<uint32_t> limit;
     for (std::size_t i = 1; i < tokens_.size(); ++i) {
       const std::string_view opt = tokens_[i];
-      if (opt != "limit") fail("unknown option " + quoted(opt) + " (known: limit)");
-      if (limit) fail("duplicated option \"limit\"");
-      if (i + 1 >= tokens_.size()) fail("\"limit\" needs a value");
+      if (opt == "help") fail("Usage: ... <[p|b]fifo | pfifo_head_drop> [ limit NUMBER ]");
+      if (opt != "limit") fail(std::string(kind) + ": unknown parameter " + quoted(opt));
+      if (i + 1 >= tokens_.size()) fail(std::string(QdiscOptions::kIncomplete));
       const std::string_view value = tokens_[++i];
-      limit = bytes ? parse_size(value) : parse_count(value);
+      // Packets or bytes, the same number grammar: tc reads both with get_size().
+      const auto v = tc::parse_size(value);
+      if (!v) fail(std::string(kind) + ": Illegal value for \"limit\": " + quoted(value));
+      limit = static_cast<uint32_t>(*v);
     }
     return limit;
   }
 
-  // Leading decimal digits of `s` as a value saturated just above kMaxLimit; sets `used`.
-  static uint64_t leading_digits(std::string_view s, std::size_t& used) {
-    uint64_t v = 0;
-    used = 0;
-    while (used < s.size() && s[used] >= '0' && s[used] <= '9') {
-      v = v * 10 + static_cast<uint64_t>(s[used] - '0');
-      if (v > kMaxLimit) v = kMaxLimit + 1;  // saturate: stays "out of range", never wraps
-      ++used;
-    }
-    return v;
-  }
-
-  uint32_t parse_count(std::string_view value) const {
-    std::size_t used = 0;
-    const uint64_t v = leading_digits(value, used);
-    if (used == 0 || used != value.size()) fail("invalid limit " + quoted(value));
-    if (v > kMaxLimit) fail("limit " + quoted(value) + " is out of range (max 4294967295)");
-    return static_cast<uint32_t>(v);
-  }
-
-  uint32_t parse_size(std::string_view value) const {
-    std::size_t used = 0;
-    const uint64_t v = leading_digits(value, used);
-    if (used == 0) fail("invalid limit " + quoted(value));
-    const auto mult = tc::size_unit_bytes(value.substr(used));
-    if (!mult) fail("invalid limit " + quoted(value) + " (units: b, k, kb, m, mb, g, gb, kbit, mbit, gbit)");
-    // v <= 2^32 and mult <= 2^30: the product fits in 64 bits.
-    if (v * *mult > kMaxLimit) fail("limit " + quoted(value) + " is out of range (max 4294967295 bytes)");
-    return static_cast<uint32_t>(v * *mult);
-  }
-
   std::vector<std::string_view> tokens_;
   std::string shown_;
+  bool tc_lines_;
 };
 
 }  // namespace
 
 bool parse_linklayer_atm(const QdiscOptions& o, std::string_view value) {
-  if (value == "ethernet") return false;
-  if (value == "atm" || value == "adsl") return true;
+  if (const auto atm = linklayer_is_atm(value)) return *atm;
   o.fail("illegal \"linklayer\" value " + quoted(value) + " (known: ethernet, atm, adsl)");
 }
 
@@ -181,7 +188,15 @@ uint32_t parse_u16_option(const QdiscOptions& o, std::string_view opt, std::stri
 }
 
 std::unique_ptr<Qdisc> make_qdisc(std::string_view spec, const QdiscEnv& env) {
-  return SpecParser(spec).build(env);
+  return SpecParser(spec, /*tc_lines=*/false).build(env);
+}
+
+std::unique_ptr<Qdisc> tc::make_tc_qdisc(std::string_view spec, const QdiscEnv& env) {
+  return SpecParser(spec, /*tc_lines=*/true).build(env);
+}
+
+std::unique_ptr<Qdisc> tc::make_tc_qdisc(std::span<const std::string> words, const QdiscEnv& env) {
+  return SpecParser(std::vector<std::string_view>(words.begin(), words.end()), /*tc_lines=*/true).build(env);
 }
 
 }  // namespace txpath

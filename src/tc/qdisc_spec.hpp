@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,6 +33,14 @@ inline void fail_if_seen(const QdiscOptions& o, bool seen, std::string_view name
 }
 // linklayer ethernet|atm|adsl: whether the link is ATM (48-byte payload per 53-byte cell).
 bool parse_linklayer_atm(const QdiscOptions& o, std::string_view value);
+// tc's get_linklayer(): a non-empty prefix of ethernet, atm or adsl; whether it is ATM, or
+// nullopt for anything else.
+inline std::optional<bool> linklayer_is_atm(std::string_view v) noexcept {
+  auto prefix_of = [v](std::string_view word) { return !v.empty() && word.substr(0, v.size()) == v; };
+  if (prefix_of("ethernet")) return false;
+  if (prefix_of("atm") || prefix_of("adsl")) return true;
+  return std::nullopt;
+}
 // A decimal number in 0..65535 (overhead, htb's mpu), else `illegal "OPT" value`.
 uint32_t parse_u16_option(const QdiscOptions& o, std::string_view opt, std::string_view value);
 

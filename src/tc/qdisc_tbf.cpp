@@ -2,15 +2,16 @@
 // tbf's tc side: its option parser (make_tbf) and the text tc prints for it. The shaper itself is
 // src/qdisc/tbf.cpp. Origin: written from Linux sch_tbf semantics and tc-tbf(8); no code copied.
 //
-// Grammar (tokens after "tbf"; option names exact, "lat" also accepted for latency as tc's
-// prefix matching does):
+// Grammar (tokens after "tbf"; limit, latency, burst, peakrate, overhead and linklayer also by a
+// prefix, as tc matches them):
 //   rate RATE  burst|buffer|maxburst BYTES[/CELL]  ( latency|lat TIME | limit BYTES )
 //   [mpu BYTES] [peakrate RATE  mtu|minburst BYTES[/CELL]] [overhead N] [linklayer ethernet|atm|adsl]
-// rate, burst and one of latency/limit are mandatory; peakrate needs mtu and must exceed rate.
+// rate, burst and one of latency/limit are mandatory; peakrate needs mtu and must exceed rate
+// (else the kernel's refusal, tc's "RTNETLINK answers: Invalid argument").
 // latency becomes limit = min(rate * latency + burst, peakrate * latency + mtu), as tc computes
 // it. CELL (a power of two) only sized tc's legacy rate tables: it is checked and ignored. mtu
 // without peakrate is accepted and ignored (tc uses it for the rate table only).
-// Every error is one line, via QdiscOptions::fail().
+// Every error is one line, tc's, via QdiscOptions::fail() or reject().
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -109,117 +110,169 @@ std::string TbfQdisc::options_json() const { return tbf_json(*this, false); }
 std::string TbfQdisc::details_options_json() const { return tbf_json(*this, true); }
 
 // ---------------------------------------------------------------------------------------------
-// Option parsing
+// Option parsing: tc's tbf parser, its option names and its messages (the first line tc prints).
+// As in tc, 0 means "not given": a value may be given again after a 0, "latency 0ms" is no
+// latency, and rate 0 or burst 0 is a missing mandatory option.
 
 namespace {
 
 constexpr uint64_t kU32 = std::numeric_limits<uint32_t>::max();
+constexpr std::string_view kTbfUsage =
+    "Usage: ... tbf limit BYTES burst BYTES[/BYTES] rate KBPS [ mtu BYTES[/BYTES] ]";
 
-// The options as given (none has a default before all are read).
+// The options as given, 0 where not given (tc's own convention).
 struct TbfArgs {
-  std::optional<uint64_t> rate, peakrate, burst, mtu, limit, latency_ns;
-  std::optional<uint32_t> mpu, overhead;
-  std::optional<bool> atm;
+  uint64_t rate = 0, peakrate = 0, burst = 0, mtu = 0, limit = 0, latency_us = 0, mpu = 0;
+  uint32_t overhead = 0;
+  bool atm = false;
+  // The first value tc would take and wrap (a negative rate or latency, mpu above 65535): txpath
+  // refuses it, once the options parsed as tc parses them (tc's own errors come first).
+  std::string wrapped;
 };
 
-// SIZE[/CELL] of "burst" or "mtu" (`name`; `opt` is the spelling given), at most 4 GiB.
-uint64_t parse_bucket(const QdiscOptions& o, std::string_view opt, std::string_view name,
-                      std::string_view v) {
-  const auto sc = tc::parse_size_cell(v);
-  if (!sc) fail_illegal(o, opt, v);
-  if (name == "burst" && *sc == 0) o.fail("\"burst\" must be greater than 0");
-  if (*sc > kU32) o.fail(quoted(name) + " " + quoted(v) + " is out of range (max 4294967295 bytes)");
-  return *sc;
+// tc's matches(): `opt` is a non-empty prefix of `word`.
+bool matches(std::string_view opt, std::string_view word) {
+  return !opt.empty() && word.substr(0, opt.size()) == opt;
 }
 
-// The limit or the latency (they exclude each other).
-void parse_queue_bound(const QdiscOptions& o, std::string_view opt, std::string_view v, TbfArgs& a) {
-  if (opt == "limit") {
-    a.limit = tc::parse_size(v);
-    if (!a.limit) fail_illegal(o, opt, v);
-    if (*a.limit > kU32) o.fail("\"limit\" " + quoted(v) + " is out of range (max 4294967295 bytes)");
-  } else {
-    a.latency_ns = tc::parse_time_ns(v);
-    if (!a.latency_ns) fail_illegal(o, "latency", v);
+[[noreturn]] void fail_value(const QdiscOptions& o, std::string_view name, std::string_view v) {
+  o.fail("tbf: illegal value for " + quoted(name) + ": " + quoted(v));
+}
+
+void fail_if_given(const QdiscOptions& o, uint64_t slot, std::string_view names) {
+  if (slot) o.fail("tbf: duplicate " + quoted(names) + " specification");
+}
+
+// A size tc reads with get_size() (`cell`: SIZE[/CELL] with get_size_and_cell()).
+uint64_t size_value(const QdiscOptions& o, std::string_view name, std::string_view v, bool cell) {
+  const auto n = cell ? tc::parse_size_cell(v) : tc::parse_size(v);
+  if (!n || *n > kU32) fail_value(o, name, v);
+  return *n;
+}
+
+// The magnitude of a negative value v that `parse` reads without its '-' (tc takes it: 0 if the
+// magnitude truncates to 0, else a wrapped value), or nullopt.
+template <class Parse>
+std::optional<uint64_t> negative_magnitude(std::string_view v, Parse&& parse) {
+  if (v.size() < 2 || v[0] != '-') return std::nullopt;
+  return parse(v.substr(1));
+}
+
+// Remembers the first wrapped value (TbfArgs::wrapped); returns a stand-in for it, non-zero as
+// tc's wrapped value is.
+uint64_t wrapped_value(TbfArgs& a, std::string_view name, std::string_view v) {
+  if (a.wrapped.empty())
+    a.wrapped = "tbf: illegal value for " + quoted(name) + ": " + quoted(v) + " (tc would wrap it)";
+  return 1;
+}
+
+uint64_t rate_value(const QdiscOptions& o, std::string_view name, std::string_view v, TbfArgs& a) {
+  const auto r = tc::parse_rate(v);
+  if (const auto neg = r ? std::nullopt : negative_magnitude(v, tc::parse_rate))
+    return *neg == 0 ? 0 : wrapped_value(a, name, v);
+  if (!r) fail_value(o, name, v);
+  return *r;
+}
+
+// The limit or the latency, which exclude each other.
+void parse_queue_bound(const QdiscOptions& o, bool is_limit, std::size_t& i, TbfArgs& a) {
+  const std::string_view v = o.value(i);
+  if (is_limit) {
+    fail_if_given(o, a.limit, "limit");
+    if (a.latency_us) o.fail("tbf: specifying both \"latency\" and \"limit\" is not allowed");
+    a.limit = size_value(o, "limit", v, false);
+    return;
   }
+  fail_if_given(o, a.latency_us, "latency");
+  if (a.limit) o.fail("tbf: specifying both \"limit\" and \"/latency\" is not allowed");
+  const auto ns = tc::parse_time_ns(v);
+  if (const auto neg = ns ? std::nullopt : negative_magnitude(v, tc::parse_time_ns)) {
+    a.latency_us = *neg / 1000 == 0 ? 0 : wrapped_value(a, "latency", v);
+    return;
+  }
+  if (!ns) fail_value(o, "latency", v);
+  a.latency_us = *ns / 1000;  // tc keeps whole microseconds, in 32 bits: see check_tbf_args
 }
 
-// Option o[i] and its value (i advances past it).
+// Option o[i] and its value (i advances past it), in tc's order of matching.
 void parse_tbf_option(const QdiscOptions& o, std::size_t& i, TbfArgs& a) {
   const std::string_view opt = o[i];
-  if (opt == "rate" || opt == "peakrate") {
-    auto& slot = opt == "rate" ? a.rate : a.peakrate;
-    fail_if_seen(o, slot.has_value(), opt);
+  if (matches(opt, "limit") || matches(opt, "latency")) {
+    parse_queue_bound(o, matches(opt, "limit"), i, a);
+  } else if (matches(opt, "burst") || opt == "buffer" || opt == "maxburst") {
     const std::string_view v = o.value(i);
-    slot = tc::parse_rate(v);
-    if (!slot) fail_illegal(o, opt, v);
-    if (*slot == 0) o.fail(quoted(opt) + " must be greater than 0");
-  } else if (opt == "burst" || opt == "buffer" || opt == "maxburst" || opt == "mtu" || opt == "minburst") {
-    const bool is_burst = opt[0] == 'b' || opt == "maxburst";
-    auto& slot = is_burst ? a.burst : a.mtu;
-    fail_if_seen(o, slot.has_value(), is_burst ? "burst" : "mtu");
-    slot = parse_bucket(o, opt, is_burst ? "burst" : "mtu", o.value(i));
-  } else if (opt == "limit" || opt == "latency" || opt == "lat") {
-    fail_if_seen(o, opt == "limit" ? a.limit.has_value() : a.latency_ns.has_value(),
-                 opt == "limit" ? "limit" : "latency");
-    if (opt == "limit" ? a.latency_ns.has_value() : a.limit.has_value())
-      o.fail("specifying both \"latency\" and \"limit\" is not allowed");
-    parse_queue_bound(o, opt, o.value(i), a);
+    fail_if_given(o, a.burst, "buffer/burst/maxburst");
+    a.burst = size_value(o, opt, v, true);
+  } else if (opt == "mtu" || opt == "minburst") {
+    const std::string_view v = o.value(i);
+    fail_if_given(o, a.mtu, "mtu/minburst");
+    a.mtu = size_value(o, opt, v, true);
   } else if (opt == "mpu") {
-    fail_if_seen(o, a.mpu.has_value(), "mpu");
     const std::string_view v = o.value(i);
-    const auto b = tc::parse_size(v);
-    if (!b) fail_illegal(o, opt, v);
-    if (*b > 65535) o.fail("\"mpu\" " + quoted(v) + " is out of range (max 65535 bytes)");
-    a.mpu = static_cast<uint32_t>(*b);
-  } else if (opt == "overhead") {
-    fail_if_seen(o, a.overhead.has_value(), "overhead");
-    a.overhead = parse_u16_option(o, opt, o.value(i));
-  } else if (opt == "linklayer") {
-    fail_if_seen(o, a.atm.has_value(), "linklayer");
-    a.atm = parse_linklayer_atm(o, o.value(i));
+    fail_if_given(o, a.mpu, "mpu");
+    a.mpu = size_value(o, "mpu", v, false);
+    if (a.mpu > 65535) a.mpu = wrapped_value(a, "mpu", v);  // the kernel's field is 16 bits
+  } else if (opt == "rate" || matches(opt, "peakrate")) {
+    const bool peak = opt != "rate";
+    const std::string_view v = o.value(i);
+    fail_if_given(o, peak ? a.peakrate : a.rate, peak ? "peakrate" : "rate");
+    (peak ? a.peakrate : a.rate) = rate_value(o, peak ? "peakrate" : "rate", v, a);
+  } else if (matches(opt, "overhead")) {
+    const std::string_view v = o.value(i);
+    fail_if_given(o, a.overhead, "overhead");
+    const auto n = tc::parse_u32(v);
+    if (!n || *n > 65535) fail_value(o, "overhead", v);
+    a.overhead = *n;
+  } else if (matches(opt, "linklayer")) {
+    const std::string_view v = o.value(i);
+    const auto atm = linklayer_is_atm(v);
+    if (!atm) fail_value(o, "linklayer", v);
+    a.atm = *atm;
+  } else if (opt == "help") {
+    o.fail(std::string(kTbfUsage));
   } else {
-    o.fail("unknown option " + quoted(opt) +
-           " (known: rate, burst, buffer, maxburst, latency, limit, mpu, peakrate, mtu, minburst, "
-           "overhead, linklayer)");
+    o.fail("tbf: unknown parameter " + quoted(opt));
   }
 }
 
-// The mandatory options and how they fit together.
+// The mandatory options, in tc's order (its first complaint is its first line); then what the
+// kernel refuses.
 void check_tbf_args(const QdiscOptions& o, const TbfArgs& a) {
-  if (!a.rate) o.fail("\"rate\" is required");
-  if (!a.burst) o.fail("\"burst\" is required");
-  if (!a.limit && !a.latency_ns) o.fail("either \"limit\" or \"latency\" is required");
-  if (a.peakrate) {
-    if (!a.mtu || *a.mtu == 0) o.fail("\"mtu\" is required, if \"peakrate\" is requested");
-    if (*a.peakrate <= *a.rate)
-      o.fail("peakrate " + tc::format_rate(*a.peakrate) + " must be greater than rate " +
-             tc::format_rate(*a.rate));
-  }
+  if (!a.rate) o.fail("tbf: the \"rate\" parameter is mandatory.");
+  if (!a.burst) o.fail("tbf: the \"burst\" parameter is mandatory.");
+  if (a.peakrate && !a.mtu) o.fail("tbf: when \"peakrate\" is specified, \"mtu\" must also be specified.");
+  if (!a.limit && !a.latency_us) o.fail("tbf: either \"limit\" or \"latency\" is required.");
+  if (!a.wrapped.empty()) o.fail(a.wrapped);  // docs/architecture.md, tc compatibility
+  if (a.latency_us > kU32)  // tc wraps it to 32 bits: refused (docs/architecture.md)
+    o.fail("tbf: illegal value for \"latency\": " + tc::format_time(a.latency_us * 1000) +
+           " is 2^32 us or more, which tc would wrap");
+  if (a.peakrate && a.peakrate <= a.rate)  // sch_tbf refuses it without an extended ack
+    o.reject("RTNETLINK answers: Invalid argument (peakrate " + tc::format_rate(a.peakrate) +
+             " is not above rate " + tc::format_rate(a.rate) + ")");
 }
 
 // The configuration of checked arguments; a latency becomes the limit tc computes for it.
 TbfConfig tbf_config(const QdiscOptions& o, const TbfArgs& a) {
-  const auto& [rate, peakrate, burst, mtu, limit, latency_ns, mpu, overhead, atm] = a;
   TbfConfig cfg;
-  cfg.rate = *rate;
-  cfg.burst = *burst;
-  cfg.peakrate = peakrate.value_or(0);
-  cfg.minburst = peakrate ? *mtu : 0;
-  cfg.mpu = mpu.value_or(0);
-  cfg.overhead = overhead.value_or(0);
-  cfg.atm = atm.value_or(false);
-  if (limit) {
-    if (*limit == 0) o.fail("\"limit\" must be greater than 0");
-    cfg.limit = static_cast<uint32_t>(*limit);
+  cfg.rate = a.rate;
+  cfg.burst = a.burst;
+  cfg.peakrate = a.peakrate;
+  cfg.minburst = a.peakrate ? a.mtu : 0;
+  cfg.mpu = static_cast<uint32_t>(a.mpu);
+  cfg.overhead = a.overhead;
+  cfg.atm = a.atm;
+  if (a.limit) {
+    cfg.limit = static_cast<uint32_t>(a.limit);
   } else {
     // tc: limit = rate * latency + burst, or the peak bucket's equivalent if smaller.
-    const double secs = static_cast<double>(*latency_ns) / 1e9;
+    const double secs = static_cast<double>(a.latency_us) / 1e6;
     double lim = static_cast<double>(cfg.rate) * secs + static_cast<double>(cfg.burst);
     if (cfg.peakrate)
       lim = std::min(lim, static_cast<double>(cfg.peakrate) * secs + static_cast<double>(cfg.minburst));
+    // tc wraps such a limit to 32 bits: refused here (docs/architecture.md, tc compatibility).
     if (!(lim < 4294967296.0))
-      o.fail("latency " + tc::format_time(*latency_ns) + " gives a limit above 4294967295 bytes");
+      o.fail("tbf: latency " + tc::format_time(a.latency_us * 1000) +
+             " gives a limit above 4294967295 bytes, which tc would wrap");
     cfg.limit = static_cast<uint32_t>(lim);
   }
   return cfg;

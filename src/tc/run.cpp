@@ -10,7 +10,8 @@
 // a file over 64 MiB is refused with one line; a failed write of the file exits 1 and leaves the
 // old file as it was. -batch runs one command per line and stops at the first failure (with
 // -force it goes on); the changes of the lines that succeeded are kept, as tc's are.
-// Errors print one line, "Error: ...", and give tc's exit status (1 parse, 2 rejected, 255 args).
+// Errors print one line, tc's (its own line, or "Error: " and the kernel's message), and give tc's
+// exit status (1 parse, 2 rejected, 255 args; 1 for a failing -batch line, as tc's batch mode).
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -33,6 +34,7 @@
 #include "tc/qdisc_spec.hpp"
 #include "tc/internal.hpp"
 #include "tc/stats_socket.hpp"
+#include "tc/tc_error.hpp"
 #include "txpath/file.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
@@ -257,7 +259,8 @@ std::string default_config_path() {
 namespace {
 
 // Runs every line of a -batch file on cfg: the first failure stops it (with -force it goes on);
-// the changes of the lines that succeeded are kept, as tc's are. Returns the last failure's status.
+// the changes of the lines that succeeded are kept, as tc's are. Returns 1 if a line failed (tc's
+// batch status), else 0; an error at which tc exits at once (tc_exits) stops it with 255.
 int run_batch(Config& cfg, const std::string& text, const std::string& name, bool force,
               const Config::ShowOptions& show, std::ostream& out, std::ostream& err,
               bool& changed) {
@@ -270,14 +273,15 @@ int run_batch(Config& cfg, const std::string& text, const std::string& name, boo
     const auto words = batch_words(line);
     if (words.empty()) continue;
     try {
-      // A file that is not a tc batch file is named, never quoted.
+      // A file that is not a tc batch file is named, never quoted: tc's line without the word.
       if (!is_tc_command(words))
-        throw ConfigError("line " + std::to_string(line_no) + " is not a tc command (qdisc, class or link)");
+        throw TcArgLine("Object on line " + std::to_string(line_no) + " is unknown, try \"tc help\".");
       changed = cfg.execute(words, out, show) || changed;
     } catch (const ConfigError& e) {
-      err << "Error: " << e.what() << "\n";
+      err << error_line(e) << "\n";
+      if (tc_exits(e)) return exit_status(e);  // tc exits at once, naming no line
       err << "Command failed " << escape_user_text(name) << ":" << line_no << "\n";
-      status = exit_status(e);
+      status = 1;  // tc's batch mode: a failing line is exit status 1, whatever its own
       if (!force) break;
     }
   }
@@ -313,7 +317,7 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
         out << kUsage;
         return 0;
       } else {
-        throw TcArgError("Option \"" + escape_user_text(a) + "\" is unknown, try \"txpath tc -help\".");
+        throw TcArgLine("Option " + quoted(a) + " is unknown, try \"tc -help\".");  // tc's line
       }
     }
     if (config_path.empty()) throw TcArgError("the configuration file name is empty");
@@ -330,9 +334,7 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
     show.note = [&err](const std::string& line) { err << "txpath tc: " << line << "\n"; };
     show.warn = [&err](const std::string& line) { err << line << "\n"; };
 
-    const bool is_show = !batch && (command.size() == 1 || command[1].rfind("sh", 0) == 0 ||
-                                    command[1].rfind("li", 0) == 0 || command[1] == "ls" ||
-                                    command[1] == "lst");
+    const bool is_show = !batch && is_read_only_command(command);
     if (is_show) {
       Config cfg = Config::load(config_path);
       cfg.execute(command, out, show);
@@ -351,7 +353,7 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
     if (changed) file.replace(cfg.serialize());
     return status;
   } catch (const ConfigError& e) {
-    err << "Error: " << e.what() << "\n";
+    err << error_line(e) << "\n";
     return exit_status(e);
   } catch (const std::exception& e) {
     err << "Error: " << e.what() << "\n";

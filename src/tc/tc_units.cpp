@@ -3,9 +3,12 @@
 // tc_util.c (get_rate64 / get_time / get_size and the rate / time / size printers), as summarised
 // in tc(8) and docs/architecture.md ("Qdiscs"); no code copied.
 //
-// Parsing: a decimal floating-point number (std::from_chars, locale-independent; tc uses strtod),
-// then an optional unit matched case-insensitively against the whole rest of the token. Negative,
-// infinite, NaN and out-of-range results are rejected (tc would silently wrap them). Fractions are
+// Parsing: a number as C's strtod() reads it, as tc reads it (decimal with a fraction and an
+// exponent, "0x" hexadecimal, a '+' sign: "1.5", "1e3", "0x10"; the "C" locale, which txpath never
+// changes), then an optional unit matched case-insensitively against the whole rest of the token.
+// A size is what tc's get_size() accepts: 0 <= value < 2^32 after the unit, fractions truncated
+// ("1.5" is 1, "-0" is 0, "4gb" is refused). Negative, infinite and NaN rates and times are
+// rejected (tc would silently wrap them: docs/architecture.md, "tc compatibility"). Fractions are
 // truncated toward zero as tc's double -> integer conversion does, except times, which are
 // rounded to the nearest nanosecond (tc keeps microseconds; nanoseconds are finer, so "0.3us"
 // must not come out as 299 ns through binary floating point).
@@ -27,6 +30,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <limits>
 
 namespace txpath::tc {
@@ -40,15 +45,21 @@ struct Number {
   std::string_view unit;
 };
 
+// strtod() of `text` (a terminated copy: a token is short); nullopt when no number starts it.
+std::optional<Number> strtod_prefix(std::string_view text) {
+  if (text.empty() || text.size() > 1024) return std::nullopt;
+  const std::string copy(text);
+  char* end = nullptr;
+  const double v = std::strtod(copy.c_str(), &end);
+  if (end == copy.c_str()) return std::nullopt;
+  return Number{v, text.substr(static_cast<std::size_t>(end - copy.c_str()))};
+}
+
 std::optional<Number> split_number(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  double v = 0;
-  const char* first = text.data();
-  const char* last = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(first, last, v, std::chars_format::general);
-  if (ec != std::errc() || ptr == first) return std::nullopt;
-  if (!std::isfinite(v) || v < 0) return std::nullopt;
-  return Number{v, text.substr(static_cast<std::size_t>(ptr - first))};
+  const auto n = strtod_prefix(text);
+  // -0 passes (it is not below 0), as it passes tc's checks.
+  if (!n || !std::isfinite(n->value) || n->value < 0) return std::nullopt;
+  return n;
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -145,7 +156,9 @@ std::optional<uint64_t> parse_size(std::string_view text) {
   if (!n) return std::nullopt;
   const auto scale = size_unit_bytes(n->unit);
   if (!scale) return std::nullopt;
-  return to_u64_trunc(n->value * static_cast<double>(*scale));
+  const double bytes = n->value * static_cast<double>(*scale);
+  if (!(bytes < 4294967296.0)) return std::nullopt;  // tc's get_size() is 32 bits
+  return static_cast<uint64_t>(bytes);
 }
 
 std::optional<uint64_t> parse_time64_ns(std::string_view text) {
@@ -161,13 +174,16 @@ std::optional<uint64_t> parse_size_cell(std::string_view text) {
   std::string_view size = text;
   if (const auto slash = text.find('/'); slash != std::string_view::npos) {
     size = text.substr(0, slash);
-    const auto cell = parse_u32(text.substr(slash + 1));
+    const auto cell = parse_u32(text.substr(slash + 1), 0);  // get_integer(..., 0)
     if (!cell || *cell == 0 || (*cell & (*cell - 1)) != 0) return std::nullopt;  // <= 2^31
   }
   return parse_size(size);
 }
 
 std::optional<uint32_t> parse_u32(std::string_view text, int base) {
+  // strtoul()'s sign: '+' is ignored; '-' negates, which leaves a 32-bit value only for 0.
+  const bool negative = !text.empty() && text[0] == '-';
+  if (!text.empty() && (text[0] == '+' || text[0] == '-')) text.remove_prefix(1);
   auto hex_prefix = [&text] {
     return text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
   };
@@ -188,6 +204,7 @@ std::optional<uint32_t> parse_u32(std::string_view text, int base) {
   uint32_t v = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
   if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  if (negative && v != 0) return std::nullopt;
   return v;
 }
 

@@ -8,7 +8,8 @@
 // number is bits per second. Results are in BYTES per second, as the kernel stores them.
 // Times: s/sec/secs, ms/msec/msecs, us/usec/usecs (bare = usec); results in nanoseconds.
 // Sizes: b, k/kb (1024), m/mb, g/gb, kbit/mbit/gbit (1024-based bits); bare = bytes.
-// Numbers (tc's get_unsigned): digits only, no sign; base 0 reads C prefixes (0x hex, 0 octal).
+// Numbers (tc's get_u32 / get_unsigned, strtoul): digits, an optional '+' ('-' only before 0);
+// base 0 reads C prefixes (0x hex, 0 octal). Sizes, rates and times read a number as strtod does.
 // This is the one parser of tc numbers, sizes, times and rates: every qdisc's options use it.
 #pragma once
 
@@ -21,14 +22,15 @@ namespace txpath::tc {
 
 std::optional<uint64_t> parse_rate(std::string_view text);     // bytes per second
 std::optional<uint64_t> parse_time_ns(std::string_view text);  // nanoseconds
-std::optional<uint64_t> parse_size(std::string_view text);     // bytes
+std::optional<uint64_t> parse_size(std::string_view text);     // bytes, below 2^32 (get_size)
 // tc's get_time64: like parse_time_ns, but a bare number (or ns, nsec, nsecs) is nanoseconds.
 std::optional<uint64_t> parse_time64_ns(std::string_view text);
 // SIZE[/CELL] (tc's burst and mtu): CELL, a power of two up to 2^31, only sized tc's legacy rate
 // tables: it is checked and ignored. Returns the size in bytes.
 std::optional<uint64_t> parse_size_cell(std::string_view text);
 // An unsigned 32-bit number: base 10 or 16 (an optional 0x/0X prefix), or 0 (tc's
-// get_unsigned: 0x hex, a leading 0 octal, else decimal). No sign, no spaces, nothing after it.
+// get_unsigned: 0x hex, a leading 0 octal, else decimal). An optional '+' ("-0" is 0, as strtoul
+// reads it); no spaces, nothing after it.
 std::optional<uint32_t> parse_u32(std::string_view text, int base = 10);
 // The bytes one unit of a size stands for ("" and "b": 1, "k": 1024, "kbit": 128, ...;
 // case-insensitive), or nullopt for an unknown unit.

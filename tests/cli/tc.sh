@@ -55,10 +55,10 @@ tc -s -j class show dev d0 | jq -e 'length == 3 and (.[1] | has("tokens") and ha
 # $TXPATH_TC names the file when --config is not given.
 TXPATH_TC="$conf" "$bin" tc qdisc show dev d0 | grep -q 'qdisc htb 1:' || { echo "FAIL: TXPATH_TC"; fail=1; }
 
-# -batch: stops at the first failing line, names it, keeps what worked.
+# -batch: stops at the first failing line (exit 1, as tc's batch mode), names it, keeps what worked.
 printf 'link add dev d1\nqdisc add dev d1 root handle 1: prio\nqdisc add dev d1 root handle 1: prio\nlink add dev d2\n' > "$tmp/batch"
 err=$(tc -batch "$tmp/batch" 2>&1 >/dev/null); rc=$?
-[ "$rc" -eq 2 ] && echo "$err" | grep -q "Command failed $tmp/batch:3" || { echo "FAIL: batch: $rc $err"; fail=1; }
+[ "$rc" -eq 1 ] && echo "$err" | grep -q "Command failed $tmp/batch:3" || { echo "FAIL: batch: $rc $err"; fail=1; }
 tc link show | grep -q '^d1:' && ! tc link show | grep -q '^d2:' || { echo "FAIL: batch effects"; fail=1; }
 
 # The bench runs on the configuration's tree and tc -s reads its counters meanwhile.

@@ -39,8 +39,11 @@ same "codel -s" "$(tc -s qdisc show dev d0 2>/dev/null | tail -2)" \
 same "codel -j" "$(tc -j qdisc show dev d0)" \
   '[{"kind":"codel","handle":"1:","root":true,"refcnt":2,"options":{"limit":5000,"target":9999,"interval":99999,"ecn":true}}]'
 expect 1 qdisc change dev d0 root handle 1: codel flows 10
-expect 1 qdisc change dev d0 root handle 1: codel target
-expect 0 qdisc replace dev d0 root handle 1: red limit 1M avpkt 1500 min 100K max 300K ecn harddrop
+expect 255 qdisc change dev d0 root handle 1: codel target
+# Another kind at the same handle is a new qdisc: tc refuses a replace there (2), so delete first.
+expect 2 qdisc replace dev d0 root handle 1: red limit 1M avpkt 1500 min 100K max 300K ecn harddrop
+expect 0 qdisc del dev d0 root
+expect 0 qdisc add dev d0 root handle 1: red limit 1M avpkt 1500 min 100K max 300K ecn harddrop
 same "red" "$(tc qdisc show dev d0)" \
   "qdisc red 1: root refcnt 2 limit 1Mb min 100Kb max 300Kb ecn harddrop "
 same "red -s" "$(tc -s qdisc show dev d0 2>/dev/null | tail -1)" "  marked 0 early 0 pdrop 0 other 0 "
