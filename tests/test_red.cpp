@@ -353,11 +353,11 @@ TEST(RedMark, TheRandomNumberDecidesTheSpacing) {
 // ---- Adaptive RED ------------------------------------------------------------------------------
 
 TEST(RedAdaptive, MaxPRisesByAlphaWhileTheAverageIsAboveTheTargetBand) {
+  g_now_ns = 1ull << 32;  // before the qdiscs exist: their first adaptive tick is 500 ms later
   auto q = make("red adaptive ecn limit 400000 min 30000 max 90000 avpkt 1000 probability 0.02");
   auto fixed = make("red ecn limit 400000 min 30000 max 90000 avpkt 1000 probability 0.02");
   Frames f(200);
   PacketList to_free;
-  g_now_ns = 1ull << 32;
   const uint64_t t0 = g_now_ns;
   for (RedQdisc* r : {q.get(), fixed.get()})
     for (int i = 0; i < 80; ++i) r->enqueue(f.take(false), to_free);  // avg heads to 80000 > 66000
@@ -378,8 +378,8 @@ TEST(RedAdaptive, MaxPRisesByAlphaWhileTheAverageIsAboveTheTargetBand) {
 }
 
 TEST(RedAdaptive, MaxPFallsByBetaWhileIdleDownToOnePercent) {
+  g_now_ns = 1ull << 32;  // before the qdisc exists, as above
   auto q = make("red adaptive limit 400000 min 30000 max 90000 avpkt 1000 probability 0.1");
-  g_now_ns = 1ull << 32;
   // Idle from creation, 30 s: the next call catches up on every tick (x 0.9 each, integer),
   // stopping once below 1%.
   g_now_ns += 30000 * kMs;
