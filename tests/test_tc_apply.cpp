@@ -153,22 +153,22 @@ TEST_F(TcApply, ADeletedQdiscsPacketsAreDroppedAndCountedAbove) {
   expect_conserved(s);
 }
 
-// A class change rules the next dequeue: a class shaped to 1 kbit (20 packets would take 16 s)
-// drains at once after `class change ... rate 1gbit`.
+// A class change rules the next dequeue: a class shaped to 1 kbit (200 packets of 100 bytes
+// would take 160 s) drains at once after `class change ... rate 1gbit`.
 TEST_F(TcApply, AClassChangeRulesTheNextDequeue) {
   ASSERT_EQ(tc("link add dev d0"), 0);
   ASSERT_EQ(tc("qdisc add dev d0 root handle 1: htb default 10"), 0);
   ASSERT_EQ(tc("class add dev d0 parent 1: classid 1:10 htb rate 1kbit ceil 1kbit burst 100b cburst 100b"), 0);
   auto& dev = dev_;
   start(dev);
-  send(20);
+  send(200);
   EXPECT_FALSE(txq_->drain(200ms));  // shaped: most are still queued
   ASSERT_EQ(tc("class change dev d0 parent 1: classid 1:10 htb rate 1gbit ceil 1gbit"), 0) << err_.str();
   ASSERT_TRUE(txq_->drain(30s));
   const TxQueueStats s = stats();
-  EXPECT_EQ(s.sent, 20u);
+  EXPECT_EQ(s.sent, 200u);
   EXPECT_EQ(s.dropped, 0u);
-  EXPECT_EQ(s.qdisc.packets, 20u);  // the root's counters went on across the change
+  EXPECT_EQ(s.qdisc.packets, 200u);  // the root's counters went on across the change
   expect_conserved(s);
 }
 

@@ -16,7 +16,7 @@
 namespace txpath::tc {
 
 // How long a running queue has to take a change (each TX queue of a multi-queue device).
-inline constexpr std::chrono::milliseconds kApplyTimeout{2000};
+inline constexpr std::chrono::milliseconds kApplyTimeout{5000};
 
 // Moves the running tree `nodes` (root `root`) to `next`, freshly built from the changed
 // configuration; serialised context only (TxQueue::edit_qdisc). A qdisc of `nodes` whose handle,
