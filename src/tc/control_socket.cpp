@@ -98,17 +98,7 @@ ControlServer::ControlServer(std::string path, std::function<std::string(const s
 }
 
 ControlServer::~ControlServer() {
-  const uint64_t one = 1;
-  ssize_t n;
-  do {
-    n = ::write(stop_fd_, &one, sizeof one);
-  } while (n < 0 && errno == EINTR);
-  thread_.join();
-  ::close(listen_fd_);
-  ::close(stop_fd_);
-  struct stat st{};
-  if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == sock_dev_ && st.st_ino == sock_ino_)
-    ::unlink(path_.c_str());
+  stop_server(stop_fd_, thread_, listen_fd_, path_, sock_dev_, sock_ino_);
 }
 
 void ControlServer::serve() noexcept {
@@ -148,26 +138,9 @@ ControlReply control_request(const std::string& path, const std::string& request
   ControlReply r;
   try {
     const Clock::time_point deadline = Clock::now() + timeout;
-    sockaddr_un addr;
-    const socklen_t len = path_address(path, addr);
-    if (len == 0) {
-      r.why_not = "the endpoint path does not fit a unix socket address";
-      return r;
-    }
-    Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (fd.get() < 0) {
-      r.why_not = "socket: " + errno_text(errno);
-      return r;
-    }
-    r.why_not = connect_by(fd.get(), addr, len, deadline, &r.no_server);
+    Fd fd;
+    r.why_not = connect_trusted(path, deadline, fd, &r.no_server);  // nothing sent to another uid
     if (!r.why_not.empty()) return r;
-    const std::optional<uid_t> server = peer_uid(fd.get());
-    if (!trusted_uid(server)) {
-      r.why_not = "the control endpoint is served by " +
-                  (server ? "uid " + std::to_string(*server) : std::string("an unknown user")) +
-                  ", neither uid " + std::to_string(::geteuid()) + " nor root: not trusted";
-      return r;
-    }
     if (request.size() > kMaxDocument) {
       r.why_not = "the request takes " + std::to_string(request.size()) + " bytes, more than the limit of " +
                   std::to_string(kMaxDocument);

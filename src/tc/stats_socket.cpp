@@ -368,20 +368,28 @@ StatsServer::StatsServer(std::string path, std::function<std::string()> snapshot
   lock_fd_ = lock.release();
 }
 
-StatsServer::~StatsServer() {
+namespace wire {
+
+void stop_server(int stop_fd, std::thread& thread, int listen_fd, const std::string& path,
+                 dev_t dev, ino_t ino) noexcept {
   const uint64_t one = 1;
   // An eventfd write of 1 cannot block (the counter is far from its limit) or fail here.
   ssize_t n;
   do {
-    n = ::write(stop_fd_, &one, sizeof one);
+    n = ::write(stop_fd, &one, sizeof one);
   } while (n < 0 && errno == EINTR);
-  thread_.join();
-  ::close(listen_fd_);
-  ::close(stop_fd_);
+  thread.join();
+  ::close(listen_fd);
+  ::close(stop_fd);
   // Remove our socket file, unless someone replaced it meanwhile (only we can write here).
   struct stat st{};
-  if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == sock_dev_ && st.st_ino == sock_ino_)
-    ::unlink(path_.c_str());
+  if (::lstat(path.c_str(), &st) == 0 && st.st_dev == dev && st.st_ino == ino) ::unlink(path.c_str());
+}
+
+}  // namespace wire
+
+StatsServer::~StatsServer() {
+  stop_server(stop_fd_, thread_, listen_fd_, path_, sock_dev_, sock_ino_);
   // The lock file goes while we still hold it (see take_server_lock()).
   ::unlink((path_ + ".lock").c_str());
   ::close(lock_fd_);
@@ -529,31 +537,35 @@ std::string read_document(int fd, Clock::time_point deadline, std::chrono::milli
 
 }  // namespace wire
 
+namespace wire {
+
+std::string connect_trusted(const std::string& path, Clock::time_point deadline, Fd& fd,
+                            bool* no_server) {
+  sockaddr_un addr;
+  const socklen_t len = path_address(path, addr);
+  if (len == 0) return "the endpoint path does not fit a unix socket address";
+  fd = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (fd.get() < 0) return "socket: " + errno_text(errno);
+  std::string why_not = connect_by(fd.get(), addr, len, deadline, no_server);
+  if (!why_not.empty()) return why_not;
+  // Whoever listens there must be us or root: nothing from anyone else is trusted.
+  const std::optional<uid_t> server = peer_uid(fd.get());
+  if (!trusted_uid(server))
+    return "the endpoint is served by " +
+           (server ? "uid " + std::to_string(*server) : std::string("an unknown user")) +
+           ", neither uid " + std::to_string(::geteuid()) + " nor root: not trusted";
+  return "";
+}
+
+}  // namespace wire
+
 Fetched fetch_stats(const std::string& path, std::chrono::milliseconds timeout) {
   Fetched r;
   try {
     const Clock::time_point deadline = Clock::now() + timeout;  // connect and read together
-    sockaddr_un addr;
-    const socklen_t len = path_address(path, addr);
-    if (len == 0) {
-      r.why_not = "the endpoint path does not fit a unix socket address";
-      return r;
-    }
-    Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (fd.get() < 0) {
-      r.why_not = "socket: " + errno_text(errno);
-      return r;
-    }
-    r.why_not = connect_by(fd.get(), addr, len, deadline, &r.no_server);
+    Fd fd;
+    r.why_not = connect_trusted(path, deadline, fd, &r.no_server);
     if (!r.why_not.empty()) return r;
-    // Whoever listens there must be us or root: a document from anyone else is not trusted.
-    const std::optional<uid_t> server = peer_uid(fd.get());
-    if (!trusted_uid(server)) {
-      r.why_not = "the endpoint is served by " +
-                  (server ? "uid " + std::to_string(*server) : std::string("an unknown user")) +
-                  ", neither uid " + std::to_string(::geteuid()) + " nor root: not trusted";
-      return r;
-    }
     r.why_not = read_document(fd.get(), deadline, timeout, r.document);
   } catch (...) {
     r.document.reset();
