@@ -207,8 +207,9 @@ class Qdisc {
   QdiscStats stats() const noexcept;
 
   // A live tc change (txpath::tc::LiveStats::apply) rebuilds the tree: a qdisc that stays goes
-  // on with the counters of the one it replaces (bytes, packets, drops, overlimits), plus the
-  // drops of a purged child (qdisc_tree_reduce_backlog). Serialised context only.
+  // on with the counters of the one it replaces (bytes, packets, drops, overlimits; the root's
+  // drops plus those of a purged qdisc below it, qdisc_tree_reduce_backlog). Serialised context
+  // only.
   void continue_counters(const QdiscStats& old) noexcept {
     bytes_.add(old.bytes);
     packets_.add(old.packets);

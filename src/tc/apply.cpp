@@ -71,15 +71,18 @@ void migrate_tree(Qdisc& root, std::vector<TreeNode>& nodes, Tree& next, TxQueue
     nodes[i].qdisc->take_dequeue_drops(edit.freed);  // counted when they were dropped
     PacketList purged;
     nodes[i].qdisc->reset(purged);
-    for (std::size_t a = parent[i]; a != kNone; a = parent[a]) purged_below[a] += purged.size();
+    for (std::size_t a = parent[i]; a != kNone; a = parent[a]) purged_below[a] += purged.size();  // the top's
     edit.dropped += purged.size();
     move_all(purged, edit.freed);
   }
-  // The qdiscs that stay go on with their counters.
+  // The qdiscs that stay go on with their counters. Drops only at the top: a classful parent
+  // counts its children's drops by the change since it last looked (prio's sync_band, htb's
+  // sync_leaf, tbf's sync_child), and the new parent has seen none of the new child's, so a child
+  // going on with its drops would count them twice above it. A child's drops start again.
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (!successor[i]) continue;
     QdiscStats s = nodes[i].qdisc->stats();
-    s.drops += purged_below[i];
+    s.drops = parent[i] == kNone ? s.drops + purged_below[i] : 0;
     successor[i]->continue_counters(s);
   }
   // Their packets, in order, into the new tree: what no longer fits is dropped there.

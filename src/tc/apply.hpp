@@ -20,7 +20,8 @@ inline constexpr std::chrono::milliseconds kApplyTimeout{5000};
 
 // Moves the running tree `nodes` (root `root`) to `next`, freshly built from the changed
 // configuration; serialised context only (TxQueue::edit_qdisc). A qdisc of `nodes` whose handle,
-// parent and kind `next` has too stays: its successor goes on with its counters. One that does
+// parent and kind `next` has too stays: its successor goes on with its counters (a qdisc below
+// another with its drops at zero: its parent counts them already). One that does
 // not (deleted, replaced, of another kind now) is purged: its packets are dropped, and every
 // qdisc above it that stays counts them as drops (Linux's qdisc_purge_queue on graft). The
 // packets of the qdiscs that stay are enqueued into `next` in their order, so a lower limit
