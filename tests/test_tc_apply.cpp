@@ -247,6 +247,20 @@ TEST_F(TcApply, ARefusedChangeLeavesTheFileAsItWas) {
   ASSERT_EQ(tc("qdisc replace dev d0 root handle 2: pfifo"), 0) << err_.str();
 }
 
+// Strategy nolock's senders enqueue without the root lock: it refuses at once (exit 2), and the
+// file stays as it was.
+TEST_F(TcApply, ANolockQueueRefusesAndTheFileStays) {
+  ASSERT_EQ(tc("link add dev d0"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: pfifo limit 100"), 0);
+  null_ = make_device("null");
+  start(*null_, "nolock");
+  const std::string before = file();
+  EXPECT_EQ(tc("qdisc change dev d0 root handle 1: pfifo limit 7"), 2);
+  EXPECT_NE(err_.str().find("(strategy nolock) does not change its qdisc while it runs"), std::string::npos)
+      << err_.str();
+  EXPECT_EQ(file(), before);
+}
+
 // The control endpoint answers its own uid and root only: a client of another uid gets nothing,
 // and nothing is applied.
 TEST_F(TcApply, AnotherUidIsRefused) {

@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 #include <sstream>
@@ -97,9 +99,24 @@ void migrate_tree(Qdisc& root, std::vector<TreeNode>& nodes, Tree& next, TxQueue
   nodes = std::move(next.nodes);
 }
 
+namespace {
+
+// Why a queue did not take a change: it refused at once (strategy nolock, a peer, a queue being
+// stopped), or did not answer within kApplyTimeout.
+[[noreturn]] void not_taken(TxQueue& txq, const std::string& what, std::chrono::steady_clock::time_point since) {
+  if (std::chrono::steady_clock::now() - since < kApplyTimeout)
+    throw ConfigRejected(what + " (strategy " + escape_user_text(txq.strategy()) +
+                         ") does not change its qdisc while it runs (strategies nolock and peer:*, " +
+                         "or a queue being stopped)");
+  throw ConfigError(what + " did not take the change within " + std::to_string(kApplyTimeout.count()) + " ms");
+}
+
+}  // namespace
+
 void apply_to_queue(TxQueue& txq, Tree& tree, const Config& after, const std::string& dev) {
   Tree next = after.build(dev, QdiscEnv{});  // refused here: nothing changed
   bool edited = false;
+  const auto since = std::chrono::steady_clock::now();
   const bool served = txq.edit_qdisc(
       [&](Qdisc& root, TxQueue::QdiscEdit& edit) {
         if (tree.nodes.empty()) return;  // not built from the configuration: nothing to move
@@ -107,10 +124,7 @@ void apply_to_queue(TxQueue& txq, Tree& tree, const Config& after, const std::st
         edited = true;
       },
       kApplyTimeout);
-  if (!served)
-    throw ConfigError("the running queue of dev " + txpath::quoted(dev) + " did not take the change within " +
-                      std::to_string(kApplyTimeout.count()) + " ms (strategies nolock and peer:* " +
-                      "cannot change their qdisc while they run)");
+  if (!served) not_taken(txq, "the running queue of dev " + txpath::quoted(dev), since);
   if (!edited) throw ConfigError("the running queue of dev " + txpath::quoted(dev) + " was not built from its configuration");
 }
 
@@ -131,6 +145,7 @@ void apply_to_queues(MultiQueueTx& tx, QueueTrees& trees, const Config& after, c
   for (uint32_t i = 0; i < tx.num_queues(); ++i) {
     // trees.queues[i].nodes is read by LiveStats inside queue i's context only: changed there.
     bool edited = false;
+    const auto since = std::chrono::steady_clock::now();
     const bool served = tx.queue(i).edit_qdisc(
         [&](Qdisc& root, TxQueue::QdiscEdit& edit) {
           if (trees.queues[i].nodes.empty()) return;
@@ -138,10 +153,10 @@ void apply_to_queues(MultiQueueTx& tx, QueueTrees& trees, const Config& after, c
           edited = true;
         },
         kApplyTimeout);
-    if (!served || !edited)
-      throw ConfigError("TX queue " + std::to_string(i) + " of dev " + txpath::quoted(dev) +
-                        " did not take the change within " + std::to_string(kApplyTimeout.count()) +
-                        " ms (TX queues 0 to " + std::to_string(i) + " not changed from there on)");
+    const std::string what = "TX queue " + std::to_string(i) + " of dev " + txpath::quoted(dev) +
+                             (i > 0 ? " (TX queues 0 to " + std::to_string(i - 1) + " changed)" : "");
+    if (!served) not_taken(tx.queue(i), what, since);
+    if (!edited) throw ConfigError(what + " was not built from its configuration");
   }
 }
 
@@ -202,7 +217,13 @@ void apply_live(const std::string& config_path, const Config& before, const Conf
                                 ? a["error"].get<std::string>()
                                 : std::string("an answer that is not a txpath control answer");
     const int status = a.is_object() && a.contains("status") && a["status"].is_number_integer() ? a["status"].get<int>() : 1;
-    throw_with_status(who + " refused the change: " + escape_user_text(why), status);
+    // Our own text, its user parts quoted by the process; escaped whole only if it is not one
+    // printable line (a process of ours that misbehaves).
+    const bool printable = std::all_of(why.begin(), why.end(), [](char c) {
+      return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+    });
+    throw_with_status(who + " refused the change: " + (printable && why.size() <= 1000 ? why : escape_user_text(why)),
+                      status);
   }
 }
 
