@@ -292,5 +292,30 @@ TEST_F(TcApply, AnotherUidIsRefused) {
   EXPECT_EQ(handled.load(), 1);
 }
 
+// An endpoint directory that is not private (another user may have made it) serves nobody: the
+// file alone changes, as before, and nobody can hold a user's edits up with such a directory.
+TEST_F(TcApply, ADirectoryThatIsNotPrivateLeavesTheFileToItself) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run as another uid";
+  std::filesystem::permissions(dir_, std::filesystem::perms::all);
+  const std::filesystem::path xdg = dir_ / "xdg";
+  std::filesystem::create_directories(xdg);
+  std::filesystem::permissions(xdg, std::filesystem::perms::all);  // 0777: not private
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const gid_t none = 65534;
+    if (::setgroups(1, &none) != 0 || ::setresgid(none, none, none) != 0 || ::setresuid(none, none, none) != 0)
+      ::_exit(3);
+    ::setenv("XDG_RUNTIME_DIR", xdg.c_str(), 1);
+    const int first = tc("link add dev d0");
+    ::_exit(first != 0 ? 10 + first % 100 : tc("qdisc add dev d0 root handle 1: pfifo"));
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_NE(file().find("qdisc add dev d0 root handle 1: pfifo"), std::string::npos) << file();
+}
+
 }  // namespace
 }  // namespace txpath::tc

@@ -205,7 +205,14 @@ void apply_live(const std::string& config_path, const Config& before, const Conf
   for (const std::string& dev : devs) {
     std::string lines = device_lines(after, dev);
     if (lines == device_lines(before, dev)) continue;
-    const ControlReply reply = control_request(control_endpoint(config_path, dev),
+    std::string endpoint;
+    try {
+      endpoint = control_endpoint(config_path, dev);
+    } catch (const ConfigError&) {
+      continue;  // a directory that is not private: no process of ours can serve there (LiveStats
+                 // refuses to start in it), and another user cannot hold our edits up with one
+    }
+    const ControlReply reply = control_request(endpoint,
                                                nlohmann::json{{"dev", dev}, {"config", std::move(lines)}}.dump(),
                                                kApplyTimeout * 2);
     if (reply.no_server) continue;  // nobody runs it: the file alone
