@@ -34,6 +34,13 @@ using namespace std::chrono_literals;
 namespace txpath::tc {
 namespace {
 
+// In a forked child: drops root for uid and gid 65534 (nobody), or exits 3.
+void become_nobody() {
+  const gid_t none = 65534;
+  if (::setgroups(1, &none) != 0 || ::setresgid(none, none, none) != 0 || ::setresuid(none, none, none) != 0)
+    ::_exit(3);
+}
+
 class TcApply : public test::TcFileFixture {
  protected:
   // A running queue built from dev d0 of the file (on `device`), serving it.
@@ -275,9 +282,7 @@ TEST_F(TcApply, AnotherUidIsRefused) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    const gid_t none = 65534;
-    if (::setgroups(1, &none) != 0 || ::setresgid(none, none, none) != 0 || ::setresuid(none, none, none) != 0)
-      ::_exit(3);
+    become_nobody();
     const ControlReply r = control_request(path, "{\"dev\":\"d0\",\"config\":\"\"}", 5s);
     ::_exit(r.answer ? 1 : 0);
   }
@@ -303,9 +308,7 @@ TEST_F(TcApply, ADirectoryThatIsNotPrivateLeavesTheFileToItself) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    const gid_t none = 65534;
-    if (::setgroups(1, &none) != 0 || ::setresgid(none, none, none) != 0 || ::setresuid(none, none, none) != 0)
-      ::_exit(3);
+    become_nobody();
     ::setenv("XDG_RUNTIME_DIR", xdg.c_str(), 1);
     const int first = tc("link add dev d0");
     ::_exit(first != 0 ? 10 + first % 100 : tc("qdisc add dev d0 root handle 1: pfifo"));
