@@ -177,7 +177,12 @@ TEST_F(TcLive, EntriesTheRunningTreeLacksAreNamedNotLive) {
   ASSERT_EQ(tc("link add dev d0"), 0);
   ASSERT_EQ(tc("qdisc add dev d0 root handle 1: prio"), 0);
   start();
-  ASSERT_EQ(tc("qdisc add dev d0 parent 1:2 handle 20: fq_codel"), 0);
+  // `txpath tc` would apply the change to the running process first (test_tc_apply.cpp); an
+  // edit by hand is never read by it.
+  {
+    std::ofstream edit(path_, std::ios::app);
+    edit << "qdisc add dev d0 parent 1:2 handle 20: fq_codel\n";
+  }
   ASSERT_EQ(tc("-s qdisc show dev d0"), 0);
   EXPECT_NE(err_.str().find("txpath tc: dev d0: 1 entry is not in the running process's tree"),
             std::string::npos)

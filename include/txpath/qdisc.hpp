@@ -225,6 +225,17 @@ class Qdisc {
   uint64_t drops() const noexcept { return drops_.get(); }  // stats().drops, one load
   QdiscStats stats() const noexcept;
 
+  // A live tc change (txpath::tc::LiveStats::apply) rebuilds the tree: a qdisc that stays goes
+  // on with the counters of the one it replaces (bytes, packets, drops, overlimits; the root's
+  // drops plus those of a purged qdisc below it, qdisc_tree_reduce_backlog). Serialised context
+  // only.
+  void continue_counters(const QdiscStats& old) noexcept {
+    bytes_.add(old.bytes);
+    packets_.add(old.packets);
+    drops_.add(old.drops);
+    overlimits_.add(old.overlimits);
+  }
+
   // A packet sent by the empty-queue bypass still counts as sent by the qdisc (bstats).
   void count_bypass(const Packet& p) noexcept {
     bytes_.add(p.len);

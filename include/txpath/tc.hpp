@@ -359,15 +359,28 @@ Config::ShowOptions::LiveDocument fetch_live(
 class LiveStats {
  public:
   LiveStats(const std::string& config_path, const std::string& dev, TxQueue& txq,
-            std::shared_ptr<const Tree> tree);
+            std::shared_ptr<Tree> tree);
   // A multi-queue device (Config::multiqueue): each TX queue's snapshot is taken in its own
   // TxQueue::inspect_qdisc, one queue after the other; an mq or mqprio root gets the sum of its
   // children (Linux's mq_dump), its per-queue classes their child's counters and mqprio's traffic
   // classes the sum of their queues'. With any other root each queue runs a copy of the tree and
   // every qdisc and class shows the sum over the copies (xstats summed too).
   LiveStats(const std::string& config_path, const std::string& dev, MultiQueueTx& tx,
-            std::shared_ptr<const QueueTrees> trees);
+            std::shared_ptr<QueueTrees> trees);
   ~LiveStats();
+
+  // Live tc changes: makes the running tree `after`'s tree of dev (after: the whole changed
+  // configuration, e.g. a copy of the loaded one after Config::execute of a tc command), applied
+  // by the driver-loop owner as Linux applies a change under the root lock (TxQueue::edit_qdisc):
+  // qdiscs that stay keep their counters and packets; a deleted or replaced qdisc's packets are
+  // dropped, counted by the qdiscs above it; a lower limit drops what no longer fits; a class
+  // change rules the next dequeue. Throws ConfigError (nothing changed) if `after` does not build,
+  // or a multi-queue device's root would change; or if the queue does not answer in time. The
+  // same happens when `txpath tc` changes the file: it sends the device's new configuration to
+  // this object's control endpoint (beside the stats endpoint, same rules) and writes the file
+  // only once it was applied. Thread-safe; one change at a time. Class counters and xstats start
+  // again from zero in the rebuilt tree (the qdiscs' generic counters go on).
+  void apply(const Config& after);
   LiveStats(const LiveStats&) = delete;
   LiveStats& operator=(const LiveStats&) = delete;
 

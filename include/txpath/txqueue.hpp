@@ -131,6 +131,33 @@ class TxQueue {
   virtual bool inspect_qdisc(const std::function<void(const Qdisc&)>& fn,
                              std::chrono::milliseconds timeout) = 0;
   virtual Device& device() noexcept = 0;
+
+  // A change of the running qdisc tree (tc qdisc|class add|change|replace|del on a running
+  // queue: txpath::tc::LiveStats::apply builds on it). fn(root, edit) runs in the same serialised
+  // context as inspect_qdisc() — the driver-loop owner's, root lock held, as Linux changes a
+  // qdisc under the root lock — so the senders and the loop see the tree before or after, never
+  // in between, and the next dequeue runs the new one. fn may change `root` in place, or hand a
+  // new root in edit.root (the old one is destroyed after; whatever it still holds is dropped).
+  // Every packet fn takes out of the tree for good goes on edit.freed, and edit.dropped says how
+  // many of those are new drops (queued packets that will never be sent: trimmed by a lower
+  // limit, purged with a replaced or deleted qdisc). The packets are freed after, on the
+  // caller's thread; TxQueueStats::dropped grows by exactly edit.dropped (whatever part of it the
+  // root's own drops counter holds), so submitted == sent + dropped + queued keeps holding.
+  // Waits up to `timeout`; false on timeout, for a queue without a qdisc (peer:*), and for
+  // strategy `nolock` (its senders enqueue into the root without the root lock). An exception
+  // thrown by fn is rethrown here (fn must then leave the tree as it found it). Any thread except
+  // one inside fn.
+  struct QdiscEdit {
+    std::unique_ptr<Qdisc> root;  // a new root, or nullptr: the root stays
+    PacketList freed;             // packets taken out of the tree for good, freed after
+    uint64_t dropped = 0;         // how many of `freed` are new drops
+  };
+  virtual bool edit_qdisc(const std::function<void(Qdisc& root, QdiscEdit& edit)>& fn,
+                          std::chrono::milliseconds timeout) {
+    (void)fn;
+    (void)timeout;
+    return false;
+  }
 };
 
 std::vector<std::string> strategy_names();

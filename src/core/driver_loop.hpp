@@ -42,9 +42,13 @@ namespace txpath {
 class DriverLoop {
  public:
   DriverLoop(Device& device, Qdisc& qdisc, Scheduler& scheduler, int quota) noexcept
-      : device_(device), qdisc_(qdisc), scheduler_(scheduler), quota_(quota > 0 ? quota : 64) {}
+      : device_(device), qdisc_(&qdisc), scheduler_(scheduler), quota_(quota > 0 ? quota : 64) {}
   DriverLoop(const DriverLoop&) = delete;
   DriverLoop& operator=(const DriverLoop&) = delete;
+
+  // The root qdisc after a live tc change replaced it (QueueBase::edit_qdisc). Root lock held,
+  // RUNNING owned: nothing else runs the loop meanwhile.
+  void set_qdisc(Qdisc& qdisc) noexcept { qdisc_ = &qdisc; }
 
   // __qdisc_run(): the driver loop. Root lock held, RUNNING owned; returns the same way.
   //
@@ -88,7 +92,7 @@ class DriverLoop {
   // it was before QueueBase forwarded to it (GCC otherwise keeps combining's copy out of line).
   template <class Lock>
   [[gnu::always_inline]] bool bypass_xmit(Lock& root, Packet* p) noexcept {
-    qdisc_.count_bypass(*p);
+    qdisc_->count_bypass(*p);
     bypassed_.add(1);
     PacketList one;
     one.push_back(p);
@@ -144,7 +148,7 @@ class DriverLoop {
     } else {
       Packet* p = nullptr;
       while (static_cast<int>(batch.size()) < budget && (batch.empty() || bytes_left > 0)) {
-        p = qdisc_.dequeue();
+        p = qdisc_->dequeue();
         if (!p) break;
         bytes_left -= p->len;
         batch.push_back(p);
@@ -152,11 +156,11 @@ class DriverLoop {
       // A shaper that holds packets not yet eligible names the time they become so: the
       // service thread runs the loop again then, without any further send().
       if (!p) {
-        if (const uint64_t at = qdisc_.watchdog_ns(); at != 0) scheduler_.arm_watchdog(at);
+        if (const uint64_t at = qdisc_->watchdog_ns(); at != 0) scheduler_.arm_watchdog(at);
       }
       // AQM victims of these dequeues: freed below, once the root lock is released.
       PacketList dequeue_drops;
-      qdisc_.take_dequeue_drops(dequeue_drops);
+      qdisc_->take_dequeue_drops(dequeue_drops);
       if (!dequeue_drops.empty()) {
         if (batch.empty()) {
           root.unlock();
@@ -215,7 +219,7 @@ class DriverLoop {
   void requeue(PacketList& rest) noexcept;
 
   Device& device_;
-  Qdisc& qdisc_;
+  Qdisc* qdisc_;  // changed only by set_qdisc(), in the owner's context
   Scheduler& scheduler_;
   const int quota_;
   bool progress_waiters_ = false;  // see enable_progress_waiters(); set before the queue is shared

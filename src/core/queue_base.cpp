@@ -108,6 +108,41 @@ void QueueBase::serve_inspect_slow() noexcept {
   inspect_cv_.notify_all();
 }
 
+bool QueueBase::edit_qdisc(const std::function<void(Qdisc& root, QdiscEdit& edit)>& fn,
+                           std::chrono::milliseconds timeout) {
+  if (!editable()) return false;
+  QdiscEdit edit;
+  // inspect_qdisc() runs the request in the serialised context and only once: either it ran
+  // (and the edit is complete) or it never will.
+  const bool served = inspect_qdisc([&](const Qdisc&) { apply_edit(fn, edit); }, timeout);
+  free_packets(std::move(edit.freed));  // no lock held here
+  return served;
+}
+
+void QueueBase::apply_edit(const std::function<void(Qdisc& root, QdiscEdit& edit)>& fn,
+                           QdiscEdit& edit) {
+  const uint64_t drops_before = qdisc_->drops();
+  fn(*qdisc_, edit);
+  std::unique_ptr<Qdisc> old;
+  if (edit.root) {
+    {
+      std::unique_lock swap(root_mutex_);
+      old = std::exchange(qdisc_, std::move(edit.root));
+    }
+    loop_.set_qdisc(*qdisc_);
+    // The old root's dequeue victims were counted when dropped; what it still holds is dropped now.
+    old->take_dequeue_drops(edit.freed);
+    PacketList left;
+    old->reset(left);
+    edit.dropped += left.size();
+    while (Packet* p = left.pop_front()) edit.freed.push_back(p);
+  }
+  // TxQueueStats::dropped (the root's drops + ... + edit_drops_) grows by exactly edit.dropped,
+  // whatever part of it the (new) root's own counter holds; unsigned wrap-around: a new root may
+  // count fewer drops than the old one did.
+  edit_drops_.add(edit.dropped - (qdisc_->drops() - drops_before));
+}
+
 void QueueBase::close_inspect() noexcept {
   std::unique_lock lock(inspect_mutex_);
   inspect_closed_ = true;
@@ -128,11 +163,14 @@ TxQueueStats QueueBase::stats() const {
   TxQueueStats s;
   s.submitted = submitted_.sum();
   s.sent = loop_.sent();
-  s.qdisc = qdisc_->stats();
+  {
+    std::shared_lock root(root_mutex_);  // edit_qdisc() may be replacing the root
+    s.qdisc = qdisc_->stats();
+  }
   s.qdisc.requeues = loop_.requeues();
   s.qdisc.qlen += loop_.requeue_qlen();
   s.qdisc.backlog += loop_.requeue_backlog();
-  s.dropped = s.qdisc.drops + strategy_drops_.sum() + purged_.get();
+  s.dropped = s.qdisc.drops + strategy_drops_.sum() + purged_.get() + edit_drops_.get();
   s.queued = s.qdisc.qlen + strategy_queued();
   s.requeues = loop_.requeues();
   s.bypassed = loop_.bypassed();

@@ -34,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -65,6 +66,8 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   Device& device() noexcept override { return device_; }
   bool inspect_qdisc(const std::function<void(const Qdisc&)>& fn,
                      std::chrono::milliseconds timeout) override;
+  bool edit_qdisc(const std::function<void(Qdisc& root, QdiscEdit& edit)>& fn,
+                  std::chrono::milliseconds timeout) override;
 
   // Starts the service thread; called by the factory once the most-derived object exists.
   void start_service() { scheduler_.start(); }
@@ -102,6 +105,9 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   // True when nothing is queued anywhere in the strategy or qdisc and nobody owns the driver
   // loop, checked under the strategy's serialisation (so the counters read after it are exact).
   virtual bool quiescent() noexcept = 0;
+  // Whether edit_qdisc() may change the root: false where senders enqueue into it without the
+  // root lock (nolock's rings).
+  virtual bool editable() const noexcept { return true; }
 
   // The size check shared by every send(): a frame longer than the device's max is refused.
   bool admit(Packet* p) noexcept {
@@ -195,6 +201,9 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   // Teardown, every thread stopped: frees what the qdisc, the requeue list and the strategy hold.
   void purge() noexcept;
   void serve_inspect_slow() noexcept;
+  // edit_qdisc()'s request, in the serialised context: runs fn, installs a new root (under
+  // root_mutex_, for stats()), empties the old one and counts what was dropped.
+  void apply_edit(const std::function<void(Qdisc& root, QdiscEdit& edit)>& fn, QdiscEdit& edit);
   // Refuses further inspect_qdisc() calls, wakes the waiting ones and waits until they have left.
   void close_inspect() noexcept;
 
@@ -217,6 +226,11 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   SingleWriterCounter runs_;
 
   alignas(64) SingleWriterCounter purged_;
+  // Drops of live tc changes no root counter holds (edit_qdisc); written by the owner only.
+  SingleWriterCounter edit_drops_;
+  // qdisc_ is replaced by edit_qdisc() (exclusive) while stats() may read it from any thread
+  // (shared); control path only, never taken on the per-packet path.
+  mutable std::shared_mutex root_mutex_;
   PerThreadCounter submitted_;
   PerThreadCounter strategy_drops_;
 

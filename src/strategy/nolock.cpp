@@ -138,6 +138,8 @@ class NolockQueue : public SerializedQueue {
     end_owner_run();
   }
 
+  // The senders enqueue into the rings without the seqlock: no live change of the root.
+  bool editable() const noexcept override { return false; }
   bool quiescent() noexcept override {
     NolockFifoQdisc& q = lq();
     SpinWait wait;  // the seqlock has no notifier: owners only ever trylock it

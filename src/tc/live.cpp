@@ -15,10 +15,13 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tc/apply.hpp"
+#include "tc/control_socket.hpp"
 #include "tc/internal.hpp"
 #include "tc/stats_socket.hpp"
 #include "txpath/multiqueue.hpp"
@@ -83,27 +86,43 @@ std::optional<TreeCounters> snapshot_counters(TxQueue& txq, const std::vector<Tr
 }
 
 struct LiveStats::Impl {
-  Impl(const std::string& config_path, const std::string& dev, std::function<std::string()> take)
+  Impl(const std::string& config_path, const std::string& dev, std::function<std::string()> take,
+       std::function<void(const Config&)> change)
       : snapshot(std::move(take)),
-        server(stats_endpoint(config_path, dev, /*create=*/true), [this] { return snapshot(); }) {}
+        apply(std::move(change)),
+        server(stats_endpoint(config_path, dev, /*create=*/true), [this] { return snapshot(); }),
+        control(control_endpoint(config_path, dev, /*create=*/true), [this, dev](const std::string& req) {
+          return control_answer(req, dev, [this](const Config& after) { apply_locked(after); });
+        }) {}
+
+  void apply_locked(const Config& after) {
+    const std::lock_guard one_at_a_time(apply_mutex);
+    apply(after);
+  }
 
   std::function<std::string()> snapshot;  // answers one request
-  StatsServer server;  // last: stops serving before the rest goes
+  std::function<void(const Config&)> apply;  // a live change (apply.cpp)
+  std::mutex apply_mutex;
+  StatsServer server;  // holds the endpoint's lock: before the control endpoint
+  ControlServer control;  // last: stops serving before the rest goes
 };
 
 LiveStats::LiveStats(const std::string& config_path, const std::string& dev, TxQueue& txq,
-                     std::shared_ptr<const Tree> tree)
-    : impl_(std::make_unique<Impl>(config_path, dev, [&txq, tree = std::move(tree)] {
-        TreeCounters counters;
-        if (!queue_counters(txq, tree->nodes, counters)) return timed_out("the queue");
-        return finished_document(counters);
-      })) {}
+                     std::shared_ptr<Tree> tree)
+    : impl_(std::make_unique<Impl>(
+          config_path, dev,
+          [&txq, tree] {
+            TreeCounters counters;
+            if (!queue_counters(txq, tree->nodes, counters)) return timed_out("the queue");
+            return finished_document(counters);
+          },
+          [&txq, tree, dev](const Config& after) { apply_to_queue(txq, *tree, after, dev); })) {}
 
 // Each TX queue's snapshot in its own serialised context, one after the other: the sum is not one
 // instant's (Linux's mq_dump takes the children's locks one by one as well).
 LiveStats::LiveStats(const std::string& config_path, const std::string& dev, MultiQueueTx& tx,
-                     std::shared_ptr<const QueueTrees> trees)
-    : impl_(std::make_unique<Impl>(config_path, dev, [&tx, trees = std::move(trees)] {
+                     std::shared_ptr<QueueTrees> trees)
+    : impl_(std::make_unique<Impl>(config_path, dev, [&tx, trees] {
         std::vector<TreeCounters> queues(tx.num_queues());
         for (uint32_t i = 0; i < tx.num_queues(); ++i) {
           static const std::vector<TreeNode> kNone;
@@ -112,9 +131,11 @@ LiveStats::LiveStats(const std::string& config_path, const std::string& dev, Mul
             return timed_out("TX queue " + std::to_string(i));
         }
         return finished_document(merge_queue_counters(*trees, queues));
-      })) {}
+      }, [&tx, trees, dev](const Config& after) { apply_to_queues(tx, *trees, after, dev); })) {}
 
 LiveStats::~LiveStats() = default;
+
+void LiveStats::apply(const Config& after) { impl_->apply_locked(after); }
 
 Config::ShowOptions::LiveDocument fetch_live(const std::string& config_path,
                                              const std::string& dev,

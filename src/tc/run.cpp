@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "tc/apply.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "tc/internal.hpp"
 #include "tc/stats_socket.hpp"
@@ -344,13 +345,20 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
     const std::string text = batch ? read_batch(*batch) : std::string();
     LockedConfig file(config_path);
     Config cfg = Config::parse(file.read(), config_path);
+    const Config before = cfg;  // a running process gets the change first (apply.cpp)
     if (!batch) {
-      if (cfg.execute(command, out, show)) file.replace(cfg.serialize());
+      if (cfg.execute(command, out, show)) {
+        apply_live(config_path, before, cfg);
+        file.replace(cfg.serialize());
+      }
       return 0;
     }
     bool changed = false;
     const int status = run_batch(cfg, text, *batch, force, show, out, err, changed);
-    if (changed) file.replace(cfg.serialize());
+    if (changed) {
+      apply_live(config_path, before, cfg);
+      file.replace(cfg.serialize());
+    }
     return status;
   } catch (const ConfigError& e) {
     err << error_line(e) << "\n";

@@ -4,6 +4,7 @@
 // then closes every descriptor and removes the files it made. No function here raises a signal
 // (MSG_NOSIGNAL) or throws out of the server thread.
 #include "tc/stats_socket.hpp"
+#include "tc/socket_io.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -32,13 +33,7 @@
 
 namespace txpath::tc {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// A header longer than this is not ours: "<decimal length>\n".
-constexpr std::size_t kMaxHeader = 24;
-constexpr std::size_t kHashDigits = 32;
+namespace wire {
 
 // The filesystem address of `path`. Returns the address length, or 0 if the path does not fit.
 socklen_t path_address(const std::string& path, sockaddr_un& addr) noexcept {
@@ -52,6 +47,34 @@ socklen_t path_address(const std::string& path, sockaddr_un& addr) noexcept {
 
 std::string errno_text(int err) { return std::generic_category().message(err); }
 
+int ms_until(Clock::time_point deadline) noexcept {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
+}
+
+// The effective uid of the peer of a connected unix socket, if the kernel says.
+std::optional<uid_t> peer_uid(int fd) noexcept {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return std::nullopt;
+  return cred.uid;
+}
+
+// Our own uid or root: the only peers either end deals with.
+bool trusted_uid(std::optional<uid_t> uid) noexcept {
+  return uid && (*uid == ::geteuid() || *uid == 0);
+}
+
+}  // namespace wire
+
+using namespace wire;
+
+namespace {
+
+// A header longer than this is not ours: "<decimal length>\n".
+constexpr std::size_t kMaxHeader = 24;
+constexpr std::size_t kHashDigits = 32;
+
 // "owner uid 1000, mode 0755" (or what the file is, if not a directory).
 std::string describe(const struct stat& st) {
   if (S_ISLNK(st.st_mode)) return "a symlink";
@@ -59,37 +82,6 @@ std::string describe(const struct stat& st) {
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
   return "owner uid " + std::to_string(st.st_uid) + ", mode " + mode;
-}
-
-// A file descriptor closed on scope exit (unless released).
-class Fd {
- public:
-  explicit Fd(int fd = -1) noexcept : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = o.release();
-    }
-    return *this;
-  }
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  void reset() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
-
-int ms_until(Clock::time_point deadline) noexcept {
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
 }
 
 // FNV-1a, 64 bits, from the given offset basis.
@@ -117,19 +109,6 @@ struct Client {
   std::size_t sent = 0;
   Clock::time_point deadline;
 };
-
-// The effective uid of the peer of a connected unix socket, if the kernel says.
-std::optional<uid_t> peer_uid(int fd) noexcept {
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return std::nullopt;
-  return cred.uid;
-}
-
-// Our own uid or root: the only peers either end deals with.
-bool trusted_uid(std::optional<uid_t> uid) noexcept {
-  return uid && (*uid == ::geteuid() || *uid == 0);
-}
 
 // Writes what it can without blocking. Returns false when the client is finished with (all sent,
 // or gone: EPIPE, ECONNRESET ...), true while more remains to be written.
@@ -389,20 +368,28 @@ StatsServer::StatsServer(std::string path, std::function<std::string()> snapshot
   lock_fd_ = lock.release();
 }
 
-StatsServer::~StatsServer() {
+namespace wire {
+
+void stop_server(int stop_fd, std::thread& thread, int listen_fd, const std::string& path,
+                 dev_t dev, ino_t ino) noexcept {
   const uint64_t one = 1;
   // An eventfd write of 1 cannot block (the counter is far from its limit) or fail here.
   ssize_t n;
   do {
-    n = ::write(stop_fd_, &one, sizeof one);
+    n = ::write(stop_fd, &one, sizeof one);
   } while (n < 0 && errno == EINTR);
-  thread_.join();
-  ::close(listen_fd_);
-  ::close(stop_fd_);
+  thread.join();
+  ::close(listen_fd);
+  ::close(stop_fd);
   // Remove our socket file, unless someone replaced it meanwhile (only we can write here).
   struct stat st{};
-  if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == sock_dev_ && st.st_ino == sock_ino_)
-    ::unlink(path_.c_str());
+  if (::lstat(path.c_str(), &st) == 0 && st.st_dev == dev && st.st_ino == ino) ::unlink(path.c_str());
+}
+
+}  // namespace wire
+
+StatsServer::~StatsServer() {
+  stop_server(stop_fd_, thread_, listen_fd_, path_, sock_dev_, sock_ino_);
   // The lock file goes while we still hold it (see take_server_lock()).
   ::unlink((path_ + ".lock").c_str());
   ::close(lock_fd_);
@@ -466,7 +453,7 @@ void StatsServer::serve() noexcept {
   }
 }
 
-namespace {
+namespace wire {
 
 // Connects `fd` to `addr` before `deadline`. Returns "" or why not; sets *no_server when nothing
 // serves the path (no file, or nobody listens).
@@ -548,33 +535,37 @@ std::string read_document(int fd, Clock::time_point deadline, std::chrono::milli
   return "";
 }
 
-}  // namespace
+}  // namespace wire
+
+namespace wire {
+
+std::string connect_trusted(const std::string& path, Clock::time_point deadline, Fd& fd,
+                            bool* no_server) {
+  sockaddr_un addr;
+  const socklen_t len = path_address(path, addr);
+  if (len == 0) return "the endpoint path does not fit a unix socket address";
+  fd = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (fd.get() < 0) return "socket: " + errno_text(errno);
+  std::string why_not = connect_by(fd.get(), addr, len, deadline, no_server);
+  if (!why_not.empty()) return why_not;
+  // Whoever listens there must be us or root: nothing from anyone else is trusted.
+  const std::optional<uid_t> server = peer_uid(fd.get());
+  if (!trusted_uid(server))
+    return "the endpoint is served by " +
+           (server ? "uid " + std::to_string(*server) : std::string("an unknown user")) +
+           ", neither uid " + std::to_string(::geteuid()) + " nor root: not trusted";
+  return "";
+}
+
+}  // namespace wire
 
 Fetched fetch_stats(const std::string& path, std::chrono::milliseconds timeout) {
   Fetched r;
   try {
     const Clock::time_point deadline = Clock::now() + timeout;  // connect and read together
-    sockaddr_un addr;
-    const socklen_t len = path_address(path, addr);
-    if (len == 0) {
-      r.why_not = "the endpoint path does not fit a unix socket address";
-      return r;
-    }
-    Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (fd.get() < 0) {
-      r.why_not = "socket: " + errno_text(errno);
-      return r;
-    }
-    r.why_not = connect_by(fd.get(), addr, len, deadline, &r.no_server);
+    Fd fd;
+    r.why_not = connect_trusted(path, deadline, fd, &r.no_server);
     if (!r.why_not.empty()) return r;
-    // Whoever listens there must be us or root: a document from anyone else is not trusted.
-    const std::optional<uid_t> server = peer_uid(fd.get());
-    if (!trusted_uid(server)) {
-      r.why_not = "the endpoint is served by " +
-                  (server ? "uid " + std::to_string(*server) : std::string("an unknown user")) +
-                  ", neither uid " + std::to_string(::geteuid()) + " nor root: not trusted";
-      return r;
-    }
     r.why_not = read_document(fd.get(), deadline, timeout, r.document);
   } catch (...) {
     r.document.reset();

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+// Live tc changes: see apply.hpp and docs/architecture.md ("Live tc changes").
+#include "tc/apply.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "tc/control_socket.hpp"
+#include "tc/internal.hpp"
+#include "txpath/multiqueue.hpp"
+#include "txpath/text.hpp"
+
+namespace txpath::tc {
+
+namespace {
+
+constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+// Each node's parent qdisc (the node whose handle is its parent class's major), or kNone for a
+// node at the top of the tree (the root, or mq's child at the top of a TX queue's tree).
+std::vector<std::size_t> parents_of(const std::vector<TreeNode>& nodes) {
+  std::map<uint32_t, std::size_t> by_handle;
+  std::vector<std::size_t> parent(nodes.size(), kNone);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].parent != kRoot) {
+      const auto it = by_handle.find(nodes[i].parent & 0xFFFF0000u);
+      if (it != by_handle.end()) parent[i] = it->second;
+    }
+    if (nodes[i].handle != 0) by_handle.emplace(nodes[i].handle, i);
+  }
+  return parent;
+}
+
+void move_all(PacketList& from, PacketList& to) noexcept {
+  while (Packet* p = from.pop_front()) to.push_back(p);
+}
+
+[[noreturn]] void throw_with_status(const std::string& what, int status) {
+  if (status == 2) throw ConfigRejected(what);
+  if (status == 255) throw TcArgError(what);
+  throw ConfigError(what);
+}
+
+}  // namespace
+
+void migrate_tree(Qdisc& root, std::vector<TreeNode>& nodes, Tree& next, TxQueue::QdiscEdit& edit) {
+  // Everything that allocates first: which old qdisc stays as which new one.
+  std::map<std::pair<uint32_t, uint32_t>, Qdisc*> fresh;
+  for (const TreeNode& n : next.nodes) fresh.emplace(std::pair(n.handle, n.parent), n.qdisc);
+  std::vector<Qdisc*> successor(nodes.size(), nullptr);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const auto it = fresh.find(std::pair(nodes[i].handle, nodes[i].parent));
+    if (it != fresh.end() && it->second->kind() == nodes[i].qdisc->kind()) successor[i] = it->second;
+  }
+  const std::vector<std::size_t> parent = parents_of(nodes);
+  std::vector<uint64_t> purged_below(nodes.size(), 0);
+  std::vector<bool> gone(nodes.size(), false);  // purged, or below a purged qdisc
+
+  // Purge every qdisc that goes (the topmost of each gone subtree): Linux's qdisc_purge_queue()
+  // on graft, its packets counted as drops by every qdisc above it that stays.
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const bool above_gone = parent[i] != kNone && gone[parent[i]];
+    gone[i] = above_gone || !successor[i];
+    if (!gone[i] || above_gone) continue;
+    nodes[i].qdisc->take_dequeue_drops(edit.freed);  // counted when they were dropped
+    PacketList purged;
+    nodes[i].qdisc->reset(purged);
+    for (std::size_t a = parent[i]; a != kNone; a = parent[a]) purged_below[a] += purged.size();  // the top's
+    edit.dropped += purged.size();
+    move_all(purged, edit.freed);
+  }
+  // The qdiscs that stay go on with their counters. Drops only at the top: a classful parent
+  // counts its children's drops by the change since it last looked (prio's sync_band, htb's
+  // sync_leaf, tbf's sync_child), and the new parent has seen none of the new child's, so a child
+  // going on with its drops would count them twice above it. A child's drops start again.
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!successor[i]) continue;
+    QdiscStats s = nodes[i].qdisc->stats();
+    s.drops = parent[i] == kNone ? s.drops + purged_below[i] : 0;
+    successor[i]->continue_counters(s);
+  }
+  // Their packets, in order, into the new tree: what no longer fits is dropped there.
+  root.take_dequeue_drops(edit.freed);
+  PacketList kept;
+  root.reset(kept);
+  PacketList trimmed;
+  while (Packet* p = kept.pop_front()) (void)next.root->enqueue(p, trimmed);
+  edit.dropped += trimmed.size();
+  move_all(trimmed, edit.freed);
+  edit.root = std::move(next.root);
+  nodes = std::move(next.nodes);
+}
+
+namespace {
+
+// Why a queue did not take a change: it refused at once (strategy nolock, a peer, a queue being
+// stopped), or did not answer within kApplyTimeout.
+[[noreturn]] void not_taken(TxQueue& txq, const std::string& what, std::chrono::steady_clock::time_point since) {
+  if (std::chrono::steady_clock::now() - since < kApplyTimeout)
+    throw ConfigRejected(what + " (strategy " + escape_user_text(txq.strategy()) +
+                         ") does not change its qdisc while it runs (strategies nolock and peer:*, " +
+                         "or a queue being stopped)");
+  throw ConfigError(what + " did not take the change within " + std::to_string(kApplyTimeout.count()) + " ms");
+}
+
+}  // namespace
+
+void apply_to_queue(TxQueue& txq, Tree& tree, const Config& after, const std::string& dev) {
+  Tree next = after.build(dev, QdiscEnv{});  // refused here: nothing changed
+  bool edited = false;
+  const auto since = std::chrono::steady_clock::now();
+  const bool served = txq.edit_qdisc(
+      [&](Qdisc& root, TxQueue::QdiscEdit& edit) {
+        if (tree.nodes.empty()) return;  // not built from the configuration: nothing to move
+        migrate_tree(root, tree.nodes, next, edit);
+        edited = true;
+      },
+      kApplyTimeout);
+  if (!served) not_taken(txq, "the running queue of dev " + txpath::quoted(dev), since);
+  if (!edited) throw ConfigError("the running queue of dev " + txpath::quoted(dev) + " was not built from its configuration");
+}
+
+void apply_to_queues(MultiQueueTx& tx, QueueTrees& trees, const Config& after, const std::string& dev) {
+  auto next = std::make_shared<QueueTrees>();
+  const Config::MultiQueueSetup setup = after.multiqueue(dev, next);
+  if (setup.tx_queues != tx.num_queues() || next->root_kind != trees.root_kind ||
+      next->root_handle != trees.root_handle)
+    throw ConfigRejected("dev " + txpath::quoted(dev) + " runs " + std::to_string(tx.num_queues()) +
+                         " TX queues under root " + escape_user_text(trees.root_kind) + " " +
+                         format_handle(trees.root_handle) +
+                         ": a running process cannot change its root qdisc or TX queues");
+  std::vector<Tree> roots(tx.num_queues());
+  for (uint32_t i = 0; i < tx.num_queues(); ++i) {
+    roots[i].root = setup.queue_qdisc(i, QdiscEnv{});
+    roots[i].nodes = next->queues[i].nodes;
+  }
+  for (uint32_t i = 0; i < tx.num_queues(); ++i) {
+    // trees.queues[i].nodes is read by LiveStats inside queue i's context only: changed there.
+    bool edited = false;
+    const auto since = std::chrono::steady_clock::now();
+    const bool served = tx.queue(i).edit_qdisc(
+        [&](Qdisc& root, TxQueue::QdiscEdit& edit) {
+          if (trees.queues[i].nodes.empty()) return;
+          migrate_tree(root, trees.queues[i].nodes, roots[i], edit);
+          edited = true;
+        },
+        kApplyTimeout);
+    const std::string what = "TX queue " + std::to_string(i) + " of dev " + txpath::quoted(dev) +
+                             (i > 0 ? " (TX queues 0 to " + std::to_string(i - 1) + " changed)" : "");
+    if (!served) not_taken(tx.queue(i), what, since);
+    if (!edited) throw ConfigError(what + " was not built from its configuration");
+  }
+}
+
+std::string device_lines(const Config& cfg, std::string_view dev) {
+  std::istringstream text(cfg.serialize());
+  std::string line, out;
+  while (std::getline(text, line)) {
+    const std::vector<std::string> words = batch_words(line);
+    for (std::size_t i = 0; i + 1 < words.size(); ++i) {
+      if (words[i] == "dev" && words[i + 1] == dev) {
+        out += line;
+        out += '\n';
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::string control_answer(const std::string& request, const std::string& dev,
+                           const std::function<void(const Config&)>& apply) {
+  nlohmann::json answer;
+  try {
+    const nlohmann::json req = nlohmann::json::parse(request);
+    if (!req.is_object() || !req.contains("dev") || !req["dev"].is_string() || !req.contains("config") ||
+        !req["config"].is_string())
+      throw ConfigError("the request is not a txpath control request");
+    if (req["dev"].get<std::string>() != dev)
+      throw ConfigError("this process serves dev " + txpath::quoted(dev) + ", not " + txpath::quoted(req["dev"].get<std::string>()));
+    apply(Config::parse(req["config"].get<std::string>(), "the change"));
+    answer["ok"] = true;
+  } catch (const ConfigError& e) {
+    answer["error"] = e.what();
+    answer["status"] = exit_status(e);
+  } catch (const std::exception& e) {
+    answer["error"] = std::string(e.what());
+    answer["status"] = 1;
+  }
+  return answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void apply_live(const std::string& config_path, const Config& before, const Config& after) {
+  std::set<std::string> devs;
+  for (const Config* c : {&before, &after})
+    for (const DeviceConfig& d : c->devices()) devs.insert(d.name);
+  for (const std::string& dev : devs) {
+    std::string lines = device_lines(after, dev);
+    if (lines == device_lines(before, dev)) continue;
+    std::string endpoint;
+    try {
+      endpoint = control_endpoint(config_path, dev);
+    } catch (const ConfigError&) {
+      continue;  // a directory that is not private: no process of ours can serve there (LiveStats
+                 // refuses to start in it), and another user cannot hold our edits up with one
+    }
+    const ControlReply reply = control_request(endpoint,
+                                               nlohmann::json{{"dev", dev}, {"config", std::move(lines)}}.dump(),
+                                               kApplyTimeout * 2);
+    if (reply.no_server) continue;  // nobody runs it: the file alone
+    const std::string who = "the running process of dev " + txpath::quoted(dev);
+    if (!reply.answer) throw ConfigError(who + " did not apply the change (" + reply.why_not + "): file not changed");
+    nlohmann::json a = nlohmann::json::parse(*reply.answer, nullptr, false);
+    if (a.is_object() && a.value("ok", false)) continue;
+    const std::string why = a.is_object() && a.contains("error") && a["error"].is_string()
+                                ? a["error"].get<std::string>()
+                                : std::string("an answer that is not a txpath control answer");
+    const int status = a.is_object() && a.contains("status") && a["status"].is_number_integer() ? a["status"].get<int>() : 1;
+    // Our own text, its user parts quoted by the process; escaped whole only if it is not one
+    // printable line (a process of ours that misbehaves).
+    const bool printable = std::all_of(why.begin(), why.end(), [](char c) {
+      return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+    });
+    throw_with_status(who + " refused the change: " + (printable && why.size() <= 1000 ? why : escape_user_text(why)),
+                      status);
+  }
+}
+
+}  // namespace txpath::tc

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: MIT
+// Live tc changes (issue 17, "Live"): `txpath tc qdisc|class ... add|change|replace|del` reaches
+// the process that runs the configuration (LiveStats' control endpoint), which applies it in the
+// driver-loop owner's context (TxQueue::edit_qdisc); the file changes only once it is applied.
+// A lower limit trims and counts drops; a deleted or replaced qdisc's packets are dropped and
+// counted above it; a class change rules the next dequeue; every packet stays accounted for; a
+// process that cannot apply a change leaves the file as it was; another uid is refused.
+#include <gtest/gtest.h>
+
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/scripted_device.hpp"
+#include "support/tc_fixture.hpp"
+#include "tc/control_socket.hpp"
+#include "txpath/device.hpp"
+#include "txpath/multiqueue.hpp"
+#include "txpath/netdev.hpp"
+#include "txpath/pool.hpp"
+#include "txpath/tc.hpp"
+#include "txpath/txqueue.hpp"
+
+using namespace std::chrono_literals;
+
+namespace txpath::tc {
+namespace {
+
+// In a forked child: drops root for uid and gid 65534 (nobody), or exits 3.
+void become_nobody() {
+  const gid_t none = 65534;
+  if (::setgroups(1, &none) != 0 || ::setresgid(none, none, none) != 0 || ::setresuid(none, none, none) != 0)
+    ::_exit(3);
+}
+
+class TcApply : public test::TcFileFixture {
+ protected:
+  // A running queue built from dev d0 of the file (on `device`), serving it.
+  void start(Device& device, const std::string& strategy = "busylock") {
+    TxQueueConfig qc;
+    qc.strategy = strategy;
+    tree_ = std::make_shared<Tree>();
+    qc.root_qdisc = Config::load(path_).root_factory("d0", tree_);
+    txq_ = TxQueue::create(device, qc);
+    live_ = std::make_unique<LiveStats>(path_, "d0", *txq_, tree_);
+  }
+  void send(int count, uint32_t priority = 0) {
+    for (int i = 0; i < count; ++i) {
+      Packet* p = pool_.get();
+      ASSERT_NE(p, nullptr);
+      p->len = 100;
+      p->priority = priority;
+      txq_->send(p);
+    }
+  }
+  TxQueueStats stats() {
+    auto s = txq_->consistent_stats(10s);
+    EXPECT_TRUE(s.has_value());
+    return s.value_or(TxQueueStats{});
+  }
+  // Packets the root holds itself (the rest of `queued`: one dequeued and put back on the
+  // driver loop's requeue list by a stopped device, which a change leaves where it is).
+  uint64_t in_root() {
+    uint64_t n = 0;
+    EXPECT_TRUE(txq_->inspect_qdisc([&](const Qdisc& q) { n = q.qlen(); }, 10s));
+    return n;
+  }
+  static void expect_conserved(const TxQueueStats& s) {
+    EXPECT_EQ(s.submitted, s.sent + s.dropped + s.queued)
+        << "submitted " << s.submitted << " sent " << s.sent << " dropped " << s.dropped << " queued " << s.queued;
+  }
+  void TearDown() override {
+    live_.reset();
+    txq_.reset();
+    test::TcFileFixture::TearDown();
+  }
+
+  Pool pool_{PoolConfig{}};
+  txpath::test::ScriptedDevice dev_;  // before the queue: outlives it
+  std::unique_ptr<Device> null_;
+  std::shared_ptr<Tree> tree_;
+  std::unique_ptr<TxQueue> txq_;
+  std::unique_ptr<LiveStats> live_;
+};
+
+// tdc fq 9479's point, on pfifo: a lower limit trims the queue, the trimmed packets are drops.
+TEST_F(TcApply, ALowerLimitTrimsTheQueueAndCountsTheDrops) {
+  ASSERT_EQ(tc("link add dev d0"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: pfifo limit 100"), 0);
+  auto& dev = dev_;
+  dev.stop();  // nothing leaves: the packets stay queued
+  start(dev);
+  send(50);
+  TxQueueStats s = stats();
+  ASSERT_EQ(s.queued, 50u);
+  const uint64_t held = in_root(), aside = 50 - held;
+  ASSERT_GT(held, 20u);
+  ASSERT_EQ(tc("qdisc change dev d0 root handle 1: pfifo limit 20"), 0) << err_.str();
+  s = stats();
+  EXPECT_EQ(in_root(), 20u);
+  EXPECT_EQ(s.queued, 20u + aside);
+  EXPECT_EQ(s.dropped, held - 20);
+  EXPECT_EQ(s.qdisc.drops, held - 20);
+  expect_conserved(s);
+  EXPECT_NE(file().find("limit 20"), std::string::npos) << file();
+  // tc -s reads the changed tree.
+  ASSERT_EQ(tc("-s qdisc show dev d0"), 0);
+  EXPECT_NE(out_.str().find("limit 20p"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("dropped " + std::to_string(held - 20)), std::string::npos) << out_.str();
+  dev.wake();
+  ASSERT_TRUE(txq_->drain(30s));
+  s = stats();
+  EXPECT_EQ(s.sent, 20u + aside);
+  expect_conserved(s);
+}
+
+// qdisc_purge_queue() on graft: the deleted qdisc's packets are dropped, the parent's qlen and
+// backlog fall and it counts them as drops; what stays keeps its counters and packets.
+TEST_F(TcApply, ADeletedQdiscsPacketsAreDroppedAndCountedAbove) {
+  ASSERT_EQ(tc("link add dev d0"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: prio"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 parent 1:1 handle 10: pfifo limit 100"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 parent 1:2 handle 20: pfifo limit 100"), 0);
+  auto& dev = dev_;
+  dev.stop();
+  start(dev);
+  send(10, 0x10001);  // band 1:1
+  send(7, 0x10002);   // band 1:2
+  ASSERT_EQ(stats().queued, 17u);
+  const uint64_t aside = 17 - in_root();  // band 1:1's first packet, on the requeue list
+  ASSERT_EQ(tc("qdisc del dev d0 parent 1:1 handle 10:"), 0) << err_.str();
+  TxQueueStats s = stats();
+  EXPECT_EQ(in_root(), 7u);
+  EXPECT_EQ(s.queued, 7u + aside);
+  EXPECT_EQ(s.dropped, 10u - aside);
+  EXPECT_EQ(s.qdisc.drops, 10u - aside);  // prio counts its purged child's packets
+  EXPECT_EQ(s.qdisc.backlog, 100 * (7u + aside));
+  expect_conserved(s);
+  // Replacing the root drops everything in it; the new root starts from zero, the queue's totals
+  // go on.
+  ASSERT_EQ(tc("qdisc replace dev d0 root handle 2: pfifo limit 5"), 0) << err_.str();
+  s = stats();
+  EXPECT_EQ(s.queued, aside);
+  EXPECT_EQ(s.dropped, 17u - aside);
+  EXPECT_EQ(s.qdisc.drops, 0u);
+  EXPECT_EQ(txq_->qdisc()->kind(), "pfifo");
+  expect_conserved(s);
+  send(8);
+  s = stats();
+  EXPECT_EQ(in_root(), 5u);  // the new root's limit
+  EXPECT_EQ(s.sent, 0u);
+  expect_conserved(s);
+}
+
+// A class change rules the next dequeue: a class shaped to 1 kbit (200 packets of 100 bytes
+// would take 160 s) drains at once after `class change ... rate 1gbit`.
+TEST_F(TcApply, AClassChangeRulesTheNextDequeue) {
+  ASSERT_EQ(tc("link add dev d0"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: htb default 10"), 0);
+  ASSERT_EQ(tc("class add dev d0 parent 1: classid 1:10 htb rate 1kbit ceil 1kbit burst 100b cburst 100b"), 0);
+  auto& dev = dev_;
+  start(dev);
+  send(200);
+  EXPECT_FALSE(txq_->drain(200ms));  // shaped: most are still queued
+  ASSERT_EQ(tc("class change dev d0 parent 1: classid 1:10 htb rate 1gbit ceil 1gbit"), 0) << err_.str();
+  ASSERT_TRUE(txq_->drain(30s));
+  const TxQueueStats s = stats();
+  EXPECT_EQ(s.sent, 200u);
+  EXPECT_EQ(s.dropped, 0u);
+  EXPECT_EQ(s.qdisc.packets, 200u);  // the root's counters went on across the change
+  expect_conserved(s);
+}
+
+// Every packet stays accounted for while senders run and the tree changes under them (the
+// library call, LiveStats::apply, as an application would make it).
+TEST_F(TcApply, EveryPacketIsAccountedForUnderConcurrentSenders) {
+  ASSERT_EQ(tc("link add dev d0"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: prio"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 parent 1:2 handle 20: pfifo limit 1000"), 0);
+  null_ = make_device("null");
+  start(*null_);
+  const Config base = Config::load(path_);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> senders;
+  for (int t = 0; t < 3; ++t)
+    senders.emplace_back([&] {
+      Pool::Cache cache(pool_);
+      while (!stop.load(std::memory_order_relaxed)) {
+        Packet* p = cache.get();
+        if (!p) continue;
+        p->len = 100;
+        txq_->send(p);
+      }
+    });
+  const std::vector<std::string> changes = {
+      "qdisc change dev d0 parent 1:2 handle 20: pfifo limit 3",
+      "qdisc change dev d0 parent 1:2 handle 20: pfifo limit 1000",
+      "qdisc del dev d0 parent 1:2 handle 20:",
+      "qdisc add dev d0 parent 1:2 handle 20: bfifo limit 3000",
+      "qdisc replace dev d0 root handle 1: prio bands 4",
+      "qdisc del dev d0 root",  // the default root: everything queued goes
+  };
+  // Each cycle starts from the file's configuration (a new root again after the delete).
+  Config cfg = base;
+  for (std::size_t round = 0; round < 8 * changes.size(); ++round) {
+    const std::string& line = changes[round % changes.size()];
+    if (round % changes.size() == 0) cfg = base;
+    std::ostringstream out;
+    ASSERT_NO_THROW(cfg.execute(batch_words(line), out, {})) << line;
+    ASSERT_NO_THROW(live_->apply(cfg)) << line;
+  }
+  stop = true;
+  for (auto& t : senders) t.join();
+  ASSERT_TRUE(txq_->drain(30s));
+  const TxQueueStats s = stats();
+  expect_conserved(s);
+  EXPECT_EQ(s.queued, 0u);
+  EXPECT_GT(s.sent, 0u);
+}
+
+// A process that cannot apply the change (a multi-queue device's root) refuses it: the command
+// fails with its status and the file stays as it was.
+TEST_F(TcApply, ARefusedChangeLeavesTheFileAsItWas) {
+  ASSERT_EQ(tc("link add dev d0 numtxqueues 2"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: mq"), 0);
+  auto device = make_net_device("null:queues=2");
+  auto trees = std::make_shared<QueueTrees>();
+  const Config::MultiQueueSetup setup = Config::load(path_).multiqueue("d0", trees);
+  MultiQueueConfig mc;
+  mc.queue.strategy = "busylock";
+  mc.queue_qdisc = setup.queue_qdisc;
+  auto tx = MultiQueueTx::create(*device, mc);
+  auto live = std::make_unique<LiveStats>(path_, "d0", *tx, trees);
+  const std::string before = file();
+  EXPECT_EQ(tc("qdisc replace dev d0 root handle 2: pfifo"), 2);
+  EXPECT_NE(err_.str().find("refused the change"), std::string::npos) << err_.str();
+  EXPECT_EQ(file(), before);
+  // A change below the root goes through, on every TX queue.
+  ASSERT_EQ(tc("qdisc add dev d0 parent 1:2 handle 20: pfifo limit 7"), 0) << err_.str();
+  EXPECT_NE(file().find("limit 7"), std::string::npos);
+  EXPECT_EQ(tx->queue(1).qdisc()->kind(), "pfifo");
+  EXPECT_EQ(tx->queue(0).qdisc()->kind(), "pfifo_fast");
+  live.reset();
+  tx.reset();
+  // Without a running process the file alone changes, as before.
+  ASSERT_EQ(tc("qdisc replace dev d0 root handle 2: pfifo"), 0) << err_.str();
+}
+
+// Strategy nolock's senders enqueue without the root lock: it refuses at once (exit 2), and the
+// file stays as it was.
+TEST_F(TcApply, ANolockQueueRefusesAndTheFileStays) {
+  ASSERT_EQ(tc("link add dev d0"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: pfifo limit 100"), 0);
+  null_ = make_device("null");
+  start(*null_, "nolock");
+  const std::string before = file();
+  EXPECT_EQ(tc("qdisc change dev d0 root handle 1: pfifo limit 7"), 2);
+  EXPECT_NE(err_.str().find("(strategy nolock) does not change its qdisc while it runs"), std::string::npos)
+      << err_.str();
+  EXPECT_EQ(file(), before);
+}
+
+// The control endpoint answers its own uid and root only: a client of another uid gets nothing,
+// and nothing is applied.
+TEST_F(TcApply, AnotherUidIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as another uid";
+  std::filesystem::permissions(dir_, std::filesystem::perms::all);  // reachable by nobody
+  const std::string path = (dir_ / "c.ctl").string();
+  std::atomic<int> handled{0};
+  ControlServer server(path, [&](const std::string&) {
+    ++handled;
+    return std::string("{\"ok\":true}");
+  });
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    become_nobody();
+    const ControlReply r = control_request(path, "{\"dev\":\"d0\",\"config\":\"\"}", 5s);
+    ::_exit(r.answer ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the other uid got an answer";
+  EXPECT_EQ(handled.load(), 0);
+  // Our own uid is answered.
+  const ControlReply mine = control_request(path, "{}", 5s);
+  ASSERT_TRUE(mine.answer.has_value()) << mine.why_not;
+  EXPECT_EQ(handled.load(), 1);
+}
+
+// An endpoint directory that is not private (another user may have made it) serves nobody: the
+// file alone changes, as before, and nobody can hold a user's edits up with such a directory.
+TEST_F(TcApply, ADirectoryThatIsNotPrivateLeavesTheFileToItself) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run as another uid";
+  std::filesystem::permissions(dir_, std::filesystem::perms::all);
+  const std::filesystem::path xdg = dir_ / "xdg";
+  std::filesystem::create_directories(xdg);
+  std::filesystem::permissions(xdg, std::filesystem::perms::all);  // 0777: not private
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    become_nobody();
+    ::setenv("XDG_RUNTIME_DIR", xdg.c_str(), 1);
+    const int first = tc("link add dev d0");
+    ::_exit(first != 0 ? 10 + first % 100 : tc("qdisc add dev d0 root handle 1: pfifo"));
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_NE(file().find("qdisc add dev d0 root handle 1: pfifo"), std::string::npos) << file();
+}
+
+}  // namespace
+}  // namespace txpath::tc
