@@ -15,6 +15,7 @@ ns="txtc${id}"
 root_cleanup() { ip netns del "$ns" >/dev/null 2>&1; }
 
 needs_root "comparing with the kernel's tc needs root"
+release_only "comparing with the kernel's tc"
 for tool in ip tc python3; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed"; exit 0; }
 done

@@ -13,6 +13,7 @@ ns="h_tcdiff${id}"
 root_cleanup() { ip netns del "$ns" >/dev/null 2>&1; }
 
 needs_root "comparing with the kernel's tc needs root"
+release_only "comparing with the kernel's tc"
 python3 "$(dirname "$0")/../../scripts/tc_kernel_diff.py" --txpath "$bin" --netns "$ns"
 rc=$?
 case $rc in

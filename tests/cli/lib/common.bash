@@ -28,6 +28,16 @@ needs_root() {
   exit "$fail"
 }
 
+# release_only WHAT: a comparison that checks text and statuses, not memory or threads, runs
+# once, on the release build: under a sanitizer build (`txpath --version` names it) it prints
+# "SKIP: WHAT ..." and exits 0. The unit tests and fuzzers cover the same code sanitized.
+release_only() {
+  if "$bin" --version 2>/dev/null | grep -q 'sanitizer'; then
+    echo "SKIP: $1 runs on the release build only"
+    exit 0
+  fi
+}
+
 # bad ARGS...: `txpath ARGS` (the binary in $bin) must fail as bad usage: exit 2 and exactly one
 # line on stderr, which is printed on stdout (out=$(bad ...) to look at it; a failure found in
 # such a subshell is printed, and the caller's check of $out fails with it).
