@@ -21,8 +21,6 @@ extern "C" void stop_exporter(int) {
   if (g_server) g_server->stop();
 }
 
-constexpr std::chrono::milliseconds kEndpointTimeout{2000};
-
 }  // namespace
 
 void add_exporter_command(CLI::App& app, ExporterOptions& options) {
@@ -34,11 +32,7 @@ void add_exporter_command(CLI::App& app, ExporterOptions& options) {
 
 int run_exporter_command(const ExporterOptions& options) {
   try {
-    metrics::HttpServer server(metrics::parse_listen(options.listen), [] {
-      std::size_t failed = 0;
-      const auto queues = metrics::scrape_live_endpoints(kEndpointTimeout, &failed);
-      return metrics::render(queues, failed);
-    });
+    metrics::HttpServer server(metrics::parse_listen(options.listen), metrics::live_metrics_text);
     g_server = &server;
     struct sigaction sa{};
     sa.sa_handler = stop_exporter;

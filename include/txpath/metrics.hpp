@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "txpath/qdisc.hpp"
@@ -64,6 +65,9 @@ std::optional<QueueSnapshot> parse_stats_document(std::string_view json, const s
 // ConfigError if the directory is not private.
 std::vector<QueueSnapshot> scrape_live_endpoints(std::chrono::milliseconds timeout, std::size_t* failed);
 
+// The exporter's answer: render() of scrape_live_endpoints() (each endpoint within 2 s).
+std::string live_metrics_text();
+
 // ---- the HTTP endpoint ----
 
 // Why the listen address could not be used: not HOST:PORT, port out of range, a host that does
@@ -78,8 +82,9 @@ struct ListenAddress {
   std::string host;
   uint16_t port = 0;
 };
-// Throws BadListen (one line, the value quoted and escaped) if `value` is not HOST:PORT.
-ListenAddress parse_listen(std::string_view value);
+// Throws BadListen (one line naming `option`, the value quoted and escaped) if `value` is not
+// HOST:PORT.
+ListenAddress parse_listen(std::string_view value, std::string_view option = "--listen");
 
 // A minimal HTTP/1.1 server: GET /metrics answers body() (200, kContentType); another path 404,
 // another method 405; a request over kMaxRequest bytes 431, a malformed one 400; every answer
@@ -111,6 +116,22 @@ class HttpServer {
   int listen_fd_ = -1;
   int stop_fd_ = -1;  // eventfd
   std::function<std::string()> body_;
+};
+
+// An HttpServer of live_metrics_text() on its own thread, for a process that does something
+// else meanwhile (`txpath bench --metrics`). RAII: the destructor stops and joins it. Throws as
+// HttpServer's constructor.
+class BackgroundExporter {
+ public:
+  explicit BackgroundExporter(const ListenAddress& where);
+  ~BackgroundExporter();
+  BackgroundExporter(const BackgroundExporter&) = delete;
+  BackgroundExporter& operator=(const BackgroundExporter&) = delete;
+  std::string bound() const { return server_.bound(); }
+
+ private:
+  HttpServer server_;
+  std::thread thread_;
 };
 
 }  // namespace txpath::metrics

@@ -168,4 +168,10 @@ std::vector<QueueSnapshot> scrape_live_endpoints(std::chrono::milliseconds timeo
   return out;
 }
 
+std::string live_metrics_text() {
+  std::size_t failed = 0;
+  const std::vector<QueueSnapshot> queues = scrape_live_endpoints(std::chrono::milliseconds(2000), &failed);
+  return render(queues, failed);
+}
+
 }  // namespace txpath::metrics

@@ -117,9 +117,9 @@ std::string host_text(const sockaddr_storage& ss) {
 
 }  // namespace
 
-ListenAddress parse_listen(std::string_view value) {
+ListenAddress parse_listen(std::string_view value, std::string_view option) {
   const auto bad = [&](const std::string& why) {
-    return BadListen("--listen " + txpath::quoted(value) + ": " + why);
+    return BadListen(std::string(option) + " " + txpath::quoted(value) + ": " + why);
   };
   const std::size_t colon = value.rfind(':');
   if (colon == std::string_view::npos || colon == 0) throw bad("expected HOST:PORT (e.g. 127.0.0.1:9101)");
@@ -146,7 +146,7 @@ HttpServer::HttpServer(const ListenAddress& where, std::function<std::string()> 
   addrinfo* found = nullptr;
   const std::string port = std::to_string(where.port);
   if (const int rc = ::getaddrinfo(where.host.c_str(), port.c_str(), &hints, &found); rc != 0)
-    throw BadListen("--listen host " + txpath::quoted(where.host) + " does not resolve: " + ::gai_strerror(rc));
+    throw BadListen("host " + txpath::quoted(where.host) + " does not resolve: " + ::gai_strerror(rc));
   const std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(found, ::freeaddrinfo);
   std::string why = "no address";
   for (const addrinfo* a = found; a; a = a->ai_next) {
@@ -208,6 +208,14 @@ void HttpServer::run() {
     }
     if (fds[1].revents) accept_clients(listen_fd_, clients);
   }
+}
+
+BackgroundExporter::BackgroundExporter(const ListenAddress& where)
+    : server_(where, live_metrics_text), thread_([this] { server_.run(); }) {}
+
+BackgroundExporter::~BackgroundExporter() {
+  server_.stop();
+  thread_.join();
 }
 
 }  // namespace txpath::metrics
