@@ -32,7 +32,9 @@ void add_exporter_command(CLI::App& app, ExporterOptions& options) {
 
 int run_exporter_command(const ExporterOptions& options) {
   try {
-    metrics::HttpServer server(metrics::parse_listen(options.listen), metrics::live_metrics_text);
+    const metrics::ListenAddress where = metrics::parse_listen(options.listen);
+    metrics::live_metrics_text();  // an endpoint directory that is not private: exit 1 now
+    metrics::HttpServer server(where, metrics::live_metrics_text);
     g_server = &server;
     struct sigaction sa{};
     sa.sa_handler = stop_exporter;
