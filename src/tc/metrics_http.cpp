@@ -108,7 +108,9 @@ std::string host_text(const sockaddr_storage& ss) {
     const auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
     ::inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof host);
     port = ntohs(a.sin6_port);
-    return "[" + std::string(host) + "]:" + std::to_string(port);
+    std::string out = "[";  // appended, not "[" + string: GCC 12 warns falsely (-Wrestrict)
+    out.append(host).append("]:").append(std::to_string(port));
+    return out;
   }
   const auto& a = reinterpret_cast<const sockaddr_in&>(ss);
   ::inet_ntop(AF_INET, &a.sin_addr, host, sizeof host);
