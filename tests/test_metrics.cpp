@@ -2,6 +2,14 @@
 // The OpenMetrics renderer and the exporter's small parsers (txpath/metrics.hpp).
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
 #include <string>
 #include <vector>
 
@@ -149,6 +157,48 @@ TEST(Metrics, ParsesListenAddresses) {
   } catch (const BadListen& e) {
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
   }
+}
+
+// What the server at 127.0.0.1:`port` answers to `request` (until it closes).
+std::string http_exchange(uint16_t port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string got;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return got;
+}
+
+// The server on its own thread, stopped from another (as a signal handler or
+// BackgroundExporter's destructor does); each request answered with one body() call.
+TEST(Metrics, HttpServerAnswersAndStops) {
+  std::atomic<int> calls{0};
+  HttpServer server(parse_listen("127.0.0.1:0"), [&calls] {
+    ++calls;
+    return std::string("# EOF\n");
+  });
+  const std::string bound = server.bound();
+  const uint16_t port = static_cast<uint16_t>(std::stoi(bound.substr(bound.rfind(':') + 1)));
+  std::thread serving([&server] { server.run(); });
+  const std::string ok = http_exchange(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(ok.starts_with("HTTP/1.1 200 OK\r\n")) << ok;
+  EXPECT_NE(ok.find("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\n"), std::string::npos);
+  EXPECT_NE(ok.find("Connection: close\r\n"), std::string::npos);
+  EXPECT_TRUE(ok.ends_with("\r\n\r\n# EOF\n")) << ok;
+  EXPECT_TRUE(http_exchange(port, "PUT /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
+  EXPECT_TRUE(http_exchange(port, "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
+  // Exactly the limit, nothing unread: the answer is not lost to a reset.
+  EXPECT_TRUE(http_exchange(port, std::string(HttpServer::kMaxRequest, 'a')).starts_with("HTTP/1.1 431"));
+  EXPECT_EQ(calls.load(), 1);  // only the GET /metrics built a body
+  server.stop();
+  serving.join();
 }
 
 }  // namespace
