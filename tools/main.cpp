@@ -46,7 +46,7 @@ std::string version_text() {
                      b.sanitize.empty() ? std::string() : fmt::format(", sanitizer {}", b.sanitize));
 }
 
-// The commands registered with `app`, in order: bench, tc, testbed, sink.
+// The commands registered with `app`, in order: bench, tc, testbed, sink, exporter.
 std::vector<std::string> command_names(CLI::App& app) {
   std::vector<std::string> names;
   for (const CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; }))
