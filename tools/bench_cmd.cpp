@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <utility>
@@ -25,6 +26,7 @@
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/file.hpp"
+#include "txpath/metrics.hpp"
 #include "txpath/netdev.hpp"
 #include "txpath/report.hpp"
 #include "txpath/text.hpp"
@@ -462,6 +464,9 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
                       "Root qdisc tree from this txpath tc configuration file (instead of --qdisc); "
                       "txpath tc -s qdisc show reads its live counters while a row runs")
           ->check(non_empty);
+  cmd->add_option("--metrics", o.metrics,
+                  "Serve this user's live queues (--tc-config's among them) as OpenMetrics text on "
+                  "HOST:PORT (GET /metrics) while the bench runs, as `txpath exporter` does");
   cmd->add_option("--tc-dev", o.tc_dev, "Device of --tc-config to use (default: its only device)")
       ->check(non_empty)
       ->needs(tc_config);
@@ -563,8 +568,13 @@ int run_bench_command(const BenchOptions& o) {
   const auto print_header = [&] {
     if (!std::exchange(header_printed, true)) fmt::print("{}", table_header(layout));
   };
+  std::optional<metrics::BackgroundExporter> exporter;  // stops after the last round
   try {
     cfg = config_from(o);
+    if (!o.metrics.empty()) {
+      exporter.emplace(metrics::parse_listen(o.metrics, "--metrics"));
+      if (!o.quiet) fmt::print(stderr, "txpath bench: metrics on http://{}/metrics\n", exporter->bound());
+    }
     if (!o.in_process) {
       cfg.round_runner = [&o, seed = cfg.seed](int threads, int round) {
         return run_round_in_worker(o.args, seed, threads, round, g_signal);
@@ -587,6 +597,9 @@ int run_bench_command(const BenchOptions& o) {
     if (!e.reported) fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
     return e.status;
   } catch (const ConfigError& e) {
+    fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
+    return 2;
+  } catch (const metrics::BadListen& e) {
     fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
     return 2;
   } catch (const std::exception& e) {  // a run that failed outright (threads, memory)

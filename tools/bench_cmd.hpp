@@ -23,6 +23,7 @@ struct BenchOptions {
   std::string qdisc = "pfifo_fast";
   std::string tc_config;  // --tc-config FILE
   std::string tc_dev;     // --tc-dev NAME
+  std::string metrics;    // --metrics HOST:PORT: an exporter of this user's live queues meanwhile
   std::size_t payload = 32;
   int burst = 1;  // --burst N: packets per send call (1..1024)
   std::string json;

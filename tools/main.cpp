@@ -12,6 +12,8 @@
 //   130  bench stopped by SIGINT, 143 by SIGTERM (128 + the signal): the table of the rows that
 //        ran is printed and the outputs are written marked partial; a second signal exits at
 //        once with the same status
+// `txpath exporter` exits 0 when stopped by SIGINT/SIGTERM, 2 for a bad --listen (not HOST:PORT,
+// a port out of range, a host that does not resolve), 1 if it cannot listen there.
 // `txpath tc` exits as tc does: 1 parse error, 2 rejected configuration, 255 bad arguments.
 // `txpath` alone prints the usage on stderr and exits 2.
 // Every error is one line on stderr, "txpath: error: ...", with user text escaped and cut
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "bench_cmd.hpp"
+#include "exporter_cmd.hpp"
 #include "net_cmds.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/text.hpp"
@@ -43,7 +46,7 @@ std::string version_text() {
                      b.sanitize.empty() ? std::string() : fmt::format(", sanitizer {}", b.sanitize));
 }
 
-// The commands registered with `app`, in order: bench, tc, testbed, sink.
+// The commands registered with `app`, in order: bench, tc, testbed, sink, exporter.
 std::vector<std::string> command_names(CLI::App& app) {
   std::vector<std::string> names;
   for (const CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; }))
@@ -71,6 +74,8 @@ int main(int argc, char** argv) {
   txpath::cli::add_testbed_command(app, testbed);
   txpath::cli::SinkOptions sink;
   txpath::cli::add_sink_command(app, sink);
+  txpath::cli::ExporterOptions exporter;
+  txpath::cli::add_exporter_command(app, exporter);
   // No command: the usage, on stderr (nothing was run: exit 2). A first argument that is not an
   // option must be a command (CLI11 would say "A subcommand is required", or nothing useful).
   if (argc < 2) {
@@ -107,5 +112,6 @@ int main(int argc, char** argv) {
     txpath::cli::prepare_sink_signals();
     return txpath::cli::run_sink_command(sink);
   }
+  if (app.got_subcommand("exporter")) return txpath::cli::run_exporter_command(exporter);
   return 2;
 }

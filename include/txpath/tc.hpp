@@ -321,12 +321,15 @@ struct TreeCounters {
     bool is_class = false;
     QdiscStats stats;
     Xstats xstats;
+    std::string kind;  // the qdisc's kind (a class: its qdisc's), "" if not known
+    uint32_t class_parent = kRoot;  // a class's parent: its qdisc (major:0) or its parent class
   };
   std::vector<Entry> entries;  // qdiscs in tree order, each followed by its classes
 };
 TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
                               const std::optional<QdiscStats>& root = std::nullopt);
-std::string stats_document(const TreeCounters& counters);
+// With `dev`, the document names its device ("dev"); each entry names its kind and parent.
+std::string stats_document(const TreeCounters& counters, std::string_view dev = {});
 
 // A TxQueue's counters as LiveStats serves them: copied inside TxQueue::inspect_qdisc (the root's
 // generic counters as the TxQueue sees them, TxQueueStats::qdisc). With `nodes` (the tree the

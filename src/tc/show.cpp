@@ -311,12 +311,13 @@ void warn_about_class(const Tree& tree, uint32_t classid, const Config::ShowOpti
 
 void append_counters(const Qdisc& q, uint32_t handle, uint32_t parent, const QdiscStats& stats,
                      TreeCounters& out) {
-  out.entries.push_back({handle, parent, false, stats, q.xstats()});
+  const std::string kind(q.kind());
+  out.entries.push_back({handle, parent, false, stats, q.xstats(), kind});
   const uint32_t major = handle & 0xFFFF0000u;
   if (const ClassOps* ops = q.class_ops())
     for (const QdiscClassInfo& info : ops->classes())
       out.entries.push_back({major | info.minor, kRoot, true, ops->class_stats(info.minor),
-                             ops->class_xstats(info.minor)});
+                             ops->class_xstats(info.minor), kind, major | info.parent_minor});
 }
 
 TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
@@ -348,7 +349,7 @@ TreeCounters merge_queue_counters(const QueueTrees& trees, std::span<const TreeC
     // Queue i's first entry is its top qdisc, mq's child at class root:i+1 (Linux's mq_dump and
     // mq_dump_class_stats read the same numbers).
     std::vector<QdiscStats> top(queues.size());
-    TreeCounters::Entry root{trees.root_handle, kRoot, false, {}, {}};
+    TreeCounters::Entry root{trees.root_handle, kRoot, false, {}, {}, trees.root_kind};
     for (std::size_t i = 0; i < queues.size(); ++i) {
       if (!queues[i].entries.empty()) top[i] = queues[i].entries.front().stats;
       add_counts(root.stats, top[i]);
@@ -356,21 +357,24 @@ TreeCounters merge_queue_counters(const QueueTrees& trees, std::span<const TreeC
     add(root);
     const TrafficClasses& tcs = trees.traffic_classes;
     for (uint32_t t = 0; t < tcs.num_tc && t < tcs.tc_queues.size(); ++t) {
-      TreeCounters::Entry c{trees.root_handle | (MqQdisc::kTcClassBase + t), kRoot, true, {}, {}};
+      TreeCounters::Entry c{trees.root_handle | (MqQdisc::kTcClassBase + t), kRoot, true, {}, {},
+                            trees.root_kind, trees.root_handle};
       const TrafficClasses::Range& r = tcs.tc_queues[t];
       for (uint32_t q = r.offset; q < r.offset + r.count && q < top.size(); ++q) add_counts(c.stats, top[q]);
       add(c);
     }
     for (std::size_t i = 0; i < top.size(); ++i)
-      add({trees.root_handle | static_cast<uint32_t>(i + 1), kRoot, true, top[i], {}});
+      add({trees.root_handle | static_cast<uint32_t>(i + 1), kRoot, true, top[i], {}, trees.root_kind,
+           trees.root_handle});
   }
   for (const TreeCounters& q : queues)
     for (const TreeCounters::Entry& e : q.entries) add(e);
   return out;
 }
 
-std::string stats_document(const TreeCounters& counters) {
+std::string stats_document(const TreeCounters& counters, std::string_view dev) {
   Json doc;
+  if (!dev.empty()) doc["dev"] = std::string(dev);
   doc["qdiscs"] = Json::object();
   doc["classes"] = Json::object();
   for (const TreeCounters::Entry& e : counters.entries) {
@@ -379,6 +383,8 @@ std::string stats_document(const TreeCounters& counters) {
     Json xs = Json::array();  // [name, value] pairs: keeps tc's order and repeated names
     for (const auto& [k, v] : e.xstats) xs.push_back(Json::array({k, v}));
     j["xstats"] = std::move(xs);
+    j["kind"] = e.kind;
+    j["parent"] = format_handle(e.is_class ? e.class_parent : e.parent);
     doc[e.is_class ? "classes" : "qdiscs"][e.is_class ? format_handle(e.handle) : qdisc_key(e.handle, e.parent)] =
         std::move(j);
   }

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+// The OpenMetrics renderer and the exporter's small parsers (txpath/metrics.hpp).
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include <string>
+#include <vector>
+
+#include "txpath/metrics.hpp"
+#include "txpath/tc.hpp"
+
+namespace txpath::metrics {
+namespace {
+
+QueueSnapshot one_queue() {
+  QueueSnapshot q;
+  q.dev = "eth1";
+  QueueSnapshot::Entry root;
+  root.handle = "1:";
+  root.parent = "root";
+  root.kind = "htb";
+  root.stats = {1000, 42, 3, 5, 1, 300, 2};
+  q.entries.push_back(root);
+  QueueSnapshot::Entry cls;
+  cls.is_class = true;
+  cls.handle = "1:10";
+  cls.parent = "1:";
+  cls.kind = "htb";
+  cls.stats.packets = 7;
+  cls.xstats = {{"lended", 4}, {"tokens", -12}, {"lended", 9}};
+  q.entries.push_back(cls);
+  return q;
+}
+
+TEST(Metrics, EscapesLabelValues) {
+  EXPECT_EQ(escape_label_value("plain"), "plain");
+  EXPECT_EQ(escape_label_value("a\\b"), "a\\\\b");
+  EXPECT_EQ(escape_label_value("say \"hi\""), "say \\\"hi\\\"");
+  EXPECT_EQ(escape_label_value("two\nlines"), "two\\nlines");
+}
+
+TEST(Metrics, RendersLabelledCountersAndGauges) {
+  const std::vector<QueueSnapshot> queues{one_queue()};
+  const std::string text = render(queues);
+  const std::string q = "{dev=\"eth1\",handle=\"1:\",parent=\"root\",kind=\"htb\"}";
+  EXPECT_NE(text.find("# TYPE txpath_qdisc_packets counter\n"), std::string::npos);
+  EXPECT_NE(text.find("txpath_qdisc_packets_total" + q + " 42\n"), std::string::npos);
+  EXPECT_NE(text.find("txpath_qdisc_bytes_total" + q + " 1000\n"), std::string::npos);
+  EXPECT_NE(text.find("txpath_qdisc_drops_total" + q + " 3\n"), std::string::npos);
+  EXPECT_NE(text.find("txpath_qdisc_overlimits_total" + q + " 5\n"), std::string::npos);
+  EXPECT_NE(text.find("txpath_qdisc_requeues_total" + q + " 1\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE txpath_qdisc_backlog_bytes gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("txpath_qdisc_backlog_bytes" + q + " 300\n"), std::string::npos);
+  EXPECT_NE(text.find("txpath_qdisc_backlog_packets" + q + " 2\n"), std::string::npos);
+  const std::string c = "{dev=\"eth1\",handle=\"1:10\",parent=\"1:\",kind=\"htb\"";
+  EXPECT_NE(text.find("txpath_class_packets_total" + c + "} 7\n"), std::string::npos);
+  EXPECT_NE(text.find("txpath_class_xstat" + c + ",name=\"tokens\"} -12\n"), std::string::npos);
+  // A name tc prints twice: one sample (the first), not a duplicate label set.
+  EXPECT_NE(text.find("txpath_class_xstat" + c + ",name=\"lended\"} 4\n"), std::string::npos);
+  EXPECT_EQ(text.find(",name=\"lended\"} 9"), std::string::npos);
+  EXPECT_EQ(text.find("txpath_qdisc_backlog_bytes_total"), std::string::npos);  // gauges: no _total
+  ASSERT_GE(text.size(), 6u);
+  EXPECT_EQ(text.substr(text.size() - 6), "# EOF\n");
+}
+
+TEST(Metrics, EveryFamilyHasTypeAndHelpBeforeItsSamples) {
+  const std::vector<QueueSnapshot> queues{one_queue()};
+  const std::string text = render(queues, 2);
+  std::string family;  // the current # TYPE's family
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.starts_with("# TYPE ")) {
+      family = line.substr(7, line.find(' ', 7) - 7);
+      continue;
+    }
+    if (line.starts_with("# HELP ")) {
+      EXPECT_EQ(line.substr(7, family.size() + 1), family + " ") << line;
+      continue;
+    }
+    if (line == "# EOF") {
+      EXPECT_EQ(pos, text.size());
+      continue;
+    }
+    const std::string name = line.substr(0, line.find('{'));
+    EXPECT_TRUE(name == family || name == family + "_total") << line << " under " << family;
+  }
+  EXPECT_NE(text.find("txpath_exporter_endpoints{state=\"failed\"} 2\n"), std::string::npos);
+}
+
+TEST(Metrics, EscapesHostileDeviceNames) {
+  QueueSnapshot q = one_queue();
+  q.dev = "a\"b\\c\nd";
+  const std::vector<QueueSnapshot> queues{q};
+  const std::string text = render(queues);
+  EXPECT_NE(text.find("dev=\"a\\\"b\\\\c\\nd\""), std::string::npos);
+  EXPECT_EQ(text.find("c\nd"), std::string::npos);
+}
+
+TEST(Metrics, ParsesTheLiveDocument) {
+  const std::string doc =
+      R"({"dev":"eth0","qdiscs":{"1:":{"bytes":10,"packets":2,"drops":0,"overlimits":0,"requeues":0,)"
+      R"("backlog":0,"qlen":0,"xstats":[],"kind":"htb","parent":"root"}},)"
+      R"("classes":{"1:10":{"bytes":5,"packets":1,"xstats":[["tokens",7]],"kind":"htb","parent":"1:"}}})";
+  const auto q = parse_stats_document(doc, "fallback");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->dev, "eth0");
+  ASSERT_EQ(q->entries.size(), 2u);
+  EXPECT_EQ(q->entries[0].handle, "1:");
+  EXPECT_EQ(q->entries[0].kind, "htb");
+  EXPECT_EQ(q->entries[0].stats.packets, 2u);
+  EXPECT_TRUE(q->entries[1].is_class);
+  EXPECT_EQ(q->entries[1].parent, "1:");
+  ASSERT_EQ(q->entries[1].xstats.size(), 1u);
+  EXPECT_EQ(q->entries[1].xstats[0].second, 7);
+  EXPECT_EQ(parse_stats_document(R"({"qdiscs":{}})", "d9")->dev, "d9");
+  EXPECT_FALSE(parse_stats_document(R"({"error":"the queue did not answer"})", "d"));
+  EXPECT_FALSE(parse_stats_document("not json", "d"));
+}
+
+// The live document (tc::stats_document) names the device and each entry's kind and parent.
+TEST(Metrics, LiveDocumentNamesDevKindAndParent) {
+  tc::TreeCounters counters;
+  counters.entries.push_back({0x10000, tc::kRoot, false, {100, 4}, {}, "htb"});
+  counters.entries.push_back({0x10010, tc::kRoot, true, {50, 2}, {{"tokens", 3}}, "htb", 0x10001});
+  const auto q = parse_stats_document(tc::stats_document(counters, "d\"x"), "fallback");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->dev, "d\"x");
+  ASSERT_EQ(q->entries.size(), 2u);
+  EXPECT_EQ(q->entries[0].parent, "root");
+  EXPECT_EQ(q->entries[0].kind, "htb");
+  EXPECT_EQ(q->entries[1].handle, "1:10");
+  EXPECT_EQ(q->entries[1].parent, "1:1");
+  EXPECT_EQ(q->entries[1].kind, "htb");
+}
+
+TEST(Metrics, ParsesListenAddresses) {
+  EXPECT_EQ(parse_listen("127.0.0.1:9101").host, "127.0.0.1");
+  EXPECT_EQ(parse_listen("127.0.0.1:9101").port, 9101);
+  EXPECT_EQ(parse_listen("[::1]:80").host, "::1");
+  EXPECT_EQ(parse_listen("localhost:0").port, 0);
+  for (const char* bad : {"9101", ":9101", "host:", "host:65536", "host:-1", "host:12a", "::1:80", "[::1:80",
+                          "[]:80"})
+    EXPECT_THROW(parse_listen(bad), BadListen) << bad;
+  try {
+    parse_listen("x\ny");
+    FAIL();
+  } catch (const BadListen& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+}
+
+// What the server at 127.0.0.1:`port` answers to `request` (until it closes).
+std::string http_exchange(uint16_t port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string got;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return got;
+}
+
+// The server on its own thread, stopped from another (as a signal handler or
+// BackgroundExporter's destructor does); each request answered with one body() call.
+TEST(Metrics, HttpServerAnswersAndStops) {
+  std::atomic<int> calls{0};
+  HttpServer server(parse_listen("127.0.0.1:0"), [&calls] {
+    ++calls;
+    return std::string("# EOF\n");
+  });
+  const std::string bound = server.bound();
+  const uint16_t port = static_cast<uint16_t>(std::stoi(bound.substr(bound.rfind(':') + 1)));
+  std::thread serving([&server] { server.run(); });
+  const std::string ok = http_exchange(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(ok.starts_with("HTTP/1.1 200 OK\r\n")) << ok;
+  EXPECT_NE(ok.find("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\n"), std::string::npos);
+  EXPECT_NE(ok.find("Connection: close\r\n"), std::string::npos);
+  EXPECT_TRUE(ok.ends_with("\r\n\r\n# EOF\n")) << ok;
+  EXPECT_TRUE(http_exchange(port, "PUT /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
+  EXPECT_TRUE(http_exchange(port, "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
+  // Exactly the limit, nothing unread: the answer is not lost to a reset.
+  EXPECT_TRUE(http_exchange(port, std::string(HttpServer::kMaxRequest, 'a')).starts_with("HTTP/1.1 431"));
+  EXPECT_EQ(calls.load(), 1);  // only the GET /metrics built a body
+  server.stop();
+  serving.join();
+}
+
+}  // namespace
+}  // namespace txpath::metrics
