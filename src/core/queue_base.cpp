@@ -135,7 +135,7 @@ void QueueBase::apply_edit(const std::function<void(Qdisc& root, QdiscEdit& edit
     PacketList left;
     old->reset(left);
     edit.dropped += left.size();
-    while (Packet* p = left.pop_front()) edit.freed.push_back(p);
+    edit.freed.splice_back(left);
   }
   // TxQueueStats::dropped (the root's drops + ... + edit_drops_) grows by exactly edit.dropped,
   // whatever part of it the (new) root's own counter holds; unsigned wrap-around: a new root may

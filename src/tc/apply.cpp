@@ -39,10 +39,6 @@ std::vector<std::size_t> parents_of(const std::vector<TreeNode>& nodes) {
   return parent;
 }
 
-void move_all(PacketList& from, PacketList& to) noexcept {
-  while (Packet* p = from.pop_front()) to.push_back(p);
-}
-
 [[noreturn]] void throw_with_status(const std::string& what, int status) {
   if (status == 2) throw ConfigRejected(what);
   if (status == 255) throw TcArgError(what);
@@ -75,7 +71,7 @@ void migrate_tree(Qdisc& root, std::vector<TreeNode>& nodes, Tree& next, TxQueue
     nodes[i].qdisc->reset(purged);
     for (std::size_t a = parent[i]; a != kNone; a = parent[a]) purged_below[a] += purged.size();  // the top's
     edit.dropped += purged.size();
-    move_all(purged, edit.freed);
+    edit.freed.splice_back(purged);
   }
   // The qdiscs that stay go on with their counters. Drops only at the top: a classful parent
   // counts its children's drops by the change since it last looked (prio's sync_band, htb's
@@ -94,7 +90,7 @@ void migrate_tree(Qdisc& root, std::vector<TreeNode>& nodes, Tree& next, TxQueue
   PacketList trimmed;
   while (Packet* p = kept.pop_front()) (void)next.root->enqueue(p, trimmed);
   edit.dropped += trimmed.size();
-  move_all(trimmed, edit.freed);
+  edit.freed.splice_back(trimmed);
   edit.root = std::move(next.root);
   nodes = std::move(next.nodes);
 }
