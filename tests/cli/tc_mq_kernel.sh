@@ -19,6 +19,7 @@ root_cleanup() {
   ip link del "$big" >/dev/null 2>&1
 }
 
+release_only "comparing with the kernel's tc"
 needs_root "comparing with the kernel's tc needs root"
 for tool in ip tc; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed"; exit 0; }
