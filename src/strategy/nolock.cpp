@@ -165,7 +165,9 @@ class NolockQueue : public SerializedQueue {
       Verdict v = Verdict::success;
       begin_owner_run();
       if (q.empty() && requeue_empty()) {
-        if (bypass_xmit(held_, p)) run(held_);
+        // The loop runs only if packets (or a MISSED mark) arrived meanwhile, as __dev_xmit_skb's
+        // `!nolock_qdisc_is_empty(q)`: an idle queue pays no dequeue after its bypass.
+        if (bypass_xmit(held_, p) && !q.looks_empty()) run(held_);
       } else {
         v = q.enqueue(p, to_free);  // raced with another sender (or a requeue): keep order
         run(held_);
