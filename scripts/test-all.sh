@@ -17,7 +17,9 @@ for c in "${configs[@]}"; do
     tsan)    dir=build-tsan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTXPATH_SANITIZE=thread
                                     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
                                     -DTXPATH_BUILD_BENCH=OFF) ;;
+    # ASan+UBSan: clang too; GCC took twice as long to build it (9 vs 4 min on 2 cores).
     asan)    dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTXPATH_SANITIZE=address
+                                    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
                                     -DTXPATH_BUILD_BENCH=OFF) ;;
     # libFuzzer: clang, ASan+UBSan, only the fuzz targets.
     fuzz)    dir=build-fuzz; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTXPATH_SANITIZE=address

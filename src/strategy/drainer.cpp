@@ -65,12 +65,13 @@
 //    re-check and the futex wait is not lost. ck's p_tail store/load are volatile accesses plus
 //    ck fences, outside the C++ model: the argument is the store-buffer litmus with a full fence
 //    (mfence on x86, dmb ish on arm64) on each side, which forbids both reads missing.
-//  * the nap (coalescing): after a sweep that moved packets, an empty sweep puts the drainer in
-//    a timed sleep of kNapNs (sleeping_ = kNapping) rather than the park: a push wakes it only
-//    once its ring is half full, else the nap ends by itself, so nothing waits more than kNapNs
-//    for it. Only an empty sweep after a nap leads to the park above. This is TX interrupt
-//    coalescing (ethtool -C tx-usecs): a lone sender's packets are taken hundreds at a time, not
-//    one per wake-up, and the drainer does not poll the rings' cache lines while they fill.
+//  * the nap (coalescing): after a sweep that moved packets, an empty sweep — or a sweep that
+//    moved fewer than kCoalesceBelow — puts the drainer in a timed sleep of kNapNs (sleeping_ =
+//    kNapping) rather than the park: a push wakes it only once its ring is half full, else the
+//    nap ends by itself, so nothing waits more than kNapNs for it. Only an empty sweep after a
+//    nap leads to the park above. This is TX interrupt coalescing (ethtool -C tx-usecs): a lone
+//    sender's packets are taken hundreds at a time, not one per wake-up, and the drainer does not
+//    poll the rings' cache lines while they fill.
 //  * qdisc -> device: as every LockedQueue (driver_loop.hpp): the drainer enqueues under the root
 //    lock and then tries run_begin under it, so either it owns the loop or the current owner's
 //    final check sees the packets; quota, requeue and device stops leave a scheduled run or a
@@ -125,6 +126,7 @@ constexpr uint32_t kMaxSenders = 1024;     // per-sender rings per queue; more s
 constexpr unsigned kFallbackSlots = 4096;  // the shared fallback ring
 constexpr unsigned kPerRing = 64;          // packets taken from one ring per sweep (fairness)
 constexpr std::size_t kFlushAt = 256;      // enqueue + run once this many are in hand
+constexpr std::size_t kCoalesceBelow = 16; // a sweep that moved fewer naps before the next one
 constexpr int kDrainerNice = -10;         // scheduling weight of the drainer thread, see drainer_main()
 // The drainer's nap after a sweep that moved packets found nothing more (see nap()): TX
 // interrupt coalescing's window (ethtool's tx-usecs), the longest a packet waits for the drainer
@@ -427,7 +429,7 @@ class DrainerQueue : public LockedQueue<Lock> {
       const uint32_t total = n + 1;  // index n is the shared fallback ring
       if (start >= total) start = 0;
       PacketList batch;
-      bool moved = false;
+      std::size_t moved = 0;  // packets this sweep handed to the qdisc
       begin_take();
       for (uint32_t k = 0; k < total; ++k) {
         const uint32_t i = start + k < total ? start + k : start + k - total;
@@ -437,20 +439,24 @@ class DrainerQueue : public LockedQueue<Lock> {
         for (unsigned j = 0; j < got; ++j) batch.push_back(static_cast<Packet*>(burst[j]));
         in_hand_.store(batch.size(), std::memory_order_relaxed);  // relaxed: a statistic
         if (batch.size() >= kFlushAt) {
+          moved += batch.size();
           flush(batch);
-          moved = true;
           begin_take();
         }
       }
       ++start;  // the next sweep begins one ring later: no ring is always first
       if (!batch.empty()) {
+        moved += batch.size();
         flush(batch);
-        moved = true;
       } else {
         busy_.store(false, std::memory_order_release);  // release: as end_take()
       }
-      if (moved) {
+      if (moved > 0) {
         napped = false;
+        // A trickle (a lone sender, or senders slower than we are): nap before the next sweep,
+        // so that the next batch is hundreds, not one or two packets, each paying a sweep, a
+        // root-lock round and a device doorbell (an AF_PACKET kick is a system call).
+        if (moved < kCoalesceBelow) nap();
       } else if (!napped) {
         nap();  // traffic just stopped or comes in trickles: let it accumulate
         napped = true;
