@@ -39,6 +39,15 @@
 
 namespace txpath {
 
+// What the driver loop "releases and re-takes" around a device call when the strategy's
+// serialisation stays held for the whole run (mutex's mutex, nolock's seqlock, the combiner
+// role, a calm root lock's bypass): nothing. For a root lock, the loop gets the root lock itself
+// (sch_direct_xmit).
+struct NoRootLock {
+  void lock() noexcept {}
+  void unlock() noexcept {}
+};
+
 class DriverLoop {
  public:
   DriverLoop(Device& device, Qdisc& qdisc, Scheduler& scheduler, int quota) noexcept
@@ -90,12 +99,24 @@ class DriverLoop {
   // only then), so that an idle queue costs no dequeue after a bypass.
   // always_inline: the per-packet path of an idle queue; inlined into each strategy's send(), as
   // it was before QueueBase forwarded to it (GCC otherwise keeps combining's copy out of line).
+  //
+  // The calm bypass (docs/architecture.md, "The calm bypass"): a root lock that says calm() —
+  // its last kCalmAfter acquisitions found it free — stays held across this one device call
+  // instead of being released and re-taken (one locked instruction instead of two). Nobody can
+  // enqueue meanwhile, so nothing is left for the loop; a sender that arrives waits one xmit()
+  // and, by waiting, ends the calm: the next bypass releases the lock as the kernel does.
   template <class Lock>
   [[gnu::always_inline]] bool bypass_xmit(Lock& root, Packet* p) noexcept {
     qdisc_->count_bypass(*p);
     bypassed_.add(1);
     PacketList one;
     one.push_back(p);
+    if constexpr (requires { root.calm(); }) {
+      if (root.calm()) {
+        NoRootLock kept;
+        return direct_xmit(kept, one) > 0;
+      }
+    }
     return direct_xmit(root, one) > 0;
   }
 

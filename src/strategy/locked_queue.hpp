@@ -8,7 +8,8 @@
 // drain check take the root lock too.
 //
 // kHeldAcrossXmit: the driver loop releases the root lock around every device call
-// (sch_direct_xmit), except for mutex, whose lock stays held for the whole run.
+// (sch_direct_xmit), except for mutex, whose lock stays held for the whole run, and except a
+// bypass while the root lock is calm (CountingLock::calm, DriverLoop::bypass_xmit).
 //
 // Invariants (see core/driver_loop.hpp for why nothing is stranded):
 //  * the qdisc, the requeue list and RUNNING are touched only under root_;

@@ -41,14 +41,6 @@ inline SendStatus to_send_status(Verdict v) noexcept {
   return SendStatus::dropped;
 }
 
-// What the driver loop "releases and re-takes" around a device call when the strategy's
-// serialisation stays held for the whole run (mutex's mutex, nolock's seqlock, the combiner
-// role): nothing. For a root lock, the loop gets the root lock itself (sch_direct_xmit).
-struct NoRootLock {
-  void lock() noexcept {}
-  void unlock() noexcept {}
-};
-
 // serialize()'s default for "RUNNING was just won": nothing to do.
 struct NoOwnerHook {
   void operator()() const noexcept {}

@@ -54,9 +54,9 @@ struct Bound {
   double burst;
 };
 constexpr auto kBounds = std::to_array<Bound>({
-    {"busylock", 2.1, 0.15},
-    {"rootlock", 2.1, 0.15},
-    {"llist", 4.1, 0.2},
+    {"busylock", 1.1, 0.15},
+    {"rootlock", 1.1, 0.15},
+    {"llist", 3.1, 0.2},
     {"mutex", 2.1, 0.15},
     {"nolock", 2.1, 0.2},
     {"combining", 2.1, 0.15},
