@@ -5,6 +5,8 @@
 set -u
 bin=${1:?usage: readme_tables.sh PATH_TO_TXPATH}
 . "$(dirname "$0")/lib/common.bash"  # fail, tmp (removed on exit)
+# A Python script's text and statuses: the bench it runs is checked sanitized by the other tests.
+release_only "the README table script"
 script="$(cd "$(dirname "$0")/../.." && pwd)/scripts/readme_tables.py"
 repo_readme="$(dirname "$script")/../README.md"
 
