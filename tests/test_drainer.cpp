@@ -321,7 +321,11 @@ TEST(Drainer, TeardownStopsTheDrainerThenFreesWhatTheRingsHold) {
   phase.wait(0);
   // EXPECT, not ASSERT, until the holder is released: returning early would leave it blocked.
   EXPECT_EQ(txq->send(frames.make(0, 0)), SendStatus::queued);
-  while (txq->stats().queued != 0) std::this_thread::yield();
+  // Until packet 0 is in the device call: the drainer's run has begun (runs, counted after the
+  // drainer put down what it had in hand) and nothing is queued. queued == 0 alone can be read
+  // between the drainer's pop and its in_hand_ store, and packet 0 then counted again below.
+  for (TxQueueStats s = txq->stats(); s.queued != 0 || s.runs == 0; s = txq->stats())
+    std::this_thread::yield();
   for (uint64_t seq = 1; seq <= 100; ++seq) EXPECT_EQ(txq->send(frames.make(0, seq)), SendStatus::queued);
   EXPECT_EQ(txq->stats().queued, 100u);
   phase.store(2);
