@@ -31,18 +31,23 @@ TEST(CalmLock, CalmAfterSixtyFourFreeAcquisitionsAndNotAfterOneThatWaited) {
   }
   lock.lock();
   EXPECT_TRUE(lock.calm());
-  // A second thread waits for the lock we hold: its acquisition ends the calm.
-  std::promise<bool> calm_when_it_got_it;
-  std::thread waiter([&] {
-    lock.lock();
-    calm_when_it_got_it.set_value(lock.calm());
-    lock.unlock();
-  });
-  std::this_thread::sleep_for(20ms);  // let the waiter reach lock() (it must find the lock taken)
   lock.unlock();
-  waiter.join();
-  EXPECT_FALSE(calm_when_it_got_it.get_future().get());
-  EXPECT_EQ(lock.waits(), 1u);
+  // A second thread waits for the lock we hold: its acquisition ends the calm. It may reach
+  // lock() only after we let go (a loaded machine): then it did not wait, and we try again.
+  bool calm_seen = true;
+  for (int attempt = 1; lock.waits() == 0 && attempt <= 50; ++attempt) {
+    lock.lock();
+    std::thread waiter([&] {
+      lock.lock();
+      calm_seen = lock.calm();
+      lock.unlock();
+    });
+    std::this_thread::sleep_for(attempt * 10ms);  // time for the waiter to reach lock()
+    lock.unlock();
+    waiter.join();
+  }
+  ASSERT_EQ(lock.waits(), 1u);
+  EXPECT_FALSE(calm_seen);
   lock.lock();
   EXPECT_FALSE(lock.calm());
   lock.unlock();
