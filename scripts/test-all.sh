@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and runs the whole test suite three times: Release, ThreadSanitizer, ASan+UBSan.
-# Then runs every libFuzzer target (fuzz/*.cpp) for 15 s each (four targets: CI stays under 30 minutes on 2 cores; TXPATH_FUZZ_SECONDS overrides) under ASan+UBSan.
+# Then runs every libFuzzer target (fuzz/*.cpp) for 10 s each (four targets: CI stays under 30 minutes on 2 cores; TXPATH_FUZZ_SECONDS overrides) under ASan+UBSan.
 # The release run also counts the atomic operations per packet (ctest atomics.per_packet: a second
 # copy of the library built with its atomics instrumented, tests/atomics/); the sanitizer runs skip it.
 # Usage: scripts/test-all.sh [release|tsan|asan|fuzz ...]   (default: all four)
@@ -40,9 +40,9 @@ for c in "${configs[@]}"; do
       name=$(basename "$src" .cpp)
       corpus="fuzz/corpus/${name#fuzz_}"
       work=$(mktemp -d)
-      echo "=== fuzz: $name for ${TXPATH_FUZZ_SECONDS:-15} s ==="
+      echo "=== fuzz: $name for ${TXPATH_FUZZ_SECONDS:-10} s ==="
       # New inputs go to the scratch directory; the committed corpus is only read.
-      "$dir/$name" -max_total_time="${TXPATH_FUZZ_SECONDS:-15}" -max_len=4096 -print_final_stats=1 \
+      "$dir/$name" -max_total_time="${TXPATH_FUZZ_SECONDS:-10}" -max_len=4096 -print_final_stats=1 \
         "$work" "$corpus" 2>&1 | tail -n 15
       rc=${PIPESTATUS[0]}
       rm -rf "$work"
