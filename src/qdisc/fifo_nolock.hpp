@@ -138,8 +138,15 @@ class NolockFifoQdisc final : public Qdisc {
       state_.fetch_or(kMissed, std::memory_order_seq_cst);  // seq_cst: read by our run_end()
   }
 
-  // Lockless hint for the sender-side bypass: no MISSED/DRAINING and every ring looks empty.
+  // Lockless hint: no MISSED/DRAINING and every ring looks empty.
   bool looks_empty() const noexcept;
+  // Linux's nolock_qdisc_is_empty(): no MISSED/DRAINING — one load, no ring read. A sender that
+  // enqueued while another thread owned the seqlock has set MISSED (or is about to, and then
+  // the owner's run_end() sees it), so this is the sender-side bypass pre-check and the owner's
+  // "did anything arrive during my bypass" test; the owner re-checks the rings with empty().
+  bool state_says_empty() const noexcept {
+    return (state_.load(std::memory_order_relaxed) & (kMissed | kDraining)) == 0;  // relaxed: a hint
+  }
   // Owner only: exactly "no packet in any ring".
   bool empty() const noexcept;
   // MISSED/DRAINING bits (a hint, for tests and tracing).

@@ -9,10 +9,11 @@
 // There is no root lock. Senders enqueue into the lockless qdisc (qdisc/fifo_nolock.hpp: one
 // PtrRing per band, each with its own producer spinlock) and then try to become the owner of the
 // driver loop through the qdisc's seqlock, taken only with trylock:
-//   send():  admit; if the qdisc can bypass and LOOKS empty (no MISSED/DRAINING, rings and
-//            requeue list empty, all read without any lock) and run_begin() wins: re-check
-//            emptiness exactly (we are the ring consumer now); still empty -> transmit directly
-//            (the driver loop's bypass path) and run; else enqueue and run as owner.
+//   send():  admit; if the qdisc can bypass and LOOKS empty (no MISSED/DRAINING and an empty
+//            requeue list, read without any lock; the rings are not read) and run_begin() wins:
+//            re-check the rings exactly (we are the ring consumer now); still empty -> transmit
+//            directly (the driver loop's bypass path), and run only if MISSED was set meanwhile;
+//            else enqueue and run as owner.
 //            Otherwise enqueue (a full ring drops; the victim is freed at once, no lock held),
 //            then run_begin(); if won, run the driver loop. If lost AND our packet was dropped
 //            for want of room, wait (spin, then park) until the owner has sent one more batch:
@@ -160,14 +161,17 @@ class NolockQueue : public SerializedQueue {
     NolockFifoQdisc& q = lq();
     PacketList to_free;
 
-    // Lockless bypass: cheap unlocked test first, exact re-test once we own the qdisc.
-    if (q.can_bypass() && q.looks_empty() && requeue_empty() && q.run_begin()) {
+    // Lockless bypass: the cheap unlocked test first (the state bits only, as Linux's
+    // nolock_qdisc_is_empty()), the exact re-test of the rings once we own the qdisc.
+    if (q.can_bypass() && q.state_says_empty() && requeue_empty() && q.run_begin()) {
       Verdict v = Verdict::success;
       begin_owner_run();
       if (q.empty() && requeue_empty()) {
-        // The loop runs only if packets (or a MISSED mark) arrived meanwhile, as __dev_xmit_skb's
-        // `!nolock_qdisc_is_empty(q)`: an idle queue pays no dequeue after its bypass.
-        if (bypass_xmit(held_, p) && !q.looks_empty()) run(held_);
+        // The loop runs only if a MISSED mark says packets arrived meanwhile, as __dev_xmit_skb's
+        // `!nolock_qdisc_is_empty(q)`: an idle queue pays no dequeue after its bypass. A sender
+        // whose mark is not visible yet is seen by run_end() (a scheduled run) or wins the
+        // seqlock itself on its second trylock (the Dekker pair of fifo_nolock.hpp).
+        if (bypass_xmit(held_, p) && !q.state_says_empty()) run(held_);
       } else {
         v = q.enqueue(p, to_free);  // raced with another sender (or a requeue): keep order
         run(held_);
