@@ -13,9 +13,10 @@
 //    SCHED (separate steps). The service thread (net_tx_action) clears SCHED and runs the same
 //    run_begin / loop / run_end, as often as SCHED gets set, concurrently with the senders.
 //    An optional quota (dev_tx_weight) ends a run after N packets by setting MISSED, as Linux.
-//    Options add txpath's own send() paths (nolock.cpp): the lockless bypass — looks_empty (read
-//    MISSED, then the ring), run_begin (a loss sets MISSED and falls back to enqueue + run_begin),
-//    the exact emptiness re-check as owner, then xmit of the own packet or enqueue — and a drain()
+//    Options add txpath's own send() paths (nolock.cpp): the lockless bypass — state_says_empty
+//    (read MISSED), run_begin (a loss sets MISSED and falls back to enqueue + run_begin), the
+//    exact emptiness re-check of the ring as owner, then xmit of the own packet (and a run only
+//    if MISSED is set by then) or enqueue — and a drain()
 //    thread whose quiescence check holds the seqlock without dequeuing (try_own ... run_end).
 //  * llist — Linux 6.19 defer list (commit 100dfa74cad9; txpath src/strategy/llist.cpp): load
 //    head; CAS(head, first, me), retried with the value the failed CAS saw; a CAS that found a
@@ -165,27 +166,28 @@ class NolockModel {
       case kPeekMissed:
         if (s.missed) {
           s.pc[t] = kEnqueue;
-          return "looks_empty: MISSED set -> no bypass";
-        }
-        s.pc[t] = kPeekRing;
-        return "looks_empty: MISSED clear";
-      case kPeekRing:
-        if (s.ring_len) {
-          s.pc[t] = kEnqueue;
-          return "looks_empty: ring not empty -> no bypass";
+          return "state_says_empty: MISSED set -> no bypass";
         }
         s.bypassing[t] = 1;
         s.pc[t] = kTry1;
-        return "looks_empty: ring empty -> try run_begin for the bypass";
+        return "state_says_empty: MISSED clear -> try run_begin for the bypass";
       case kBypassRecheck:
         s.bypassing[t] = 0;
-        s.pc[t] = kDequeue;
         if (s.ring_len) {
           s.ring[s.ring_len++] = me(s, t);
+          s.pc[t] = kDequeue;
           return "owner, re-check: ring not empty -> enqueue own packet, run";
         }
         deliver(s, t, me(s, t));
-        return "owner, re-check: ring empty -> bypass xmit own packet, run";
+        s.pc[t] = kBypassMissed;
+        return "owner, re-check: ring empty -> bypass xmit own packet";
+      case kBypassMissed:
+        if (s.missed) {
+          s.pc[t] = kDequeue;
+          return "after the bypass: MISSED set -> run";
+        }
+        s.pc[t] = kUnlock;
+        return "after the bypass: MISSED clear -> no run";
       case kDrainOwn:
         s.seqlock = static_cast<uint8_t>(t + 1);
         s.pc[t] = kDrainUnlock;
@@ -320,8 +322,8 @@ class NolockModel {
 
  private:
   enum Pc : uint8_t {
-    kPeekMissed, kPeekRing, kEnqueue, kTry1, kMissedTestSet, kMissedTest, kMissedSet, kTry2,
-    kBypassRecheck, kDequeue, kReadMissed, kClearMissed, kDequeueRetry, kQuotaSpent,
+    kPeekMissed, kEnqueue, kTry1, kMissedTestSet, kMissedTest, kMissedSet, kTry2,
+    kBypassRecheck, kBypassMissed, kDequeue, kReadMissed, kClearMissed, kDequeueRetry, kQuotaSpent,
     kUnlock,  // kBypassRecheck..kUnlock: the owner section
     kCheckMissed, kSetSched, kWaitSched, kDrainOwn, kDrainUnlock, kDrainCheckMissed,
     kDrainSched, kDone,
@@ -394,12 +396,24 @@ enum class Llist : uint8_t {
   store_push,              // check-then-push: load head, then a plain store of head (no CAS)
   detach_load_store,       // the leader detaches with load + store instead of one exchange
   release_before_run_end,  // owner finds the qdisc empty, drops the root lock, THEN run_end
+  fast_without_list_check,  // txpath's uncontended path taken on a try_lock alone, without
+                            // first seeing the defer list empty
+};
+
+// txpath's uncontended path (llist.cpp alone()): load head; empty -> try_lock(root); won -> the
+// packet is enqueued (or bypassed) and run under the root lock as a leader's batch of one.
+// Either test failing falls back to the push.
+struct LlistOptions {
+  int quota = 0;
+  bool bypass = true;
+  bool fast = false;
 };
 
 class LlistModel {
  public:
-  LlistModel(Llist variant, int senders, int packets, int quota = 0, bool bypass = true)
-      : v_(variant), senders_(senders), packets_(packets), quota_(quota), bypass_(bypass) {
+  LlistModel(Llist variant, int senders, int packets, LlistOptions o = {})
+      : v_(variant), senders_(senders), packets_(packets), quota_(o.quota), bypass_(o.bypass),
+        fast_(o.fast || variant == Llist::fast_without_list_check) {
     if (senders * packets > kMaxPackets || threads() > kMaxThreads) std::abort();  // test bug
   }
 
@@ -437,7 +451,7 @@ class LlistModel {
       s.pc[t] = kDone;
       s.first[t] = s.list[t] = s.hold[t] = kNil;
     }
-    for (int t = 0; t < senders_; ++t) s.pc[t] = kLoadHead;
+    for (int t = 0; t < senders_; ++t) s.pc[t] = start_pc();
     s.pc[service()] = kWaitSched;
     return s;
   }
@@ -457,6 +471,24 @@ class LlistModel {
   const char* step(State& s, int t) const {
     const uint8_t me = static_cast<uint8_t>(t * packets_ + s.seq[t]);
     switch (s.pc[t]) {
+      case kFastLoad:
+        if (s.head != kNil) {
+          s.pc[t] = kLoadHead;
+          return "alone? load head: not empty -> push";
+        }
+        s.pc[t] = kFastTry;
+        return "alone? load head: empty";
+      case kFastTry:
+        if (s.root) {
+          s.pc[t] = kLoadHead;
+          return "alone? try_lock(root) failed -> push";
+        }
+        s.root = static_cast<uint8_t>(t + 1);
+        s.list[t] = me;  // a batch of one, as a leader's
+        s.next[me] = kNil;
+        s.pushed[me] = 1;  // submitted
+        s.pc[t] = kEnqueueBatch;
+        return "alone: try_lock(root) won";
       case kLoadHead:
         s.first[t] = s.head;
         if (v_ == Llist::stale_leader_decision) s.lead[t] = s.head == kNil;
@@ -628,7 +660,7 @@ class LlistModel {
 
  private:
   enum Pc : uint8_t {
-    kLoadHead, kCas, kStore, kLock, kExchange, kDetachLoad, kDetachStore, kEnqueueBatch,
+    kFastLoad, kFastTry, kLoadHead, kCas, kStore, kLock, kExchange, kDetachLoad, kDetachStore, kEnqueueBatch,
     kDequeue, kXmit, kRelock, kQuotaSched, kUnlockKeepRunning, kLateRunEnd,  // owner (RUNNING)
     kUnlockRoot, kWaitSched, kSvcLock, kDone,
   };
@@ -640,6 +672,10 @@ class LlistModel {
 
   int service() const { return senders_; }
   int total() const { return senders_ * packets_; }
+  Pc start_pc() const {
+    if (!fast_) return kLoadHead;
+    return v_ == Llist::fast_without_list_check ? kFastTry : kFastLoad;
+  }
 
   const char* to_lock(State& s, int t, const char* label) const {
     s.pc[t] = kLock;
@@ -652,7 +688,7 @@ class LlistModel {
       s.pc[t] = kWaitSched;
     } else {
       ++s.seq[t];
-      s.pc[t] = s.seq[t] < packets_ ? kLoadHead : kDone;
+      s.pc[t] = s.seq[t] < packets_ ? start_pc() : kDone;
     }
     return label;
   }
@@ -688,6 +724,7 @@ class LlistModel {
   Llist v_;
   int senders_, packets_, quota_;
   bool bypass_;
+  bool fast_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -847,8 +884,9 @@ TEST(ModelCheckNolock, FixedProtocolWithQuotaHandsOffToServiceThread) {
 }
 
 TEST(ModelCheckNolock, TxpathBypassAndDrainCheckKeepTheProtocol) {
-  // txpath's send(): the lockless bypass (looks_empty, run_begin — whose failure sets MISSED —,
-  // exact re-check as owner, else enqueue), and drain()'s quiescence check, which holds the
+  // txpath's send(): the lockless bypass (state_says_empty, run_begin — whose failure sets
+  // MISSED —, exact re-check as owner, a run after the bypass only if MISSED is set, else
+  // enqueue), and drain()'s quiescence check, which holds the
   // seqlock without dequeuing (try_own ... run_end, scheduling if MISSED is set).
   expect_clean("nolock txpath bypass 2x2",
                mc::check(NolockModel(Nolock::fixed, 2, 2, {.bypass = true})));
@@ -911,16 +949,37 @@ TEST(ModelCheckLlist, FixedProtocolNeverStrandsOrDuplicates) {
   expect_clean("llist fixed 3x1", mc::check(LlistModel(Llist::fixed, 3, 1)));
   expect_clean("llist fixed 3x2", mc::check(LlistModel(Llist::fixed, 3, 2)));
   expect_clean("llist fixed 2x2 no bypass",
-               mc::check(LlistModel(Llist::fixed, 2, 2, 0, /*bypass=*/false)));
+               mc::check(LlistModel(Llist::fixed, 2, 2, {.bypass = false})));
+}
+
+TEST(ModelCheckLlist, TxpathUncontendedPathKeepsTheProtocol) {
+  // llist.cpp alone(): list empty and try_lock(root) won -> rootlock's path, no push.
+  expect_clean("llist txpath alone 2x2", mc::check(LlistModel(Llist::fixed, 2, 2, {.fast = true})));
+  expect_clean("llist txpath alone 3x1", mc::check(LlistModel(Llist::fixed, 3, 1, {.fast = true})));
+  expect_clean("llist txpath alone 2x2 quota=1",
+               mc::check(LlistModel(Llist::fixed, 2, 2, {.quota = 1, .fast = true})));
+  if (kLargeBounds) {
+    expect_clean("llist txpath alone 3x2",
+                 mc::check(LlistModel(Llist::fixed, 3, 2, {.fast = true})));
+  }
+}
+
+TEST(ModelCheckLlist, UncontendedPathWithoutTheListCheckReorders) {
+  // A third sender holds the root lock; the other two fail their try_lock and push (the first
+  // leads, the second follows). The holder unlocks, and the follower's next packet wins the
+  // try_lock before the leader takes the lock: it bypasses its own earlier packet.
+  expect_violation("llist alone without list check 3x2",
+                   mc::check(LlistModel(Llist::fast_without_list_check, 3, 2)),
+                   {"sent before an earlier one"});
 }
 
 TEST(ModelCheckLlist, FixedProtocolWithQuotaHandsOffToServiceThread) {
   expect_clean("llist fixed 2x2 quota=1",
-               mc::check(LlistModel(Llist::fixed, 2, 2, /*quota=*/1)));
-  expect_clean("llist fixed 3x1 quota=1", mc::check(LlistModel(Llist::fixed, 3, 1, 1)));
+               mc::check(LlistModel(Llist::fixed, 2, 2, {.quota = 1})));
+  expect_clean("llist fixed 3x1 quota=1", mc::check(LlistModel(Llist::fixed, 3, 1, {.quota = 1})));
   if (kLargeBounds) {
-    expect_clean("llist fixed 3x2 quota=1", mc::check(LlistModel(Llist::fixed, 3, 2, 1)));
-    expect_clean("llist fixed 2x3 quota=1", mc::check(LlistModel(Llist::fixed, 2, 3, 1)));
+    expect_clean("llist fixed 3x2 quota=1", mc::check(LlistModel(Llist::fixed, 3, 2, {.quota = 1})));
+    expect_clean("llist fixed 2x3 quota=1", mc::check(LlistModel(Llist::fixed, 2, 3, {.quota = 1})));
   }
 }
 

@@ -27,6 +27,11 @@
 // "Lock-holder preemption in user space"): the excess senders give their CPU to the leader. Below the threshold nothing changes; the
 // burst cap and its drops stay as in the kernel.
 //
+// The uncontended path (userspace; the kernel always pushes): a sender that finds the list
+// empty and wins a try_lock of the root lock enqueues (or bypasses) its packet as rootlock does,
+// with no push and no detach — one locked instruction per packet, none while the root lock is
+// calm (DriverLoop::bypass_xmit). A failed try_lock pushes as above. See alone().
+//
 // Invariants: a packet is on the defer list, in the leader's hands, or in the qdisc/requeue
 // list — never two; the list is empty at every quiescent point (its first pusher always drains
 // it). Followers always get `queued` (no drop feedback from the qdisc), as in the kernel.
@@ -54,6 +59,8 @@ class LlistQueue : public LockedQueue<Lock> {
 
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
+    if (head_.load(std::memory_order_acquire) == nullptr && this->root_.try_lock())
+      return alone(p);  // acquire: see alone()
     LifoChain chain(p);
     PacketList refused;
     uint64_t deferred = 0;  // list length our push made, as counted (0 when not counted)
@@ -141,6 +148,22 @@ class LlistQueue : public LockedQueue<Lock> {
     if (deferred > passivate_at_)
       spin_then_park(defer_count_, [this](uint32_t n) { return n <= passivate_at_; },
                      kYieldsBeforePark);  // see park.hpp
+  }
+
+  // The uncontended path (a userspace addition, docs/architecture.md "llist's uncontended
+  // path"): the defer list was empty and the root lock free, so the packet takes rootlock's path
+  // — no push, no detach, one locked instruction. Root lock held (try_lock); released here.
+  // Order: a leader detaches the list and enqueues what it took under ONE root-lock hold, so
+  // once we hold the lock every packet of ours that left the list is in the qdisc (or sent).
+  // None of ours is still on it: our earlier pushes precede our acquire load of head_ in program
+  // order, so that load saw them or the detach that took them. A sender that pushes meanwhile
+  // leads its list and waits for the root lock as usual.
+  SendStatus alone(Packet* p) noexcept {
+    PacketList batch, to_free;
+    batch.push_back(p);
+    const Verdict v = this->serialize(this->root_, batch, to_free);
+    this->root_.unlock();
+    return this->leave(to_free, v);
   }
 
   // We pushed onto an empty list: we lead. Steps 3-5 for the whole list under the root lock. Our

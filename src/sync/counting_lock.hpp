@@ -33,7 +33,12 @@ class CountingLock {
     waits_.add(1);  // under the lock: see the header comment
     wait_ns_.add(now_ns() - t0);
   }
-  bool try_lock() noexcept { return lock_.try_lock(); }
+  // A success found the lock free: it counts towards calm() as a free lock() does.
+  bool try_lock() noexcept {
+    if (!lock_.try_lock()) return false;
+    if (free_in_a_row_ < kCalmAfter) ++free_in_a_row_;  // under the lock, as in lock()
+    return true;
+  }
   void unlock() noexcept { lock_.unlock(); }
 
   // Whether the last kCalmAfter lock() calls found the lock free (none waited): the driver loop

@@ -56,7 +56,7 @@ struct Bound {
 constexpr auto kBounds = std::to_array<Bound>({
     {"busylock", 1.1, 0.15},
     {"rootlock", 1.1, 0.15},
-    {"llist", 3.1, 0.2},
+    {"llist", 1.1, 0.2},
     {"mutex", 2.1, 0.15},
     {"nolock", 2.1, 0.2},
     {"combining", 2.1, 0.15},
