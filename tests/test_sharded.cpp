@@ -24,14 +24,19 @@ using namespace sharded_test;
 
 class Sharded : public ::testing::Test {
  protected:
-  std::unique_ptr<TxQueue> make(uint32_t max_burst = 1000, const std::string& qdisc = "pfifo") {
+  // `uncontended`: send()'s try_lock path (off here by default: these tests are about the
+  // drainer flag and the shards, which a lone sender no longer reaches with it on).
+  std::unique_ptr<TxQueue> make(uint32_t max_burst = 1000, const std::string& qdisc = "pfifo",
+                                bool uncontended = false) {
     TxQueueConfig cfg;
     cfg.strategy = "sharded";
     cfg.lock = "ticket";
     cfg.qdisc = qdisc;
     cfg.max_burst = max_burst;
     cfg.service_thread = false;
-    return TxQueue::create(dev, cfg);
+    auto q = TxQueue::create(dev, cfg);
+    set_uncontended_path(*q, uncontended);
+    return q;
   }
   // Runs `f` on a new thread and waits for it (a sender other than the drainer).
   static void on_other_thread(const std::function<void()>& f) { std::thread(f).join(); }
@@ -229,6 +234,28 @@ TEST_F(Sharded, UncontendedSenderGetsTheQdiscVerdictAndTheBypass) {
   const auto s = txq->stats();
   EXPECT_EQ(s.submitted, s.sent + s.dropped);
   EXPECT_EQ(s.qdisc.drops, 1u);
+}
+
+TEST_F(Sharded, ALoneSenderTakesTheRootLockWithoutTheDrainerRole) {
+  auto txq = make(1000, "pfifo limit 1", /*uncontended=*/true);
+  int tenures = 0;
+  on_drainer_release(*txq, [&] { ++tenures; });
+  ASSERT_EQ(txq->send(frames.make(0, 0)), SendStatus::queued);
+  ASSERT_EQ(txq->send(frames.make(0, 1)), SendStatus::queued);
+  EXPECT_EQ(tenures, 0) << "an empty shard and a free root lock: no drainer flag, no push";
+  EXPECT_EQ(txq->stats().bypassed, 2u);
+  dev.stop();
+  ASSERT_EQ(txq->send(frames.make(0, 2)), SendStatus::queued);  // bypass meets a stopped queue
+  ASSERT_EQ(txq->send(frames.make(0, 3)), SendStatus::queued);  // in the pfifo
+  EXPECT_EQ(txq->send(frames.make(0, 4)), SendStatus::dropped) << "the qdisc's own verdict";
+  EXPECT_EQ(tenures, 0);
+  for (std::size_t i = 0; i < shard_count(*txq); ++i) EXPECT_EQ(shard_depth(*txq, i), 0u);
+  dev.wake();
+  while (txq->service()) {
+  }
+  EXPECT_EQ(seqs_of(0), (std::vector<uint64_t>{0, 1, 2, 3}));
+  const auto s = txq->stats();
+  EXPECT_EQ(s.submitted, s.sent + s.dropped);
 }
 
 TEST_F(Sharded, TeardownFreesWhatTheShardsHold) {

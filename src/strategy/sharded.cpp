@@ -32,6 +32,11 @@
 // written by one sender only.
 //
 // send(p)
+//  0. The uncontended path (a userspace shortcut, as llist's): the thread's own shard reads empty
+//     (acquire) and a try_lock of the root lock wins -> enqueue or bypass under the root lock and
+//     run, as rootlock (alone()): one locked instruction, none more while the lock is calm. The
+//     drainer flag and the shards are not touched, so the Dekker argument below is unchanged;
+//     order holds since a drainer detaches and enqueues under one root-lock hold. Otherwise:
 //  1. If draining_ reads false, try to take it (exchange). The winner never pushes: as drainer
 //     it detaches every shard into the qdisc, then enqueues its own packet (exact verdict
 //     returned; alone, it may take the empty-qdisc bypass), then runs the driver loop. This is
@@ -118,7 +123,8 @@
 // runs the qdisc under the root lock (deferred runs, device wakes). A drainer that is a sender
 // returns after at most kMaxPasses passes, so no sender is kept draining forever.
 //
-// Shared cache lines per packet: the sender's shard line (two RMWs, written by that shard's
+// Shared cache lines per packet, uncontended (step 0): the sender's shard line (a load) and the
+// root lock (one CAS). Otherwise: the sender's shard line (two RMWs, written by that shard's
 // senders only when there is one sender per shard) and a read of draining_ (shared, written only
 // when the drainer changes). Per pass the drainer touches the root lock, the qdisc and every
 // shard line (a load; an exchange where non-empty) — O(shards) per pass, fine for the CPUs of
@@ -180,6 +186,8 @@ class ShardedCore {
   }
 
   void set_release_hook(std::function<void()> hook) { release_hook_ = std::move(hook); }
+  // Tests only, before any send: off, every send() goes through the drainer flag and the shards.
+  void set_uncontended_path(bool on) noexcept { uncontended_path_ = on; }
 
  protected:
   // Pushes `chain` (one packet, or a burst) onto the caller's shard with one CAS. The shard's cap
@@ -264,6 +272,12 @@ class ShardedCore {
     return took;
   }
 
+  // The calling thread's shard holds nothing (acquire: pairs with the detach's exchange — a
+  // drainer's, made under the root lock — or reads our own earlier push).
+  bool own_shard_empty() const noexcept {
+    return shards_[my_shard()].head.load(std::memory_order_acquire) == nullptr;
+  }
+
   // Shard state for quiescent(): every head null and the flag clear.
   bool shards_idle() const noexcept {
     // acquire: pairs with the last drainer's clear (its enqueues are then visible to the caller).
@@ -307,6 +321,9 @@ class ShardedCore {
   alignas(64) std::atomic<bool> draining_{false};
   // Tests only: runs in release() before the flag is cleared (set before any send).
   std::function<void()> release_hook_;
+
+ protected:
+  bool uncontended_path_ = true;  // send() step 0; tests may turn it off before any send
 };
 
 template <class Lock>
@@ -318,7 +335,9 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
 
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
-    if (try_take()) {  // uncontended: we drain, p in hand
+    if (uncontended_path_ && own_shard_empty() && this->root_.try_lock())
+      return alone(p);  // see alone()
+    if (try_take()) {  // we drain, p in hand
       PacketList own;
       own.push_back(p);
       return to_send_status(drain_held(own, no_verdicts));
@@ -379,6 +398,19 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
   uint64_t purge_strategy(PacketList& to_free) noexcept override { return purge_shards(to_free); }
 
  private:
+  // The uncontended path (send() step 0, header comment): our shard was empty and the root lock
+  // free, so the packet takes rootlock's path — no drainer flag, no shard. Root lock held
+  // (try_lock); released here. Order: a drainer detaches and enqueues under one root-lock hold,
+  // so once we hold the lock every packet of ours that left the shard is in the qdisc or sent,
+  // and none is still on it (our earlier pushes precede our load of the shard head).
+  SendStatus alone(Packet* p) noexcept {
+    PacketList batch, to_free;
+    batch.push_back(p);
+    const Verdict v = this->serialize(this->root_, batch, to_free);
+    this->root_.unlock();
+    return this->leave(to_free, v);
+  }
+
   // After our push: the sender half of the Dekker pair (take the drainer role if it is free),
   // or passivation while the drainer falls behind.
   void after_push(Shard& shard, uint64_t depth) noexcept {
@@ -459,6 +491,7 @@ uint64_t shard_depth(TxQueue& q, std::size_t shard) { return core(q)->shard_dept
 void on_drainer_release(TxQueue& q, std::function<void()> hook) {
   core(q)->set_release_hook(std::move(hook));
 }
+void set_uncontended_path(TxQueue& q, bool on) { core(q)->set_uncontended_path(on); }
 
 }  // namespace sharded_test
 

@@ -20,5 +20,9 @@ uint64_t shard_depth(TxQueue& q, std::size_t shard);
 // Runs `hook` in the drainer just before it clears its flag (set before any send). q must be
 // sharded.
 void on_drainer_release(TxQueue& q, std::function<void()> hook);
+// Turns send()'s uncontended path (the root lock's try_lock when the thread's shard is empty) on
+// or off; on by default. Off, every send() takes the drainer flag or pushes: the tests of the
+// drainer machinery need that. Before any send. q must be sharded.
+void set_uncontended_path(TxQueue& q, bool on);
 
 }  // namespace txpath::sharded_test

@@ -61,7 +61,7 @@ constexpr auto kBounds = std::to_array<Bound>({
     {"nolock", 2.1, 0.2},
     {"combining", 2.1, 0.15},
     {"drainer", 1.1, 0.15},
-    {"sharded", 3.1, 0.2},
+    {"sharded", 1.1, 0.2},
     {"peer:ck_ring", 1.1, 0.15},
     {"peer:mutex_deque", 2.1, 0.15},
 });
