@@ -33,8 +33,8 @@
 //    per list (so in program order per thread: a thread has one request in flight);
 //  * a node is referenced by at most one thread besides the list: its owner (the thread whose
 //    swap returned it) until the node is released, then nobody but its new owner; a releaser
-//    reads node->next before its release store and touches only the node's wait word (notify)
-//    after it;
+//    reads node->next before its release store and touches only the node's wait word and its
+//    parked count (wake_parked) after it;
 //  * a batch serves at most h requests (h >= 1); the combiner's own request is always the first.
 //
 // Memory ordering (per atomic):
@@ -49,8 +49,12 @@
 //    the request's effects (results, the caller's out-parameters) and, for COMBINE, everything
 //    the previous combiner did are visible to the next reader (the combiner role is a lock
 //    handed over by this release/acquire pair);
-//  * every release of a waiter is followed by notify_one() on its state word (park.hpp
-//    contract; one waiter per node at a time).
+//  * every release of a waiter is followed by wake_parked() on its state word (park.hpp, timed
+//    parking: a seq_cst fence, then a futex wake if the node's `parked` count says a waiter
+//    sleeps; waiters use spin_then_park_timed). Except the hand-over to a node that is still the
+//    Tail: nobody can be waiting on it yet, so the uncontended combiner pays a release store and
+//    one load of Tail, no locked instruction; an arrival that swaps the node out just after that
+//    load and sleeps before the store reaches it waits for park_timed's 1 ms timeout at most.
 //
 // Node storage: nodes are owned by the instance (freed with it), created lazily once per thread
 // per instance under a mutex (not on the hot path). A thread finds its per-instance slot (which
@@ -90,6 +94,9 @@ enum : uint32_t { kWait = 0, kDone = 1, kCombine = 2 };
 // One request node; its own cache line (the waiter spins on it, the combiner writes it).
 struct alignas(64) Node {
   std::atomic<uint32_t> state{kWait};
+  // Waiters asleep on `state` (park_timed's count; park.hpp "Timed parking"): the releaser's
+  // wake_parked() reads it after its fence.
+  std::atomic<uint32_t> parked{0};
   std::atomic<Node*> next{nullptr};
   // The request: fn(ctx, more). Plain fields, published by the release store of next.
   void (*fn)(void* ctx, bool more) = nullptr;
@@ -190,10 +197,11 @@ class CcSynch {
     uint32_t st = cur->state.load(std::memory_order_acquire);
     if (st == kWait) {
       const uint64_t t0 = now_ns();
-      // acquire (inside spin_then_park): as above; the releaser notifies after its store.
-      // Yield a while before parking: see park.hpp (a futex wake per served request is the
-      // dominant cost otherwise).
-      st = spin_then_park(cur->state, [](uint32_t v) { return v != kWait; }, kYieldsBeforePark);
+      // acquire (inside spin_then_park_timed): as above; the releaser calls wake_parked() after
+      // its store. Yield a while before parking: see park.hpp (a futex wake per served request
+      // is the dominant cost otherwise). Timed: see the hand-over below.
+      st = spin_then_park_timed(cur->state, cur->parked, [](uint32_t v) { return v != kWait; },
+                                kYieldsBeforePark);
       waits_.add(1);
       wait_ns_.add(now_ns() - t0);
     }
@@ -214,12 +222,12 @@ class CcSynch {
       n->fn(n->ctx, more);
       ++served;
       if (n != cur) {
-        // seq_cst (its release half pairs with the owner's acquire in spin_then_park; its
-        // request's effects are visible to it): seq_cst so that notify_one()'s read of
-        // libstdc++'s waiter count cannot be ordered before it (park.hpp). After this store only
-        // the notify touches n.
-        n->state.store(kDone, std::memory_order_seq_cst);
-        n->state.notify_one();
+        // release: pairs with the owner's acquire in spin_then_park_timed (its request's effects
+        // are visible to it). Then wake_parked()'s seq_cst fence and read of n->parked: the
+        // Dekker pair with a waiter that counts itself before it sleeps (park.hpp). After this
+        // store only the wake touches n.
+        n->state.store(kDone, std::memory_order_release);
+        wake_parked(n->state, n->parked);
       }
       n = nx;
     }
@@ -231,11 +239,15 @@ class CcSynch {
     if (served >= h_ && n->next.load(std::memory_order_relaxed) != nullptr)
       list.limit_handoffs.add(1);
     if (nlists_ > 1) global_.unlock();
-    // seq_cst: hands the combiner role over; the release half pairs with the acquire of n's
-    // (future) owner, who then sees every effect of this batch and the epilogue; seq_cst for the
-    // notify below (park.hpp).
-    n->state.store(kCombine, std::memory_order_seq_cst);
-    n->state.notify_one();
+    // release: hands the combiner role over; pairs with the acquire of n's (future) owner, who
+    // then sees every effect of this batch and the epilogue.
+    n->state.store(kCombine, std::memory_order_release);
+    // Only a thread that swapped n out of Tail can wait on n. relaxed: the cheap test of
+    // park.hpp's timed parking. Still the Tail (the uncontended case: nobody came during our
+    // batch): no fence, no wake — the hand-over costs a plain store. An arrival whose swap this
+    // load missed, and who then sleeps before our store is visible to it, is woken by
+    // park_timed's timeout (kParkTimeoutNs) at the latest; it sees COMBINE at its first re-read.
+    if (list.tail.load(std::memory_order_relaxed) != n) wake_parked(n->state, n->parked);
   }
 
   // Sums the counters (exact when no execute() is in progress).
