@@ -400,9 +400,11 @@ enum class Llist : uint8_t {
                             // first seeing the defer list empty
 };
 
-// txpath's uncontended path (llist.cpp alone()): load head; empty -> try_lock(root); won -> the
-// packet is enqueued (or bypassed) and run under the root lock as a leader's batch of one.
-// Either test failing falls back to the push.
+// txpath's uncontended path (llist.cpp alone()): load head; empty -> try_lock(root); won and the
+// queue idle (qdisc empty, not RUNNING) -> the packet is bypassed under the root lock as a
+// leader's batch of one. Any test failing falls back to the push (a won lock on a busy queue is
+// released at once, which is one step: nothing happens under it). Without the bypass option the
+// idle test is left out and the packet is enqueued and run, a superset of the behaviours.
 struct LlistOptions {
   int quota = 0;
   bool bypass = true;
@@ -483,12 +485,16 @@ class LlistModel {
           s.pc[t] = kLoadHead;
           return "alone? try_lock(root) failed -> push";
         }
+        if (bypass_ && (s.qlen || s.running)) {  // the lock taken and dropped: no effect
+          s.pc[t] = kLoadHead;
+          return "alone? try_lock(root) won, queue busy -> unlock, push";
+        }
         s.root = static_cast<uint8_t>(t + 1);
         s.list[t] = me;  // a batch of one, as a leader's
         s.next[me] = kNil;
         s.pushed[me] = 1;  // submitted
         s.pc[t] = kEnqueueBatch;
-        return "alone: try_lock(root) won";
+        return "alone: try_lock(root) won, queue idle";
       case kLoadHead:
         s.first[t] = s.head;
         if (v_ == Llist::stale_leader_decision) s.lead[t] = s.head == kNil;

@@ -236,24 +236,35 @@ TEST_F(Sharded, UncontendedSenderGetsTheQdiscVerdictAndTheBypass) {
   EXPECT_EQ(s.qdisc.drops, 1u);
 }
 
-TEST_F(Sharded, ALoneSenderTakesTheRootLockWithoutTheDrainerRole) {
+TEST_F(Sharded, ALoneSenderTakesTheRootLockWithoutTheDrainerRoleOnceTheQueueIsQuiet) {
   auto txq = make(1000, "pfifo limit 1", /*uncontended=*/true);
   int tenures = 0;
   on_drainer_release(*txq, [&] { ++tenures; });
-  ASSERT_EQ(txq->send(frames.make(0, 0)), SendStatus::queued);
-  ASSERT_EQ(txq->send(frames.make(0, 1)), SendStatus::queued);
-  EXPECT_EQ(tenures, 0) << "an empty shard and a free root lock: no drainer flag, no push";
-  EXPECT_EQ(txq->stats().bypassed, 2u);
+  // The first 64 packets (kQuietAfter) go through the drainer role: each pass finds no pushed
+  // packet, and the 64th makes the queue quiet.
+  uint64_t seq = 0;
+  for (; seq < 64; ++seq) ASSERT_EQ(txq->send(frames.make(0, seq)), SendStatus::queued);
+  EXPECT_EQ(tenures, 64);
+  tenures = 0;
+  const uint64_t bypassed = txq->stats().bypassed;
+  ASSERT_EQ(txq->send(frames.make(0, seq++)), SendStatus::queued);
+  ASSERT_EQ(txq->send(frames.make(0, seq++)), SendStatus::queued);
+  EXPECT_EQ(tenures, 0) << "quiet, an empty shard and a free root lock: no drainer flag, no push";
+  EXPECT_EQ(txq->stats().bypassed, bypassed + 2);
   dev.stop();
-  ASSERT_EQ(txq->send(frames.make(0, 2)), SendStatus::queued);  // bypass meets a stopped queue
-  ASSERT_EQ(txq->send(frames.make(0, 3)), SendStatus::queued);  // in the pfifo
-  EXPECT_EQ(txq->send(frames.make(0, 4)), SendStatus::dropped) << "the qdisc's own verdict";
+  ASSERT_EQ(txq->send(frames.make(0, seq++)), SendStatus::queued);  // bypass meets a stopped queue
   EXPECT_EQ(tenures, 0);
+  // The requeued packet makes the queue busy: the next sender unlocks, the queue is no longer
+  // quiet, and it takes the drainer role (which gives the qdisc's own verdicts).
+  ASSERT_EQ(txq->send(frames.make(0, seq++)), SendStatus::queued);  // in the pfifo
+  EXPECT_EQ(tenures, 1);
+  EXPECT_EQ(txq->send(frames.make(0, seq++)), SendStatus::dropped) << "the qdisc's own verdict";
+  EXPECT_EQ(tenures, 2) << "not quiet any more";
   for (std::size_t i = 0; i < shard_count(*txq); ++i) EXPECT_EQ(shard_depth(*txq, i), 0u);
   dev.wake();
   while (txq->service()) {
   }
-  EXPECT_EQ(seqs_of(0), (std::vector<uint64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(seqs_of(0), iota(seq - 1));
   const auto s = txq->stats();
   EXPECT_EQ(s.submitted, s.sent + s.dropped);
 }

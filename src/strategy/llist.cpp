@@ -28,9 +28,11 @@
 // burst cap and its drops stay as in the kernel.
 //
 // The uncontended path (userspace; the kernel always pushes): a sender that finds the list
-// empty and wins a try_lock of the root lock enqueues (or bypasses) its packet as rootlock does,
-// with no push and no detach — one locked instruction per packet, none while the root lock is
-// calm (DriverLoop::bypass_xmit). A failed try_lock pushes as above. See alone().
+// empty, wins a try_lock of the root lock and finds the queue idle (the bypass open: qdisc and
+// requeue list empty, not RUNNING) sends its packet as rootlock does, with no push and no detach
+// — one locked instruction per packet, none more while the root lock is calm
+// (DriverLoop::bypass_xmit). Otherwise it pushes as above (after unlocking, if the queue was
+// busy: under load the leaders' batching stays as in the kernel). See alone().
 //
 // Invariants: a packet is on the defer list, in the leader's hands, or in the qdisc/requeue
 // list — never two; the list is empty at every quiescent point (its first pusher always drains
@@ -59,8 +61,11 @@ class LlistQueue : public LockedQueue<Lock> {
 
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
-    if (head_.load(std::memory_order_acquire) == nullptr && this->root_.try_lock())
-      return alone(p);  // acquire: see alone()
+    // acquire: see alone().
+    if (head_.load(std::memory_order_acquire) == nullptr && this->root_.try_lock()) {
+      if (this->bypass_open()) return alone(p);
+      this->root_.unlock();  // a busy queue: the defer list, as the kernel
+    }
     LifoChain chain(p);
     PacketList refused;
     uint64_t deferred = 0;  // list length our push made, as counted (0 when not counted)
@@ -150,9 +155,9 @@ class LlistQueue : public LockedQueue<Lock> {
                      kYieldsBeforePark);  // see park.hpp
   }
 
-  // The uncontended path (a userspace addition, docs/architecture.md "llist's uncontended
-  // path"): the defer list was empty and the root lock free, so the packet takes rootlock's path
-  // — no push, no detach, one locked instruction. Root lock held (try_lock); released here.
+  // The uncontended path (a userspace addition, docs/architecture.md "Strategies"): the defer
+  // list was empty, the root lock free and the queue idle, so the packet takes rootlock's path —
+  // no push, no detach, one locked instruction. Root lock held (try_lock); released here.
   // Order: a leader detaches the list and enqueues what it took under ONE root-lock hold, so
   // once we hold the lock every packet of ours that left the list is in the qdisc (or sent).
   // None of ours is still on it: our earlier pushes precede our acquire load of head_ in program

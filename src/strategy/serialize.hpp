@@ -154,6 +154,13 @@ class SerializedQueue : public QueueBase {
     return v;
   }
 
+  // Root lock (or the strategy's serialisation) held: a lone packet sent now would take the
+  // bypass (serialize()'s 3a test, short of winning RUNNING). The uncontended paths of llist and
+  // sharded go on only then: with a busy queue they hand the packet over as usual.
+  [[gnu::always_inline]] bool bypass_open() const noexcept {
+    return qdisc()->can_bypass() && backlog_packets() == 0 && !is_running();
+  }
+
   // qdisc_run(): run_begin(), the driver loop, run_end() — unless another thread owns RUNNING.
   template <class Root, class OnOwner = NoOwnerHook>
   void run_qdisc(Root& root, OnOwner&& on_owner = {}) noexcept {

@@ -32,8 +32,11 @@
 // written by one sender only.
 //
 // send(p)
-//  0. The uncontended path (a userspace shortcut, as llist's): the thread's own shard reads empty
-//     (acquire) and a try_lock of the root lock wins -> enqueue or bypass under the root lock and
+//  0. The uncontended path (a userspace shortcut, as llist's): the queue has been quiet (its
+//     last 64 drainer passes found no pushed packet, and no sender since lost a try_lock or found
+//     the queue busy: quiet_), no drainer at work (a relaxed read of draining_), the thread's own
+//     shard reads empty (acquire), a try_lock of the root lock wins and the queue is idle
+//     (bypass_open(); else unlock and go on with step 1) -> enqueue or bypass under the root lock and
 //     run, as rootlock (alone()): one locked instruction, none more while the lock is calm. The
 //     drainer flag and the shards are not touched, so the Dekker argument below is unchanged;
 //     order holds since a drainer detaches and enqueues under one root-lock hold. Otherwise:
@@ -272,10 +275,32 @@ class ShardedCore {
     return took;
   }
 
-  // The calling thread's shard holds nothing (acquire: pairs with the detach's exchange — a
-  // drainer's, made under the root lock — or reads our own earlier push).
-  bool own_shard_empty() const noexcept {
+  // send()'s step 0 may be tried: the queue has been quiet (see quiet_), no drainer is at work
+  // and the calling thread's shard holds nothing. Otherwise the sender pushes: senders that take
+  // the root lock and RUNNING themselves get preempted holding them, and the drainer then waits
+  // (at 16 senders on 2 cores the row fell from 5-15 to 2-8 Mpps when step 0 ran there too).
+  bool alone_possible() const noexcept {
+    // relaxed, both: hints (the try_lock that follows decides; a drainer that starts meanwhile
+    // waits for the root lock like the service thread).
+    if (quiet_.load(std::memory_order_relaxed) < kQuietAfter) return false;
+    if (draining_.load(std::memory_order_relaxed)) return false;
+    // acquire: pairs with the detach's exchange — a drainer's, made under the root lock — or
+    // reads our own earlier push.
     return shards_[my_shard()].head.load(std::memory_order_acquire) == nullptr;
+  }
+
+  // A sign of other senders: a try_lock lost, a busy queue, a pass that found pushed packets.
+  void not_quiet() noexcept {
+    // relaxed: a heuristic; written only when it changes, so contended senders do not bounce
+    // the line (a lost race with quiet_more() only delays step 0 or lets one more try it).
+    if (quiet_.load(std::memory_order_relaxed) != 0) quiet_.store(0, std::memory_order_relaxed);
+  }
+  // A drainer pass that found every shard empty (the drainer's own packet in hand only). Root
+  // lock held.
+  void quiet_more() noexcept {
+    // relaxed: as not_quiet(); one writer at a time here (the root lock), a load and a store.
+    const uint32_t q = quiet_.load(std::memory_order_relaxed);
+    if (q < kQuietAfter) quiet_.store(q + 1, std::memory_order_relaxed);
   }
 
   // Shard state for quiescent(): every head null and the flag clear.
@@ -319,6 +344,11 @@ class ShardedCore {
   std::unique_ptr<Shard[]> shards_;
   // The drainer flag: read by every sender that pushed, written twice per drainer tenure.
   alignas(64) std::atomic<bool> draining_{false};
+  // Drainer passes in a row that found no pushed packet, up to kQuietAfter; reset by any sign of
+  // another sender (not_quiet). Step 0 of send() runs only at kQuietAfter: a lone sender gets
+  // there after 64 packets, a contended queue stays below. Read by every sender (step 0).
+  static constexpr uint32_t kQuietAfter = 64;
+  std::atomic<uint32_t> quiet_{0};
   // Tests only: runs in release() before the flag is cleared (set before any send).
   std::function<void()> release_hook_;
 
@@ -335,8 +365,13 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
 
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
-    if (uncontended_path_ && own_shard_empty() && this->root_.try_lock())
-      return alone(p);  // see alone()
+    if (uncontended_path_ && alone_possible()) {
+      if (this->root_.try_lock()) {
+        if (this->bypass_open()) return alone(p);  // see alone()
+        this->root_.unlock();  // a busy queue: the shards and the drainer
+      }
+      not_quiet();
+    }
     if (try_take()) {  // we drain, p in hand
       PacketList own;
       own.push_back(p);
@@ -398,8 +433,8 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
   uint64_t purge_strategy(PacketList& to_free) noexcept override { return purge_shards(to_free); }
 
  private:
-  // The uncontended path (send() step 0, header comment): our shard was empty and the root lock
-  // free, so the packet takes rootlock's path — no drainer flag, no shard. Root lock held
+  // The uncontended path (send() step 0, header comment): our shard was empty, the root lock
+  // free and the queue idle, so the packet takes rootlock's path — no drainer flag, no shard. Root lock held
   // (try_lock); released here. Order: a drainer detaches and enqueues under one root-lock hold,
   // so once we hold the lock every packet of ours that left the shard is in the qdisc or sent,
   // and none is still on it (our earlier pushes precede our load of the shard head).
@@ -444,6 +479,11 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
       PacketList batch, to_free;
       this->root_.lock();
       const bool took = detach_all(batch);
+      if (took) {
+        not_quiet();
+      } else if (!own.empty()) {
+        quiet_more();
+      }
       const bool has_own = !own.empty();
       const std::size_t ahead = batch.size();
       batch.splice_back(own);  // after all it could see
