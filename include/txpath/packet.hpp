@@ -149,9 +149,13 @@ class PacketList {
     o.bytes_ = 0;
   }
 
+  // count_ and bytes_ apart: adjacent, GCC's SLP vectoriser turned pop_front()'s two updates
+  // into one 16-byte load, subtract and store, and that load, right after push_back()'s two
+  // 8-byte stores (a lone packet's bypass: push_back, then the driver loop's pop_front), cannot
+  // be forwarded from the store buffer.
   Packet* head_ = nullptr;
-  Packet* tail_ = nullptr;
   std::size_t count_ = 0;
+  Packet* tail_ = nullptr;
   uint64_t bytes_ = 0;
 };
 
