@@ -27,7 +27,8 @@
 // "Lock-holder preemption in user space"): the excess senders give their CPU to the leader. Below the threshold nothing changes; the
 // burst cap and its drops stay as in the kernel.
 //
-// The uncontended path (userspace; the kernel always pushes): a sender that finds the list
+// The uncontended path (userspace; the kernel always pushes): once the queue is quiet (64
+// leaders in a row led their own packet alone, quiet_streak.hpp), a sender that finds the list
 // empty, wins a try_lock of the root lock and finds the queue idle (the bypass open: qdisc and
 // requeue list empty, not RUNNING) sends its packet as rootlock does, with no push and no detach
 // — one locked instruction per packet, none more while the root lock is calm
@@ -45,6 +46,7 @@
 
 #include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
+#include "strategy/quiet_streak.hpp"
 #include "sync/park.hpp"
 
 namespace txpath {
@@ -62,9 +64,12 @@ class LlistQueue : public LockedQueue<Lock> {
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
     // acquire: see alone().
-    if (head_.load(std::memory_order_acquire) == nullptr && this->root_.try_lock()) {
-      if (this->bypass_open()) return alone(p);
-      this->root_.unlock();  // a busy queue: the defer list, as the kernel
+    if (quiet_.quiet() && head_.load(std::memory_order_acquire) == nullptr) {
+      if (this->root_.try_lock()) {
+        if (this->bypass_open()) return alone(p);
+        this->root_.unlock();  // a busy queue: the defer list, as the kernel
+      }
+      quiet_.disturbed();
     }
     LifoChain chain(p);
     PacketList refused;
@@ -191,6 +196,11 @@ class LlistQueue : public LockedQueue<Lock> {
     }
     PacketList batch = PacketList::from_lifo(list);
     const bool lone = batch.size() == 1;  // only a lone packet may take the bypass
+    if (lone) {
+      quiet_.quiet_step();  // nobody else's packet: see quiet_streak.hpp
+    } else {
+      quiet_.disturbed();
+    }
     const Verdict v = this->serialize(this->root_, batch, to_free, NoOwnerHook{},
                                       std::forward<Verdicts>(verdicts));
     this->root_.unlock();
@@ -201,6 +211,10 @@ class LlistQueue : public LockedQueue<Lock> {
   const uint64_t burst_limit_;
   const uint64_t passivate_at_;  // followers beyond this list length wait for the leader
   alignas(64) std::atomic<Packet*> head_{nullptr};     // q->defer_list
+  // The uncontended path's switch (quiet_streak.hpp): a quiet step per leader whose batch is its
+  // own packet alone; disturbed by a batch of several, a lost try_lock, a busy queue. On head_'s
+  // line: every sender reads both.
+  QuietStreak quiet_;
   // q->defer_count. 32 bits (the cap, max_burst, is a uint32_t): libstdc++ waits and notifies on
   // a 32-bit word with the futex itself, where a 64-bit one costs every notify_all() a seq_cst
   // RMW on a process-wide waiter table.

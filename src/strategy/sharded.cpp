@@ -141,6 +141,7 @@
 
 #include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
+#include "strategy/quiet_streak.hpp"
 #include "strategy/sharded_hooks.hpp"
 #include "sync/instance_cache.hpp"
 #include "sync/park.hpp"
@@ -282,25 +283,11 @@ class ShardedCore {
   bool alone_possible() const noexcept {
     // relaxed, both: hints (the try_lock that follows decides; a drainer that starts meanwhile
     // waits for the root lock like the service thread).
-    if (quiet_.load(std::memory_order_relaxed) < kQuietAfter) return false;
+    if (!quiet_.quiet()) return false;
     if (draining_.load(std::memory_order_relaxed)) return false;
     // acquire: pairs with the detach's exchange — a drainer's, made under the root lock — or
     // reads our own earlier push.
     return shards_[my_shard()].head.load(std::memory_order_acquire) == nullptr;
-  }
-
-  // A sign of other senders: a try_lock lost, a busy queue, a pass that found pushed packets.
-  void not_quiet() noexcept {
-    // relaxed: a heuristic; written only when it changes, so contended senders do not bounce
-    // the line (a lost race with quiet_more() only delays step 0 or lets one more try it).
-    if (quiet_.load(std::memory_order_relaxed) != 0) quiet_.store(0, std::memory_order_relaxed);
-  }
-  // A drainer pass that found every shard empty (the drainer's own packet in hand only). Root
-  // lock held.
-  void quiet_more() noexcept {
-    // relaxed: as not_quiet(); one writer at a time here (the root lock), a load and a store.
-    const uint32_t q = quiet_.load(std::memory_order_relaxed);
-    if (q < kQuietAfter) quiet_.store(q + 1, std::memory_order_relaxed);
   }
 
   // Shard state for quiescent(): every head null and the flag clear.
@@ -344,16 +331,16 @@ class ShardedCore {
   std::unique_ptr<Shard[]> shards_;
   // The drainer flag: read by every sender that pushed, written twice per drainer tenure.
   alignas(64) std::atomic<bool> draining_{false};
-  // Drainer passes in a row that found no pushed packet, up to kQuietAfter; reset by any sign of
-  // another sender (not_quiet). Step 0 of send() runs only at kQuietAfter: a lone sender gets
-  // there after 64 packets, a contended queue stays below. Read by every sender (step 0).
-  static constexpr uint32_t kQuietAfter = 64;
-  std::atomic<uint32_t> quiet_{0};
+
   // Tests only: runs in release() before the flag is cleared (set before any send).
   std::function<void()> release_hook_;
 
  protected:
   bool uncontended_path_ = true;  // send() step 0; tests may turn it off before any send
+  // Step 0's switch (quiet_streak.hpp): a quiet step per drainer pass with its own packet in
+  // hand that found no pushed packet; disturbed by a lost try_lock, a busy queue, a pass that
+  // found pushed packets. Read by every sender.
+  QuietStreak quiet_;
 };
 
 template <class Lock>
@@ -370,7 +357,7 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
         if (this->bypass_open()) return alone(p);  // see alone()
         this->root_.unlock();  // a busy queue: the shards and the drainer
       }
-      not_quiet();
+      quiet_.disturbed();
     }
     if (try_take()) {  // we drain, p in hand
       PacketList own;
@@ -480,9 +467,9 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
       this->root_.lock();
       const bool took = detach_all(batch);
       if (took) {
-        not_quiet();
+        quiet_.disturbed();
       } else if (!own.empty()) {
-        quiet_more();
+        quiet_.quiet_step();
       }
       const bool has_own = !own.empty();
       const std::size_t ahead = batch.size();
