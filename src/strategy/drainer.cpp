@@ -268,13 +268,7 @@ class DrainerQueue : public LockedQueue<Lock>, public DrainerSwitches {
   // Root lock held (try_lock) and the queue idle: the packet takes rootlock's path — the bypass
   // — and the lock is released here. Order: every earlier packet of ours was enqueued by the
   // drainer (alone_possible) or sent by us; the qdisc being empty, all of them were sent.
-  SendStatus alone(Packet* p) noexcept {
-    PacketList batch, to_free;
-    batch.push_back(p);
-    const Verdict v = this->serialize(this->root_, batch, to_free);
-    this->root_.unlock();
-    return this->leave(to_free, v);
-  }
+  SendStatus alone(Packet* p) noexcept { return this->send_holding_root(p); }
 
   SenderRing* caller_ring() noexcept {
     SenderRing* const* cached = RingCache::find(id_);

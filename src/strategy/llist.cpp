@@ -168,13 +168,7 @@ class LlistQueue : public LockedQueue<Lock> {
   // None of ours is still on it: our earlier pushes precede our acquire load of head_ in program
   // order, so that load saw them or the detach that took them. A sender that pushes meanwhile
   // leads its list and waits for the root lock as usual.
-  SendStatus alone(Packet* p) noexcept {
-    PacketList batch, to_free;
-    batch.push_back(p);
-    const Verdict v = this->serialize(this->root_, batch, to_free);
-    this->root_.unlock();
-    return this->leave(to_free, v);
-  }
+  SendStatus alone(Packet* p) noexcept { return this->send_holding_root(p); }
 
   // We pushed onto an empty list: we lead. Steps 3-5 for the whole list under the root lock. Our
   // own packets are the oldest on the list, so the batch's first: `verdicts` gets theirs first.

@@ -76,6 +76,17 @@ class LockedQueue : public SerializedQueue {
     wait_ns += root_.wait_ns();
   }
 
+  // The rest of send() once the root lock is held: the uncontended paths of llist, sharded and
+  // drainer, whose try_lock won on an idle queue (each says why its order holds). Enqueue or
+  // bypass, run, release the root lock, leave.
+  SendStatus send_holding_root(Packet* p) noexcept {
+    PacketList batch, to_free;
+    batch.push_back(p);
+    const Verdict v = serialize(loop_lock(), batch, to_free);
+    root_.unlock();
+    return leave(to_free, v);
+  }
+
   // What the driver loop releases and re-takes around a device call.
   decltype(auto) loop_lock() noexcept {
     if constexpr (kHeldAcrossXmit) {

@@ -425,13 +425,7 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
   // (try_lock); released here. Order: a drainer detaches and enqueues under one root-lock hold,
   // so once we hold the lock every packet of ours that left the shard is in the qdisc or sent,
   // and none is still on it (our earlier pushes precede our load of the shard head).
-  SendStatus alone(Packet* p) noexcept {
-    PacketList batch, to_free;
-    batch.push_back(p);
-    const Verdict v = this->serialize(this->root_, batch, to_free);
-    this->root_.unlock();
-    return this->leave(to_free, v);
-  }
+  SendStatus alone(Packet* p) noexcept { return this->send_holding_root(p); }
 
   // After our push: the sender half of the Dekker pair (take the drainer role if it is free),
   // or passivation while the drainer falls behind.
