@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "device/fault_device.hpp"
-#include "strategy/drainer_hooks.hpp"
 #include "support/scripted_device.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/pool.hpp"
@@ -63,14 +62,6 @@ TxQueueConfig drainer_config(const char* qdisc = kBigFifo) {
   return cfg;
 }
 
-// A drainer queue whose every packet goes through a ring and the drainer thread: the lone
-// sender's path off (drainer_hooks.hpp). These tests are about the delegation.
-std::unique_ptr<TxQueue> make_drainer(Device& dev, const TxQueueConfig& cfg) {
-  auto q = TxQueue::create(dev, cfg);
-  EXPECT_TRUE(drainer_test::set_lone_sender_path(*q, false));
-  return q;
-}
-
 Packet* get_packet(Pool& pool) {
   Packet* p = pool.get();
   while (!p) {  // buffers are in flight: wait for completions
@@ -88,55 +79,11 @@ SendStatus send_one(TxQueue& txq, Pool& pool, const FrameTemplate& tmpl, uint32_
   return txq.send(p);
 }
 
-// Counts the xmit() calls made on threads other than the one that created it.
-class XmitThreadDevice : public test::ScriptedDevice {
- public:
-  XmitResult xmit(Packet* p, bool more) noexcept override {
-    // relaxed: a counter read after drain() (which synchronises with the drainer's work).
-    if (std::this_thread::get_id() != creator_) elsewhere_.fetch_add(1, std::memory_order_relaxed);
-    return ScriptedDevice::xmit(p, more);
-  }
-  uint64_t elsewhere() const { return elsewhere_.load(std::memory_order_relaxed); }
-
- private:
-  const std::thread::id creator_ = std::this_thread::get_id();
-  std::atomic<uint64_t> elsewhere_{0};
-};
-
-TEST(Drainer, ALoneSenderSendsItselfUntilASecondSenderRegisters) {
-  Pool pool(PoolConfig{.packets = 4096, .buffer_size = 256, .cache_size = 16});
-  FrameTemplate tmpl;
-  for (const bool lone_path : {true, false}) {
-    XmitThreadDevice dev;
-    auto txq = TxQueue::create(dev, drainer_config());
-    ASSERT_TRUE(drainer_test::set_lone_sender_path(*txq, lone_path));
-    for (uint64_t seq = 0; seq < 500; ++seq)
-      ASSERT_EQ(send_one(*txq, pool, tmpl, 0, seq), SendStatus::queued);
-    ASSERT_TRUE(txq->drain(10s));
-    // On: each packet is bypassed by its sender (the drainer has nothing of ours in hand, the
-    // queue is idle). Off: the drainer thread sends every one.
-    EXPECT_EQ(dev.elsewhere(), lone_path ? 0u : 500u) << "lone sender's path " << lone_path;
-    EXPECT_EQ(txq->stats().sent, 500u);
-    // A second sender thread registers: from then on the drainer does all the work again.
-    std::thread([&] { ASSERT_EQ(send_one(*txq, pool, tmpl, 1, 0), SendStatus::queued); }).join();
-    for (uint64_t seq = 500; seq < 600; ++seq)
-      ASSERT_EQ(send_one(*txq, pool, tmpl, 0, seq), SendStatus::queued);
-    ASSERT_TRUE(txq->drain(10s));
-    EXPECT_EQ(dev.elsewhere(), lone_path ? 101u : 601u) << "lone sender's path " << lone_path;
-    std::vector<uint64_t> seqs;
-    for (const auto& r : dev.log())
-      if (r.sender == 0) seqs.push_back(r.seq);
-    ASSERT_EQ(seqs.size(), 600u);
-    for (uint64_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], i) << "per-sender order";
-  }
-}
-
 TEST(Drainer, EveryAcceptedPacketArrivesInOrderPerSender) {
   const int threads = 16;
   const uint64_t per_thread = kSanitized ? 300 : 4000;
   Pool pool(PoolConfig{.packets = 8192, .buffer_size = 256, .cache_size = 16});
   FaultDevice dev(in_order_faults(0.02, 0.01));
-  // The lone sender's path stays on: the first sender may bypass before the others register.
   auto txq = TxQueue::create(dev, drainer_config());
 
   std::vector<uint64_t> accepted(threads, 0), dropped(threads, 0);
@@ -179,7 +126,7 @@ TEST(Drainer, FullRingMakesTheSenderWaitAndLosesNothing) {
   Pool pool(PoolConfig{.packets = 8192, .buffer_size = 256, .cache_size = 16});
   test::ScriptedDevice dev;
   test::FrameFactory frames(pool);
-  auto txq = make_drainer(dev, drainer_config());
+  auto txq = TxQueue::create(dev, drainer_config());
 
   // Hold the device's tx lock: the drainer takes the first packet, enqueues (or bypasses) it,
   // wins RUNNING and blocks in the device call, so it cannot take anything more from the rings.
@@ -236,7 +183,7 @@ TEST_P(DrainerPark, OneSendAfterAnIdleSpellIsDelivered) {
     Pool pool(PoolConfig{.packets = 256, .buffer_size = 256, .cache_size = 16});
     test::ScriptedDevice dev;
     test::FrameFactory frames(pool);
-    auto txq = make_drainer(dev, drainer_config("pfifo_fast"));
+    auto txq = TxQueue::create(dev, drainer_config("pfifo_fast"));
     for (int r = 0; r < rounds; ++r) {
       // Idle spells from 0 to ~3 ms: the drainer is caught sweeping, spinning, about to park
       // and parked.
@@ -285,7 +232,7 @@ TEST(Drainer, ThreadCachesSurviveQueuesComingAndGoing) {
   for (int r = 0; r < rounds; ++r) {
     for (int q = 0; q < kQueues; ++q) {
       devs[q] = std::make_unique<FaultDevice>(in_order_faults(0.01, 0.0));
-      queues[q] = make_drainer(*devs[q], drainer_config());
+      queues[q] = TxQueue::create(*devs[q], drainer_config());
     }
     for (auto& a : accepted) a.fill(0);
     sync.arrive_and_wait();
@@ -317,7 +264,7 @@ TEST(Drainer, MoreSendersThanRingsShareTheFallbackAndExitedRingsAreReused) {
   FaultDevice dev(in_order_faults(0.0, 0.0));
   TxQueueConfig cfg = drainer_config();
   cfg.txqueuelen = 63;  // the smallest rings (64 slots): 1024 of them stay small
-  auto txq = make_drainer(dev, cfg);
+  auto txq = TxQueue::create(dev, cfg);
 
   auto wave = [&](uint32_t first_sender, int n) {
     std::vector<uint64_t> accepted(static_cast<std::size_t>(n), 0);
@@ -357,7 +304,7 @@ TEST(Drainer, TeardownStopsTheDrainerThenFreesWhatTheRingsHold) {
   Pool pool(PoolConfig{.packets = 4096, .buffer_size = 256, .cache_size = 16});
   test::ScriptedDevice dev;
   test::FrameFactory frames(pool);
-  auto txq = make_drainer(dev, drainer_config());
+  auto txq = TxQueue::create(dev, drainer_config());
 
   // A helper holds the tx lock, so the drainer is held in its first device call (as in
   // FullRingMakesTheSenderWait...) while 100 packets wait in the ring; it lets go only after the queue's

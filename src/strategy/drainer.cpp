@@ -33,16 +33,6 @@
 // up to kPerRing packets (txpath_ck_ring_enqueue_burst_spsc) and one wake-up check each; the
 // drainer sees none or all of a publish. A full ring takes what fits; the sender waits as below.
 //
-// A lone sender (one sender thread has ever registered a ring with this queue): send() tries
-// rootlock's path itself when the drainer has enqueued every packet that sender ever pushed
-// (first_flushed_, a count the drainer publishes under the root lock after the enqueue, against
-// the ring's own push count), a try_lock of the root lock wins and the queue is idle: it
-// bypasses its packet with no push, no fence and no wake-up. Anything else pushes. Delegation
-// costs a lone sender the cross-core hand-off of every packet (and its buffer's trip back) for
-// no contention to avoid: on null it was 6-16x the floor's CPU per packet. Once the sender sends
-// itself, the drainer's sweeps find nothing and it parks. With two sender threads the drainer
-// does all the work, as before; send_burst() always pushes.
-//
 // Ring capacity: txqueuelen rounded up to a power of two, at least 64 and at most 4096 slots
 // (ck keeps one slot empty): room for a qdisc-full burst per sender, 8 KiB per 1024 slots.
 // A full ring is backpressure, not a drop: the sender waits (spin, then park) until the drainer
@@ -123,7 +113,6 @@
 #include <vector>
 
 #include "strategy/ck_ring_shim.h"
-#include "strategy/drainer_hooks.hpp"
 #include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
 #include "sync/instance_cache.hpp"
@@ -161,9 +150,6 @@ struct SenderRing {
   // A live thread produces into this ring (per-sender rings only). See the header comment.
   std::atomic<bool> owned{true};
   std::atomic<bool> queue_gone{false};
-  // Packets pushed into this ring so far (per-sender rings only): written by the producer alone,
-  // a plain field (ownership moves through `owned`, release/acquire). See first_flushed_.
-  uint64_t pushed = 0;
 };
 
 // The calling thread's ring for the queue it used last (sync/instance_cache.hpp: no TLS init
@@ -188,17 +174,8 @@ struct SenderCache {
 };
 thread_local SenderCache tls_cache;
 
-// The non-template part the test hook reaches (drainer_hooks.hpp).
-class DrainerSwitches {
- public:
-  void set_lone_sender_path(bool on) noexcept { lone_sender_path_ = on; }
-
- protected:
-  bool lone_sender_path_ = true;  // set before any send (tests only turn it off)
-};
-
 template <class Lock>
-class DrainerQueue : public LockedQueue<Lock>, public DrainerSwitches {
+class DrainerQueue : public LockedQueue<Lock> {
  public:
   DrainerQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
       : LockedQueue<Lock>(device, std::move(qdisc), config, "drainer"),
@@ -222,10 +199,6 @@ class DrainerQueue : public LockedQueue<Lock>, public DrainerSwitches {
     if (!this->admit(p)) return SendStatus::too_big;
     SenderRing* r = caller_ring();
     if (!r) return this->drop_unqueued(p);  // no ring could be allocated: the only drop here
-    if (alone_possible(*r) && this->root_.try_lock()) {
-      if (this->bypass_open()) return alone(p);
-      this->root_.unlock();  // the queue is busy: push
-    }
     void* const one[] = {p};
     push_all(*r, one, 1);
     return SendStatus::queued;
@@ -254,22 +227,6 @@ class DrainerQueue : public LockedQueue<Lock>, public DrainerSwitches {
   }
 
  private:
-  // The lone sender's path (header comment, "A lone sender"): one sender thread has ever
-  // registered — so the caller's ring is rings_[0] — and the drainer has put every packet it
-  // ever pushed into the qdisc. acquire: pairs with flush()'s release store of first_flushed_,
-  // made under the root lock after the enqueue, so those packets are in the qdisc (or sent) for
-  // us as well; the try_lock and bypass_open() that follow then see whether they all left.
-  bool alone_possible(const SenderRing& r) const noexcept {
-    if (!lone_sender_path_ || r.shared) return false;
-    if (nrings_.load(std::memory_order_relaxed) != 1) return false;  // relaxed: a hint
-    return first_flushed_.load(std::memory_order_acquire) == r.pushed;
-  }
-
-  // Root lock held (try_lock) and the queue idle: the packet takes rootlock's path — the bypass
-  // — and the lock is released here. Order: every earlier packet of ours was enqueued by the
-  // drainer (alone_possible) or sent by us; the qdisc being empty, all of them were sent.
-  SendStatus alone(Packet* p) noexcept { return this->send_holding_root(p); }
-
   SenderRing* caller_ring() noexcept {
     SenderRing* const* cached = RingCache::find(id_);
     return cached ? *cached : attach_caller();
@@ -299,11 +256,7 @@ class DrainerQueue : public LockedQueue<Lock>, public DrainerSwitches {
   }
 
   unsigned push(SenderRing& r, void* const* items, unsigned n) noexcept {
-    if (!r.shared) {
-      const unsigned pushed = txpath_ck_ring_enqueue_burst_spsc(r.ring.get(), items, n);
-      r.pushed += pushed;
-      return pushed;
-    }
+    if (!r.shared) return txpath_ck_ring_enqueue_burst_spsc(r.ring.get(), items, n);
     std::lock_guard lock(r.producers);
     return txpath_ck_ring_enqueue_burst_spsc(r.ring.get(), items, n);
   }
@@ -443,8 +396,7 @@ class DrainerQueue : public LockedQueue<Lock>, public DrainerSwitches {
 
   // Steps 3-5 of strategy/serialize.hpp for what the sweep took: enqueue the batch (a lone
   // packet may take the bypass) and run the driver loop under the root lock, then free.
-  // `from_first`: how many of the batch came from rings_[0] (see first_flushed_).
-  void flush(PacketList& batch, uint64_t from_first) noexcept {
+  void flush(PacketList& batch) noexcept {
     PacketList to_free;
     this->root_.lock();
     // busy_ is read only under the root lock (quiescent(), snapshot_complete()), and the lock is
@@ -452,11 +404,6 @@ class DrainerQueue : public LockedQueue<Lock>, public DrainerSwitches {
     // RUNNING owner: no reader sees the batch between busy_ and those places.
     end_take();
     this->serialize(this->root_, batch, to_free);
-    if (from_first != 0)
-      // One writer (this thread), so a load and a store. release: pairs with the acquire load in
-      // alone_possible(); the enqueue above happens-before a sender that reads the new count.
-      first_flushed_.store(first_flushed_.load(std::memory_order_relaxed) + from_first,
-                           std::memory_order_release);
     this->root_.unlock();
     free_packets(std::move(to_free));  // drop victims, after the lock is released
     // seq_cst: the release half pairs with the acquire load in send()'s full-ring wait; seq_cst
@@ -482,7 +429,6 @@ class DrainerQueue : public LockedQueue<Lock>, public DrainerSwitches {
       const uint32_t total = n + 1;  // index n is the shared fallback ring
       if (start >= total) start = 0;
       PacketList batch;
-      uint64_t from_first = 0;  // of `batch`, taken from rings_[0]
       std::size_t moved = 0;  // packets this sweep handed to the qdisc
       begin_take();
       for (uint32_t k = 0; k < total; ++k) {
@@ -490,20 +436,18 @@ class DrainerQueue : public LockedQueue<Lock>, public DrainerSwitches {
         txpath_ck_ring* r = i < n ? rings_[i] : fallback_->ring.get();
         const unsigned got = txpath_ck_ring_dequeue_burst_spsc(r, burst, kPerRing);
         if (got == 0) continue;
-        if (i == 0 && n > 0) from_first += got;
         for (unsigned j = 0; j < got; ++j) batch.push_back(static_cast<Packet*>(burst[j]));
         in_hand_.store(batch.size(), std::memory_order_relaxed);  // relaxed: a statistic
         if (batch.size() >= kFlushAt) {
           moved += batch.size();
-          flush(batch, from_first);
-          from_first = 0;
+          flush(batch);
           begin_take();
         }
       }
       ++start;  // the next sweep begins one ring later: no ring is always first
       if (!batch.empty()) {
         moved += batch.size();
-        flush(batch, from_first);
+        flush(batch);
       } else {
         busy_.store(false, std::memory_order_release);  // release: as end_take()
       }
@@ -573,10 +517,6 @@ class DrainerQueue : public LockedQueue<Lock>, public DrainerSwitches {
   std::atomic<bool> stop_{false};
   // Read by every sender after each push: its own line, written only around parks.
   alignas(64) std::atomic<uint32_t> sleeping_{0};
-  // Packets taken from rings_[0] that flush() has enqueued (or bypassed), under the root lock:
-  // a lone sender whose ring's `pushed` equals it has nothing in the ring or in the drainer's
-  // hands. Written by the drainer only.
-  alignas(64) std::atomic<uint64_t> first_flushed_{0};
   // Flushes done by the drainer (wraps): what a sender with a full ring waits on.
   alignas(64) std::atomic<uint32_t> swept_{0};
   alignas(64) std::thread drainer_;
@@ -594,15 +534,5 @@ std::unique_ptr<QueueBase> make_drainer_queue(Device& device, std::unique_ptr<Qd
                           return queue;
                         });
 }
-
-namespace drainer_test {
-
-bool set_lone_sender_path(TxQueue& q, bool on) {
-  auto* d = dynamic_cast<DrainerSwitches*>(&q);
-  if (d) d->set_lone_sender_path(on);
-  return d != nullptr;
-}
-
-}  // namespace drainer_test
 
 }  // namespace txpath
