@@ -4,6 +4,7 @@
 set -u
 bin=${1:?usage: bench_cli.sh PATH_TO_TXPATH}
 . "$(dirname "$0")/lib/common.bash"  # fail, tmp (removed on exit), bad
+not_under thread "flag parsing and the JSON schema (single-threaded)"
 
 bad nosuchcommand
 bad bench --bogus

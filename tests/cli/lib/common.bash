@@ -38,6 +38,17 @@ release_only() {
   fi
 }
 
+# not_under SANITIZER WHAT: skipped (exit 0, "SKIP: ...") in the build with that sanitizer
+# (`thread` or `address`, as `txpath --version` names it); the other builds run it. For tests
+# whose subject that sanitizer does not watch (single-threaded flag parsing under TSan; signals
+# and threads, not memory, under ASan), to keep CI under its time limit.
+not_under() {
+  if "$bin" --version 2>/dev/null | grep -q "sanitizer $1"; then
+    echo "SKIP: $2 does not run under the $1 sanitizer"
+    exit 0
+  fi
+}
+
 # bad ARGS...: `txpath ARGS` (the binary in $bin) must fail as bad usage: exit 2 and exactly one
 # line on stderr, which is printed on stdout (out=$(bad ...) to look at it; a failure found in
 # such a subshell is printed, and the caller's check of $out fails with it).
