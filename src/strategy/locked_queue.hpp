@@ -76,8 +76,8 @@ class LockedQueue : public SerializedQueue {
     wait_ns += root_.wait_ns();
   }
 
-  // The rest of send() once the root lock is held: the uncontended paths of llist, sharded and
-  // drainer, whose try_lock won on an idle queue (each says why its order holds). Enqueue or
+  // The rest of send() once the root lock is held: the uncontended paths of llist and sharded,
+  // whose try_lock won on an idle queue (each says why its order holds). Enqueue or
   // bypass, run, release the root lock, leave.
   SendStatus send_holding_root(Packet* p) noexcept {
     PacketList batch, to_free;
