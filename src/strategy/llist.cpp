@@ -33,7 +33,7 @@
 // requeue list empty, not RUNNING) sends its packet as rootlock does, with no push and no detach
 // — one locked instruction per packet, none more while the root lock is calm
 // (DriverLoop::bypass_xmit). Otherwise it pushes as above (after unlocking, if the queue was
-// busy: under load the leaders' batching stays as in the kernel). See alone().
+// busy: under load the leaders' batching stays as in the kernel). See send().
 //
 // Invariants: a packet is on the defer list, in the leader's hands, or in the qdisc/requeue
 // list — never two; the list is empty at every quiescent point (its first pusher always drains
@@ -63,13 +63,15 @@ class LlistQueue : public LockedQueue<Lock> {
 
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
-    // acquire: see alone().
+    // The uncontended path (header comment). Order: a leader detaches the list and enqueues
+    // what it took under ONE root-lock hold, so once we hold the lock every packet of ours that
+    // left the list is in the qdisc (or sent); none is still on it, since our earlier pushes
+    // precede this load of head_ in program order (it sees them or the detach that took them).
+    // acquire: pairs with the leader's exchange of head_ (its detach).
     if (quiet_.quiet() && head_.load(std::memory_order_acquire) == nullptr) {
-      if (this->root_.try_lock()) {
-        if (this->bypass_open()) return alone(p);
-        this->root_.unlock();  // a busy queue: the defer list, as the kernel
-      }
-      quiet_.disturbed();
+      SendStatus status;
+      if (this->try_send_idle(p, status)) return status;
+      quiet_.disturbed();  // the lock was taken or the queue busy: the defer list, as the kernel
     }
     LifoChain chain(p);
     PacketList refused;
@@ -159,16 +161,6 @@ class LlistQueue : public LockedQueue<Lock> {
       spin_then_park(defer_count_, [this](uint32_t n) { return n <= passivate_at_; },
                      kYieldsBeforePark);  // see park.hpp
   }
-
-  // The uncontended path (a userspace addition, docs/architecture.md "Strategies"): the defer
-  // list was empty, the root lock free and the queue idle, so the packet takes rootlock's path —
-  // no push, no detach, one locked instruction. Root lock held (try_lock); released here.
-  // Order: a leader detaches the list and enqueues what it took under ONE root-lock hold, so
-  // once we hold the lock every packet of ours that left the list is in the qdisc (or sent).
-  // None of ours is still on it: our earlier pushes precede our acquire load of head_ in program
-  // order, so that load saw them or the detach that took them. A sender that pushes meanwhile
-  // leads its list and waits for the root lock as usual.
-  SendStatus alone(Packet* p) noexcept { return this->send_holding_root(p); }
 
   // We pushed onto an empty list: we lead. Steps 3-5 for the whole list under the root lock. Our
   // own packets are the oldest on the list, so the batch's first: `verdicts` gets theirs first.

@@ -76,15 +76,22 @@ class LockedQueue : public SerializedQueue {
     wait_ns += root_.wait_ns();
   }
 
-  // The rest of send() once the root lock is held: the uncontended paths of llist and sharded,
-  // whose try_lock won on an idle queue (each says why its order holds). Enqueue or
-  // bypass, run, release the root lock, leave.
-  SendStatus send_holding_root(Packet* p) noexcept {
+  // The uncontended paths of llist and sharded (each says why its order holds): a try_lock of
+  // the root lock and, if the queue is idle (bypass_open), the rest of rootlock's send() — true,
+  // the answer in `status`. False when the lock was taken or the queue busy (the lock released):
+  // the caller hands the packet over as usual.
+  bool try_send_idle(Packet* p, SendStatus& status) noexcept {
+    if (!root_.try_lock()) return false;
+    if (!bypass_open()) {
+      root_.unlock();
+      return false;
+    }
     PacketList batch, to_free;
     batch.push_back(p);
     const Verdict v = serialize(loop_lock(), batch, to_free);
     root_.unlock();
-    return leave(to_free, v);
+    status = leave(to_free, v);
+    return true;
   }
 
   // What the driver loop releases and re-takes around a device call.

@@ -34,11 +34,18 @@ class QuietStreak {
   // store.
   void quiet_step() noexcept {
     const uint32_t q = n_.load(std::memory_order_relaxed);
-    if (q < kQuietAfter) n_.store(q + 1, std::memory_order_relaxed);
+    if (q < kQuietAfter && allowed_) n_.store(q + 1, std::memory_order_relaxed);
+  }
+  // Tests only, before the queue is used: false keeps the streak at 0, so the uncontended path
+  // never runs (tests of the hand-off machinery). Checked on the step, not on every packet.
+  void allow(bool on) noexcept {
+    allowed_ = on;
+    if (!on) n_.store(0, std::memory_order_relaxed);  // relaxed: before any sender
   }
 
  private:
   std::atomic<uint32_t> n_{0};
+  bool allowed_ = true;  // see allow()
 };
 
 }  // namespace txpath

@@ -37,7 +37,7 @@
 //     the queue busy: quiet_), no drainer at work (a relaxed read of draining_), the thread's own
 //     shard reads empty (acquire), a try_lock of the root lock wins and the queue is idle
 //     (bypass_open(); else unlock and go on with step 1) -> enqueue or bypass under the root lock and
-//     run, as rootlock (alone()): one locked instruction, none more while the lock is calm. The
+//     run, as rootlock (LockedQueue::try_send_idle): one locked instruction, none more while the lock is calm. The
 //     drainer flag and the shards are not touched, so the Dekker argument below is unchanged;
 //     order holds since a drainer detaches and enqueues under one root-lock hold. Otherwise:
 //  1. If draining_ reads false, try to take it (exchange). The winner never pushes: as drainer
@@ -191,7 +191,7 @@ class ShardedCore {
 
   void set_release_hook(std::function<void()> hook) { release_hook_ = std::move(hook); }
   // Tests only, before any send: off, every send() goes through the drainer flag and the shards.
-  void set_uncontended_path(bool on) noexcept { uncontended_path_ = on; }
+  void set_uncontended_path(bool on) noexcept { quiet_.allow(on); }
 
  protected:
   // Pushes `chain` (one packet, or a burst) onto the caller's shard with one CAS. The shard's cap
@@ -336,7 +336,6 @@ class ShardedCore {
   std::function<void()> release_hook_;
 
  protected:
-  bool uncontended_path_ = true;  // send() step 0; tests may turn it off before any send
   // Step 0's switch (quiet_streak.hpp): a quiet step per drainer pass with its own packet in
   // hand that found no pushed packet; disturbed by a lost try_lock, a busy queue, a pass that
   // found pushed packets. Read by every sender.
@@ -352,12 +351,13 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
 
   SendStatus send(Packet* p) noexcept override {
     if (!this->admit(p)) return SendStatus::too_big;
-    if (uncontended_path_ && alone_possible()) {
-      if (this->root_.try_lock()) {
-        if (this->bypass_open()) return alone(p);  // see alone()
-        this->root_.unlock();  // a busy queue: the shards and the drainer
-      }
-      quiet_.disturbed();
+    // Step 0 (header comment). Order: a drainer detaches and enqueues under one root-lock hold,
+    // so once we hold the lock every packet of ours that left the shard is in the qdisc or sent,
+    // and none is still on it (our earlier pushes precede alone_possible()'s load of its head).
+    if (alone_possible()) {
+      SendStatus status;
+      if (this->try_send_idle(p, status)) return status;
+      quiet_.disturbed();  // the lock was taken or the queue busy: the shards and the drainer
     }
     if (try_take()) {  // we drain, p in hand
       PacketList own;
@@ -420,13 +420,6 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
   uint64_t purge_strategy(PacketList& to_free) noexcept override { return purge_shards(to_free); }
 
  private:
-  // The uncontended path (send() step 0, header comment): our shard was empty, the root lock
-  // free and the queue idle, so the packet takes rootlock's path — no drainer flag, no shard. Root lock held
-  // (try_lock); released here. Order: a drainer detaches and enqueues under one root-lock hold,
-  // so once we hold the lock every packet of ours that left the shard is in the qdisc or sent,
-  // and none is still on it (our earlier pushes precede our load of the shard head).
-  SendStatus alone(Packet* p) noexcept { return this->send_holding_root(p); }
-
   // After our push: the sender half of the Dekker pair (take the drainer role if it is free),
   // or passivation while the drainer falls behind.
   void after_push(Shard& shard, uint64_t depth) noexcept {
