@@ -25,16 +25,19 @@ class QuietStreak {
  public:
   static constexpr uint32_t kQuietAfter = 64;
 
-  bool quiet() const noexcept { return n_.load(std::memory_order_relaxed) >= kQuietAfter; }
+  bool quiet() const noexcept {
+    return n_.load(std::memory_order_relaxed) >= kQuietAfter;  // relaxed: pairs with nothing
+  }
   // Another sender showed itself.
   void disturbed() noexcept {
+    // relaxed, both: pair with nothing (header comment); the load keeps the line shared.
     if (n_.load(std::memory_order_relaxed) != 0) n_.store(0, std::memory_order_relaxed);
   }
   // A hand-off that found nobody else. One writer at a time (under the root lock): a load and a
   // store.
   void quiet_step() noexcept {
-    const uint32_t q = n_.load(std::memory_order_relaxed);
-    if (q < kQuietAfter && allowed_) n_.store(q + 1, std::memory_order_relaxed);
+    const uint32_t q = n_.load(std::memory_order_relaxed);  // relaxed: pairs with nothing
+    if (q < kQuietAfter && allowed_) n_.store(q + 1, std::memory_order_relaxed);  // relaxed: same
   }
   // Tests only, before the queue is used: false keeps the streak at 0, so the uncontended path
   // never runs (tests of the hand-off machinery). Checked on the step, not on every packet.
