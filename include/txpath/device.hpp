@@ -100,9 +100,10 @@ class Device {
   void set_wake_handler(std::function<void()> handler) { wake_handler_ = std::move(handler); }
 
   // One TX queue per device: a second queue would steal the wake signal from the first.
-  // Throws ConfigError if a queue is already attached.
-  void attach_queue(std::function<void()> wake_handler);
-  // Unhooks the wake handler under tx_lock (where it is called), so it is never called again.
+  // Throws ConfigError if a queue is already attached. `irq_handler`: the completion interrupt
+  // line (see raise_completion_irq()); may be empty.
+  void attach_queue(std::function<void()> wake_handler, std::function<void()> irq_handler = {});
+  // Unhooks both handlers under tx_lock (where they are called), so they are never called again.
   void detach_queue() noexcept;
 
   DeviceStats stats() const noexcept;
@@ -129,6 +130,14 @@ class Device {
   // netif_tx_wake_queue(); called with tx_lock held. Calls the wake handler if the queue was
   // stopped by the driver and BQL does not hold it.
   void wake_queue() noexcept;
+  // The completion interrupt being armed: a polled device calls it (tx_lock held) when
+  // next_poll_ns() goes from 0 (nothing outstanding) to a time, so that whoever polls it (the
+  // queue's service thread, which may be asleep until kicked) wakes up to poll at that time, as
+  // a NIC raises its TX interrupt whether or not the CPU is idle. The handler only wakes a
+  // thread; like the wake handler it never enqueues or dequeues.
+  void raise_completion_irq() noexcept {
+    if (irq_handler_) irq_handler_();
+  }
   // netdev_tx_sent_queue(): BQL accounting; stops the queue when over the limit.
   void bql_sent(uint64_t bytes) noexcept;
   // netdev_tx_completed_queue(): BQL credit; wakes the queue when back under the limit.
@@ -163,6 +172,7 @@ class Device {
   bool lltx_ = false;
   Dql dql_;
   std::function<void()> wake_handler_;
+  std::function<void()> irq_handler_;  // raise_completion_irq()
   SingleWriterCounter stops_, wakes_;
   LatencyHistogram* departure_log_ = nullptr;
 };

@@ -83,6 +83,8 @@ class Pool {
   void set_free_hook(std::function<void(const PacketList&)> hook) { free_hook_ = std::move(hook); }
 
   std::size_t capacity() const noexcept { return packets_.size(); }
+  // The bytes Pool(PoolConfig) sets aside per buffer of `buffer_size`: rounded up to 64.
+  static std::size_t rounded_buffer_size(std::size_t buffer_size) noexcept;
   std::size_t buffer_size() const noexcept { return buffer_size_; }
 
   // The memory every buffer lies in: the registered region, or the pool's own allocation.
@@ -100,6 +102,13 @@ class Pool {
   }
   // Packets in the shared free list (excludes those sitting in thread caches).
   std::size_t free_count() const;
+  // For a thread whose cache came back empty because every packet is queued, in flight or in
+  // another thread's cache — the sender whose pool is its send budget (a socket's send buffer,
+  // docs/architecture.md, "Send budgets"): returns once the shared free list is not empty, or a
+  // batch was returned to it since the call, or after `timeout_ns` (a device that never
+  // completes cannot hang the caller, who looks again either way). Spins briefly, then sleeps in
+  // the kernel (futex) until put()/put_list() stacks a batch.
+  void wait_for_free(uint64_t timeout_ns) noexcept;
 
  private:
   static void reset(Packet* p) noexcept;

@@ -43,6 +43,13 @@ struct TxQueueConfig {
   // qdisc, but never reaps completions): for event-loop applications that own their threads,
   // and for deterministic tests. drain() then needs service() calls meanwhile.
   bool service_thread = true;
+  // The CPUs the service thread may run on: the affinity of the queue's TX completion interrupt,
+  // whose work (reaping completions, the run a woken queue schedules) the service thread does.
+  // The kernel's advice (Documentation/networking/scaling.rst, XPS) is to send on, and take the
+  // queue's completions on, the same CPUs: completions then touch packets still in that CPU's
+  // cache, and the run after a wake dequeues them there. Empty: any CPU. Best effort: CPUs this
+  // process may not use are ignored (none usable: any CPU).
+  std::vector<unsigned> service_cpus;
 };
 
 // What became of a packet handed to send().

@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
+#include "base/cpu_relax.hpp"
+#include "sync/park.hpp"
 #include "sync/ttas_lock.hpp"
 #include "txpath/error.hpp"
 
@@ -25,10 +28,14 @@ struct Pool::Shared {
   TtasLock lock;
   std::vector<Packet*> stack;  // capacity = pool size, sized once
   std::size_t top = 0;         // guarded by lock
+  // wait_for_free()'s futex word and waiter count: put_batch() bumps `returns` after each batch
+  // it stacks and wakes the parked waiters (a Dekker pair, see put_batch()).
+  std::atomic<uint32_t> returns{0};
+  std::atomic<uint32_t> parked{0};
 };
 
 Pool::Pool(const PoolConfig& config)
-    : buffer_size_((config.buffer_size + kBufferAlign - 1) / kBufferAlign * kBufferAlign),
+    : buffer_size_(rounded_buffer_size(config.buffer_size)),
       cache_size_(std::max<std::size_t>(config.cache_size, 2)),
       shared_(std::make_unique<Shared>()) {
   if (config.packets == 0) throw ConfigError("pool: packet count must be positive");
@@ -82,6 +89,10 @@ void Pool::carve(std::size_t packets, std::size_t capacity) {
 }
 
 Pool::~Pool() = default;
+
+std::size_t Pool::rounded_buffer_size(std::size_t buffer_size) noexcept {
+  return (buffer_size + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
+}
 
 void Pool::reset(Packet* p) noexcept {
   p->next = nullptr;
@@ -197,6 +208,29 @@ void Pool::put_batch(Packet* const* in, std::size_t n) noexcept {
   std::memcpy(s.stack.data() + s.top, in, take * sizeof(Packet*));
   s.top += take;
   s.lock.unlock();
+  // seq_cst RMW, then the load of `parked`: pairs with wait_for_free()'s seq_cst RMW of `parked`
+  // and its load of `returns` — either the waiter sees this batch's bump or we see it counted.
+  // One locked instruction per batch (up to kChunk packets or half a cache), none per packet.
+  s.returns.fetch_add(1, std::memory_order_seq_cst);
+  if (s.parked.load(std::memory_order_seq_cst) != 0) futex_wake_all(s.returns);
+}
+
+void Pool::wait_for_free(uint64_t timeout_ns) noexcept {
+  Shared& s = *shared_;
+  // acquire: pairs with put_batch()'s RMW; a bump seen means a batch was stacked since.
+  const uint32_t seen = s.returns.load(std::memory_order_acquire);
+  if (free_count() != 0) return;
+  // A short spin first: completions reaped in batches often come back within microseconds.
+  for (unsigned spin = 0; spin < kSpinBeforePark; ++spin) {
+    // relaxed: a hint; the caller's get() reads the stack itself, under the lock.
+    if (s.returns.load(std::memory_order_relaxed) != seen) return;
+    cpu_relax();
+  }
+  // seq_cst RMW, then the load of `returns`: the other half of put_batch()'s pair.
+  s.parked.fetch_add(1, std::memory_order_seq_cst);
+  if (s.returns.load(std::memory_order_seq_cst) == seen) futex_wait_for(s.returns, seen, timeout_ns);
+  // relaxed: a count; a waker that still sees it only makes one futex call too many.
+  s.parked.fetch_sub(1, std::memory_order_relaxed);
 }
 
 Pool::Cache::Cache(Pool& pool) : pool_(pool), slots_(pool.cache_size_) {

@@ -22,7 +22,7 @@ QueueBase::QueueBase(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueue
       scheduler_(device, *this, config),
       loop_(device, *qdisc_, scheduler_, config.quota) {
   // The device's only upstream signal: a woken queue schedules a run (netif_tx_wake_queue).
-  device_.attach_queue([this] { schedule(); });
+  device_.attach_queue([this] { schedule(); }, [this] { scheduler_.raise_irq(); });
 }
 
 // Normally a no-op: Finalized<> (or the owner) has shut the queue down while the strategy still

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "core/scheduler.hpp"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
+
+#include <algorithm>
 
 #include "base/clock.hpp"
 
@@ -13,6 +17,20 @@ namespace {
 constexpr int kActiveTicks = 20;
 constexpr std::chrono::milliseconds kIdleWake{1};
 
+// The calling thread onto `cpus` (TxQueueConfig::service_cpus), best effort: none given, or
+// none this process may use, leaves it where it is.
+void pin_to_cpus(const std::vector<unsigned>& cpus) {
+  if (cpus.empty()) return;
+  const unsigned max_cpu = *std::max_element(cpus.begin(), cpus.end());
+  cpu_set_t* set = CPU_ALLOC(max_cpu + 1);
+  if (set == nullptr) return;
+  const std::size_t size = CPU_ALLOC_SIZE(max_cpu + 1);
+  CPU_ZERO_S(size, set);
+  for (const unsigned c : cpus) CPU_SET_S(c, size, set);
+  pthread_setaffinity_np(pthread_self(), size, set);  // EINVAL (no usable CPU): stays as it was
+  CPU_FREE(set);
+}
+
 }  // namespace
 
 Scheduler::Scheduler(Device& device, Client& client, const TxQueueConfig& config)
@@ -20,7 +38,8 @@ Scheduler::Scheduler(Device& device, Client& client, const TxQueueConfig& config
       client_(client),
       service_tick_(config.service_tick.count() > 0 ? config.service_tick
                                                     : std::chrono::microseconds(50)),
-      service_thread_(config.service_thread) {}
+      service_thread_(config.service_thread),
+      service_cpus_(config.service_cpus) {}
 
 void Scheduler::start() {
   if (service_thread_) service_ = std::thread([this] { service_main(); });
@@ -81,9 +100,21 @@ void Scheduler::arm_watchdog(uint64_t at_ns) noexcept {
   }
 }
 
+void Scheduler::raise_irq() noexcept {
+  // seq_cst fence, then the load: a Dekker pair with wait_for_work(), which stores
+  // service_asleep_, fences and then reads next_poll_ns(): either it sees the device's new poll
+  // time (stored before this call) or we see it asleep and wake it.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // relaxed: ordered by the fence above.
+  if (!service_asleep_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(service_mutex_);  // pairs with the predicate check in the wait
+  service_cv_.notify_one();
+}
+
 void Scheduler::service_main() {
   // Timer slack would stretch the tick (default 50 us on Linux); ask for 1 us.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  pin_to_cpus(service_cpus_);
   int quiet = kActiveTicks;  // asleep until the first schedule()
   // acquire: pairs with the release store in stop().
   while (!stop_.load(std::memory_order_acquire)) {
@@ -105,6 +136,10 @@ void Scheduler::wait_for_work(bool deep) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(
           deep ? std::chrono::duration_cast<std::chrono::microseconds>(kIdleWake) : service_tick_)
           .count());
+  // relaxed store, then a seq_cst fence, then the device's hint: the other half of raise_irq()'s
+  // Dekker pair (a poll time that appears after this read wakes us).
+  service_asleep_.store(true, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   const uint64_t next_poll = device_.next_poll_ns();
   if (next_poll != 0 && next_poll < deadline) deadline = next_poll;
 
@@ -124,14 +159,17 @@ void Scheduler::wait_for_work(bool deep) {
     const uint64_t now = now_ns();
     const auto wait = std::chrono::nanoseconds(deadline > now ? deadline - now : 0);
     std::unique_lock lock(service_mutex_);
-    service_cv_.wait_for(lock, wait, [this, wd_seen] {
-      // acquire/relaxed: re-checked under the mutex that schedule()/stop()/arm_watchdog()
-      // take to notify; a re-armed watchdog changes the deadline, so it ends the wait too.
+    service_cv_.wait_for(lock, wait, [this, wd_seen, next_poll] {
+      // acquire/relaxed: re-checked under the mutex that schedule()/stop()/arm_watchdog()/
+      // raise_irq() take to notify; a re-armed watchdog or a new poll time changes the
+      // deadline, so it ends the wait too.
       return stop_.load(std::memory_order_acquire) || sched_.load(std::memory_order_relaxed) ||
-             watchdog_.load(std::memory_order_relaxed) != wd_seen;
+             watchdog_.load(std::memory_order_relaxed) != wd_seen ||
+             (next_poll == 0 && device_.next_poll_ns() != 0);
     });
   }
   service_idle_.store(false, std::memory_order_relaxed);  // only a hint for schedule()
+  service_asleep_.store(false, std::memory_order_relaxed);  // only a hint for raise_irq()
 }
 
 }  // namespace txpath

@@ -53,15 +53,17 @@ void Device::note_departure(uint32_t stamp) noexcept {
   departure_log_->record(static_cast<uint32_t>(static_cast<uint32_t>(now_ns()) - stamp));
 }
 
-void Device::attach_queue(std::function<void()> wake_handler) {
+void Device::attach_queue(std::function<void()> wake_handler, std::function<void()> irq_handler) {
   std::lock_guard tx(tx_lock_);
   if (wake_handler_) throw ConfigError("device " + describe() + " already has a TX queue attached");
   wake_handler_ = std::move(wake_handler);
+  irq_handler_ = std::move(irq_handler);
 }
 
 void Device::detach_queue() noexcept {
   std::lock_guard tx(tx_lock_);
   wake_handler_ = {};
+  irq_handler_ = {};
 }
 
 void Device::stop_queue() noexcept {

@@ -28,12 +28,17 @@ class PolledDevice : public Device {
   }
 
  protected:
-  // Called with tx_lock held.
+  // Called with tx_lock held. A poll time where there was none raises the completion interrupt
+  // (Device::raise_completion_irq): a poller asleep until kicked would otherwise miss it.
   void store_hints(uint64_t in_flight, uint64_t next_poll_ns) noexcept {
-    // relaxed (both): hints for lock-free readers of next_poll_ns()/in_flight(); they pair with
-    // nothing — a reader that needs exact values takes tx_lock or waits for a quiescent point.
+    // relaxed (both loads and stores): hints for lock-free readers of next_poll_ns()/in_flight();
+    // they pair with nothing — a reader that needs exact values takes tx_lock or waits for a
+    // quiescent point. The one reader that must not miss a new poll time, a sleeping service
+    // thread, is woken by the irq handler (Scheduler::raise_irq: its fence orders this store).
+    const bool armed = next_poll_ns != 0 && next_poll_.load(std::memory_order_relaxed) == 0;
     in_flight_.store(in_flight, std::memory_order_relaxed);
     next_poll_.store(next_poll_ns, std::memory_order_relaxed);
+    if (armed) raise_completion_irq();
   }
 
  private:
