@@ -116,7 +116,10 @@ TEST_F(AfXdpZeroCopy, SendsThePoolsOwnBuffersIntactWithNoCopy) {
     const std::shared_ptr<Pool> pool = zero_copy_pool(*dev);
     ASSERT_NE(pool, nullptr);
     EXPECT_EQ(pool->capacity(), 8192u) << "the default umem=8192";
-    EXPECT_EQ(&bench_detail::sender_pool(*dev, *pool), pool.get());
+    bench_detail::SenderPools pools(BenchConfig{}, 2, 1, nullptr);
+    bench_detail::use_zero_copy_pool(*dev, pools);
+    EXPECT_EQ(&pools.of(0), pool.get()) << "the senders take the UMEM's frames";
+    EXPECT_EQ(&pools.of(1), pool.get());
     const TxQueueStats st = send_through(*dev, *pool, strategy, 3, 250);
     EXPECT_EQ(st.sent, 750u);
     EXPECT_EQ(st.device.tx_packets, 750u);
@@ -203,8 +206,10 @@ TEST_F(AfXdpZeroCopy, UmemZeroHasNoPoolAndCopiesEverything) {
     auto dev = make_device("afxdp:" + cfg_.host_if + ",umem=0");
     EXPECT_EQ(dev->describe(), "afxdp:" + cfg_.host_if + ",umem=0");
     EXPECT_EQ(zero_copy_pool(*dev), nullptr);
-    Pool own(PoolConfig{.packets = 64});
-    EXPECT_EQ(&bench_detail::sender_pool(*dev, own), &own);
+    bench_detail::SenderPools pools(BenchConfig{}, 2, 1, nullptr);
+    bench_detail::use_zero_copy_pool(*dev, pools);
+    EXPECT_NE(&pools.of(0), &pools.of(1)) << "no UMEM pool: each sender keeps its budget's pool";
+    EXPECT_GT(pools.budget_packets(), 0u);
   }
   // The same queue, reopened; an odd frame count fills no whole page (the UMEM is rounded up).
   auto small = make_device("afxdp:" + cfg_.host_if + ",umem=63");

@@ -153,8 +153,10 @@ TEST(PoolRegion, ModelDevicesHaveNoZeroCopyPool) {
   for (const char* spec : {"null", "nic"}) {
     auto dev = make_device(spec);
     EXPECT_EQ(zero_copy_pool(*dev), nullptr) << spec;
-    Pool own(PoolConfig{.packets = 4});
-    EXPECT_EQ(&bench_detail::sender_pool(*dev, own), &own) << "the bench keeps its own pool";
+    bench_detail::SenderPools pools(BenchConfig{}, 1, 1, nullptr);
+    Pool& own = pools.of(0);
+    bench_detail::use_zero_copy_pool(*dev, pools);
+    EXPECT_EQ(&pools.of(0), &own) << "the bench keeps its own pool";
   }
 }
 

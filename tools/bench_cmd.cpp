@@ -294,6 +294,7 @@ BenchConfig config_from(const BenchOptions& o) {
   cfg.tc_dev = o.tc_dev;
   cfg.payload = o.payload;
   cfg.burst = o.burst;
+  cfg.sndbuf = o.sndbuf;
   cfg.pin = !o.no_pin;
   cfg.repeat = o.repeat;
   cfg.nodes = o.nodes;
@@ -479,6 +480,13 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
                   "(the floor row rings its doorbell every 64 packets whatever N)")
       ->transform(integer)
       ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--sndbuf", o.sndbuf,
+                  "Each sender's send budget in bytes, as a socket's send buffer: packets handed over "
+                  "and not yet freed charge their buffer and descriptor; past it the sender waits for "
+                  "completions (default: Linux's wmem_default). 0: no budget")
+      ->transform(integer)
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 32))
       ->capture_default_str();
   cmd->add_option("--repeat", o.repeat, "Rounds per point (interleaved); the median is reported")
       ->transform(integer)

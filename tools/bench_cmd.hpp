@@ -26,6 +26,7 @@ struct BenchOptions {
   std::string metrics;    // --metrics HOST:PORT: an exporter of this user's live queues meanwhile
   std::size_t payload = 32;
   int burst = 1;  // --burst N: packets per send call (1..1024)
+  uint64_t sndbuf = txpath::kDefaultSndbuf;  // --sndbuf BYTES: each sender's send budget (0: none)
   std::string json;
   std::string csv;
   std::string plot;

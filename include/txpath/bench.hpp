@@ -41,6 +41,11 @@ std::string xps_text(const XpsPolicy& xps);
 struct BenchInterval;
 struct BenchPoint;
 
+// Linux's default socket send buffer (net.core.wmem_default on x86-64: 256 packets of the
+// kernel's truesize for a 256-byte payload, include/net/sock.h SK_WMEM_MAX): the bench's default
+// send budget per sender (BenchConfig::sndbuf).
+inline constexpr uint64_t kDefaultSndbuf = 212992;
+
 struct BenchConfig {
   // Empty: the floor row (kFloorStrategy), then every strategy. Named, only those (the floor
   // row only when named: leave it out of a list to leave it out of the run).
@@ -70,6 +75,13 @@ struct BenchConfig {
   // whatever the burst.
   int burst = 1;
   uint32_t txqueuelen = 1000;
+  // Each sender's send budget in bytes (--sndbuf), as a socket's send buffer (sk_sndbuf): the
+  // packets it has handed over and not yet seen freed (sent and completed, or dropped) may
+  // charge at most this much, each its buffer plus its descriptor; a sender past it waits for
+  // completions. Default: Linux's net.core.wmem_default. 0: no budget (one pool for every
+  // sender; a sender that outruns the device fills the qdisc and the rest is dropped).
+  // docs/architecture.md, "Send budgets".
+  uint64_t sndbuf = kDefaultSndbuf;
   int repeat = 3;                        // rounds; each point reports the median (and min/max)
   bool pin = true;                       // pin senders round-robin over cores, spread over nodes
   int nodes = 0;                         // use only the first N NUMA nodes (0: all)

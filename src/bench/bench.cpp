@@ -34,6 +34,7 @@
 #include "bench/pacer.hpp"
 #include "bench/pcap_source.hpp"
 #include "bench/real_path.hpp"
+#include "bench/sender_pools.hpp"
 #include "bench/stats.hpp"
 #include "bench/tc_final.hpp"
 #include "bench/traffic.hpp"
@@ -61,6 +62,7 @@ namespace {
 constexpr uint64_t kLatencySampleEvery = 64;     // one send() in 64 is timed
 constexpr int kMaxBurst = 1024;                  // BenchConfig::burst's upper bound
 constexpr uint64_t kPacedCatchUp = 32;           // a paced sender's largest catch-up burst
+constexpr uint64_t kBudgetWaitNs = 1'000'000;    // a spent budget's wait, at most, per look at the run
 
 uint64_t process_cpu_ns() {
   timespec ts{};
@@ -77,6 +79,18 @@ int cpu_for_sender(int i, int nodes_in_use) {
   const auto& node = nodes[static_cast<std::size_t>(i) % n];
   if (node.empty()) return -1;
   return node[(static_cast<std::size_t>(i) / n) % node.size()];
+}
+
+// The CPUs senders 0 .. threads - 1 are pinned to (each once); empty when they are not pinned.
+std::vector<unsigned> sender_cpus(const BenchConfig& cfg, int threads) {
+  std::vector<unsigned> cpus;
+  if (!cfg.pin) return cpus;
+  for (int t = 0; t < threads; ++t) {
+    const int cpu = cpu_for_sender(t, cfg.nodes);
+    if (cpu >= 0 && std::find(cpus.begin(), cpus.end(), static_cast<unsigned>(cpu)) == cpus.end())
+      cpus.push_back(static_cast<unsigned>(cpu));
+  }
+  return cpus;
 }
 
 void pin_to(int cpu) {
@@ -663,35 +677,21 @@ std::unique_ptr<tc::LiveStats> serve_live_stats(const BenchConfig& cfg, TxQueue&
   }
 }
 
-// Enough buffers for every place a packet can wait: each TX queue's 3 bands and ring, the
-// senders' caches and the bursts (or floor batches) they hold; each large enough for a frame
-// (of a capture: `capture`'s longest).
-PoolConfig pool_config(const BenchConfig& cfg, int threads, uint32_t queues,
-                       const bench_detail::Capture* capture = nullptr) {
-  PoolConfig pool_cfg;
-  pool_cfg.cache_size = 64;
-  pool_cfg.packets = std::max<std::size_t>(
-      16384, (4 * static_cast<std::size_t>(cfg.txqueuelen) + 4096) * queues +
-                 static_cast<std::size_t>(threads) *
-                     (pool_cfg.cache_size * 2 +
-                      std::max<std::size_t>(static_cast<std::size_t>(cfg.burst), kFloorBatch)));
-  pool_cfg.buffer_size = std::max<std::size_t>({256, kHeadersLen + cfg.payload, capture ? capture->max_len : 0});
-  return pool_cfg;
-}
-
 // The send loop of txpath's rows: each sender takes buffers from `pool`, writes its frames
 // (`traffic`: generated or a capture's, see traffic.hpp) and sends them through `tx` (a
 // TxQueue, or a MultiQueueTx that picks the queue): one send() per packet, or with cfg.burst > 1
 // one send_burst() per burst of up to cfg.burst packets (a MultiQueueTx hands each run of
 // packets that picked the same TX queue to that queue); paced (pacer_for()), as many as are due.
 template <class Tx>
-auto txpath_send_loop(Tx& tx, Pool& pool, const std::vector<bench_detail::SenderTraffic>& traffic,
-                      std::vector<Sender>& senders, const BenchConfig& cfg, int threads) {
-  return [&tx, &pool, &traffic, &senders, &cfg, threads](int t, RunFlags& flags) {
+auto txpath_send_loop(Tx& tx, bench_detail::SenderPools& pools,
+                      const std::vector<bench_detail::SenderTraffic>& traffic, std::vector<Sender>& senders,
+                      const BenchConfig& cfg, int threads) {
+  return [&tx, &pools, &traffic, &senders, &cfg, threads](int t, RunFlags& flags) {
     Sender& me = senders[static_cast<std::size_t>(t)];
     const bench_detail::SenderTraffic& frames = traffic[static_cast<std::size_t>(t)];
     bench_detail::Pacer pacer = pacer_for(cfg, threads, frames);
     const auto burst = static_cast<uint64_t>(cfg.burst);
+    Pool& pool = pools.of(t);
     Pool::Cache cache(pool);
     std::array<Packet*, kMaxBurst> packets{};
     std::array<SendStatus, kMaxBurst> status{};
@@ -708,8 +708,9 @@ auto txpath_send_loop(Tx& tx, Pool& pool, const std::vector<bench_detail::Sender
         frames.write(*p, seq + n);
         packets[n] = p;
       }
-      if (n == 0) {  // every buffer is queued or in flight: back off until completions return some
-        if (want > 0) std::this_thread::yield();
+      if (n == 0) {  // every buffer is queued or in flight (the send budget is spent): wait for
+                     // completions to return some, as a socket waits for its send buffer
+        if (want > 0) pool.wait_for_free(kBudgetWaitNs);
         continue;
       }
       pacer.take(n);
@@ -735,14 +736,16 @@ auto txpath_send_loop(Tx& tx, Pool& pool, const std::vector<bench_detail::Sender
 // One TX queue: a TxQueue on the device, the seed experiment's path.
 Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, int threads,
                           Delivery& delivery) {
-  Pool pool(pool_config(cfg, threads, 1, delivery.capture));
-  auto device = make_device(cfg.device);  // after the pool: destroyed first, it returns its ring
-  Pool& send_pool = bench_detail::sender_pool(*device, pool);  // afxdp: its UMEM's, no copy
+  bench_detail::SenderPools pools(cfg, threads, 1, delivery.capture);
+  auto device = make_device(cfg.device);  // after the pools: destroyed first, it returns its ring
+  bench_detail::use_zero_copy_pool(*device, pools);  // afxdp: its UMEM's, no copy
   LatencyHistogram queue_delay;
   device->set_departure_log(&queue_delay);
 
   auto tc_tree = std::make_shared<tc::Tree>();
-  auto txq = TxQueue::create(*device, queue_config(cfg, strategy, tc_tree));
+  TxQueueConfig qcfg = queue_config(cfg, strategy, tc_tree);
+  qcfg.service_cpus = sender_cpus(cfg, threads);  // the queue's "irq affinity" follows its senders
+  auto txq = TxQueue::create(*device, qcfg);
   std::string live_note;
   std::unique_ptr<tc::LiveStats> live = serve_live_stats(cfg, *txq, tc_tree, live_note);
   const auto traffic = sender_traffic(cfg, frames_for(*device, cfg.payload), threads, false, delivery.capture);
@@ -750,7 +753,7 @@ Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, i
   delivery.reset();
   auto senders = make_senders(threads);
   const auto w = measure(cfg, threads, delivery,
-                         txpath_send_loop(*txq, send_pool, traffic, senders, cfg, threads),
+                         txpath_send_loop(*txq, pools, traffic, senders, cfg, threads),
                          [&] { return std::vector<TxQueueStats>{txq->stats()}; });
 
   const bool drained = txq->drain(std::chrono::seconds(10));
@@ -808,8 +811,8 @@ std::unique_ptr<tc::LiveStats> serve_live_stats(const BenchConfig& cfg, MultiQue
 // per-queue trees: mq's children).
 Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, int threads,
                          uint32_t queues, Delivery& delivery) {
-  Pool pool(pool_config(cfg, threads, queues, delivery.capture));
-  auto device = make_net_device(spec_with_queues(cfg.device, queues));  // after the pool, as above
+  bench_detail::SenderPools pools(cfg, threads, queues, delivery.capture);
+  auto device = make_net_device(spec_with_queues(cfg.device, queues));  // after the pools, as above
   std::vector<LatencyHistogram> queue_delay(queues);
   log_departures(*device, queue_delay);
   apply_xps(*device, cfg);
@@ -828,7 +831,7 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
   delivery.reset();
   auto senders = make_senders(threads);
   const auto w = measure(cfg, threads, delivery,
-                         txpath_send_loop(*tx, pool, traffic, senders, cfg, threads),
+                         txpath_send_loop(*tx, pools, traffic, senders, cfg, threads),
                          [&] { return tx->queue_stats(); });
 
   const bool drained = tx->drain(std::chrono::seconds(10));
@@ -889,14 +892,15 @@ void floor_xmit(Device& device, std::span<Packet* const> batch, uint64_t seq, bo
 // The floor row's send loop: sender t writes kFloorBatch frames into buffers from its cache and
 // hands them to TX queue t % queues (floor_xmit).
 // Paced, a batch holds the packets due (at most kFloorBatch).
-auto floor_send_loop(NetDevice& device, Pool& pool, const std::vector<bench_detail::SenderTraffic>& traffic,
-                     std::vector<Sender>& senders, const BenchConfig& cfg) {
-  return [&device, &pool, &traffic, &senders, &cfg](int t, RunFlags& flags) {
+auto floor_send_loop(NetDevice& device, bench_detail::SenderPools& pools,
+                     const std::vector<bench_detail::SenderTraffic>& traffic, std::vector<Sender>& senders,
+                     const BenchConfig& cfg) {
+  return [&device, &pools, &traffic, &senders, &cfg](int t, RunFlags& flags) {
     Sender& me = senders[static_cast<std::size_t>(t)];
     const bench_detail::SenderTraffic& frames = traffic[static_cast<std::size_t>(t)];
     bench_detail::Pacer pacer = pacer_for(cfg, static_cast<int>(traffic.size()), frames);
     Device& queue = device.tx_queue(static_cast<uint32_t>(t) % device.num_tx_queues());
-    Pool::Cache cache(pool);
+    Pool::Cache cache(pools.of(t));
     std::array<Packet*, kFloorBatch> batch{};
     flags.started();
     if (frames.idle()) return idle_until_stopped(flags);
@@ -962,8 +966,8 @@ bool drain_devices(NetDevice& device, std::chrono::milliseconds timeout) {
 
 // The floor row: the device (with `queues` TX queues) and nothing between it and the senders.
 Run run_floor_once(const BenchConfig& cfg, int threads, uint32_t queues, Delivery& delivery) {
-  Pool pool(pool_config(cfg, threads, queues, delivery.capture));
-  auto device = make_net_device(spec_with_queues(cfg.device, queues));  // after the pool, as above
+  bench_detail::SenderPools pools(cfg, threads, queues, delivery.capture);
+  auto device = make_net_device(spec_with_queues(cfg.device, queues));  // after the pools, as above
   std::vector<LatencyHistogram> queue_delay(queues);
   log_departures(*device, queue_delay);
   // On several queues each sender is its own flow, as in the multi-queue rows.
@@ -971,7 +975,7 @@ Run run_floor_once(const BenchConfig& cfg, int threads, uint32_t queues, Deliver
                                       delivery.capture);
   delivery.reset();
   auto senders = make_senders(threads);
-  const auto w = measure(cfg, threads, delivery, floor_send_loop(*device, pool, traffic, senders, cfg),
+  const auto w = measure(cfg, threads, delivery, floor_send_loop(*device, pools, traffic, senders, cfg),
                          [&] { return floor_stats(*device, senders); });
   const bool drained = drain_devices(*device, std::chrono::seconds(10));
   Run r = summarize_run("-", drained, floor_stats(*device, senders), senders, w);
@@ -1500,6 +1504,7 @@ void check_ranges(const BenchConfig& cfg) {
   if (cfg.repeat < 1 || cfg.repeat > 1000) throw ConfigError("repeat must be in 1..1000");
   if (cfg.burst < 1 || cfg.burst > kMaxBurst)
     throw ConfigError("burst " + std::to_string(cfg.burst) + " out of range 1.." + std::to_string(kMaxBurst));
+  bench_detail::check_send_budget(cfg, nullptr);
   if (cfg.nodes < 0 || cfg.nodes > topology().numa_nodes)
     throw ConfigError("nodes " + std::to_string(cfg.nodes) + " out of range 1.." +
                       std::to_string(topology().numa_nodes) + " (NUMA nodes on this machine)");

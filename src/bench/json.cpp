@@ -141,6 +141,7 @@ Json config_json(const BenchConfig& cfg, const std::vector<BenchPoint>& points) 
             {"pin", cfg.pin},               {"nodes", cfg.nodes},
             {"park", park},                 {"kernel_row", kernel_ran},
             {"burst", cfg.burst},           {"seed", cfg.seed},
+            {"sndbuf", cfg.sndbuf},
             {"rate_pps", cfg.rate_pps},     {"rate_per_sender_pps", cfg.rate_per_sender_pps},
             {"flows", cfg.flows},           {"replay_speed", cfg.replay_speed},
             {"rounds_in", cfg.round_runner ? "worker processes" : "one process"}};

@@ -88,10 +88,9 @@ KernelSender::Result KernelSender::send(std::span<const std::byte> payload) noex
   return Result::dropped;
 }
 
-Pool& sender_pool(const Device& device, Pool& own) {
+void use_zero_copy_pool(const Device& device, SenderPools& pools) {
   // The device holds its pool as long as it lives, which outlasts the run's senders.
-  const std::shared_ptr<Pool> zero_copy = zero_copy_pool(device);
-  return zero_copy ? *zero_copy : own;
+  if (const std::shared_ptr<Pool> zero_copy = zero_copy_pool(device)) pools.share(*zero_copy);
 }
 
 std::string null_nic_of(const Device& device) {

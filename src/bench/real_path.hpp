@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 
+#include "bench/sender_pools.hpp"
 #include "device/netif.hpp"
 #include "txpath/device.hpp"
 #include "txpath/frame.hpp"
@@ -45,9 +46,10 @@ class KernelSender {
   netif::Fd fd_;  // the socket, open for the sender's lifetime
 };
 
-// The pool txpath's senders take their packets from on `device`: the device's zero-copy pool
-// when it has one (afxdp: its UMEM's, txpath/real_device.hpp), else `own` (the bench's).
-Pool& sender_pool(const Device& device, Pool& own);
+// When `device` has a zero-copy pool (afxdp: its UMEM's, txpath/real_device.hpp), every sender
+// takes its packets from it (its frames are then the senders' one shared budget); else `pools`
+// stay the senders' own.
+void use_zero_copy_pool(const Device& device, SenderPools& pools);
 
 // The interface of `device` when it is an ifb testbed (a null NIC, txpath/testbed.hpp), whose
 // own counter then checks delivery; empty for every other device.

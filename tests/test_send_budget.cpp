@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+// Send budgets and the completion interrupt (docs/architecture.md, "Send budgets"):
+//  * Pool::wait_for_free: a sender whose pool is spent sleeps until a batch comes back;
+//  * a polled device raises its completion interrupt when a poll time appears, and a queue's
+//    service thread runs on the CPUs TxQueueConfig::service_cpus names;
+//  * the bench gives each sender a pool of its budget: one sender cannot overflow the qdisc.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "device/nic_device.hpp"
+#include "support/bench_config.hpp"
+#include "txpath/bench.hpp"
+#include "txpath/device.hpp"
+#include "txpath/pool.hpp"
+#include "txpath/txqueue.hpp"
+
+using namespace txpath;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint64_t kAnHour = 3'600'000'000'000ULL;  // ns: a wait only a lost wake-up would see end
+
+std::vector<Packet*> take_all(Pool& pool) {
+  std::vector<Packet*> taken;
+  while (Packet* p = pool.get()) taken.push_back(p);
+  return taken;
+}
+
+}  // namespace
+
+TEST(PoolWait, ReturnsAtOnceWhileThePoolHasFreePackets) {
+  Pool pool(PoolConfig{.packets = 4, .buffer_size = 256, .cache_size = 2});
+  pool.wait_for_free(kAnHour);  // a free packet: no sleep (the test's timeout says otherwise)
+  EXPECT_EQ(pool.free_count(), 4u);
+}
+
+TEST(PoolWait, TimesOutWhenNothingComesBack) {
+  Pool pool(PoolConfig{.packets = 4, .buffer_size = 256, .cache_size = 2});
+  std::vector<Packet*> taken = take_all(pool);
+  ASSERT_EQ(taken.size(), 4u);
+  pool.wait_for_free(1'000'000);  // 1 ms, then it returns with nothing
+  EXPECT_EQ(pool.free_count(), 0u);
+  for (Packet* p : taken) pool.put(p);
+}
+
+// The waiter sleeps for an hour unless the put wakes it: a lost wake-up hangs the test.
+TEST(PoolWait, APutFromAnotherThreadWakesTheWaiter) {
+  for (int round = 0; round < 20; ++round) {
+    Pool pool(PoolConfig{.packets = 8, .buffer_size = 256, .cache_size = 4});
+    std::vector<Packet*> taken = take_all(pool);
+    std::atomic<bool> waiting{false};
+    std::thread waiter([&] {
+      waiting.store(true);
+      while (pool.free_count() == 0) pool.wait_for_free(kAnHour);
+    });
+    while (!waiting.load()) std::this_thread::yield();
+    if (round % 2 == 0) std::this_thread::sleep_for(2ms);  // half the rounds: surely parked
+    PacketList back;
+    for (Packet* p : taken) back.push_back(p);
+    free_packets(std::move(back));  // this thread has no cache: one batch to the shared stack
+    waiter.join();
+    EXPECT_EQ(pool.free_count(), 8u);
+  }
+}
+
+TEST(CompletionIrq, RaisedWhenAPollTimeAppearsWhereThereWasNone) {
+  Pool pool(PoolConfig{.packets = 16, .buffer_size = 256, .cache_size = 4});
+  NicDevice dev(NicConfig{.pkt_ns = 0, .doorbell_ns = 0, .ring = 16, .rate_gbit = 10,
+                          .clean_batch = 16, .bql = false, .irq_ns = 0});
+  std::atomic<int> irqs{0};
+  dev.attach_queue([] {}, [&] { irqs.fetch_add(1); });
+  const auto xmit = [&](bool more) {
+    Packet* p = pool.get();
+    p->len = 60;
+    std::lock_guard lock(dev.tx_lock());
+    return dev.xmit(p, more);
+  };
+  ASSERT_EQ(xmit(true), XmitResult::ok);
+  EXPECT_EQ(irqs.load(), 0) << "written, not announced: nothing for the hardware to complete";
+  ASSERT_EQ(xmit(false), XmitResult::ok);
+  EXPECT_EQ(irqs.load(), 1) << "the doorbell gave the device a completion to report";
+  ASSERT_EQ(xmit(false), XmitResult::ok);
+  EXPECT_EQ(irqs.load(), 1) << "a poll time was already due: no second interrupt";
+  for (int i = 0; i < 10'000 && dev.in_flight() != 0; ++i) {
+    dev.poll();
+    std::this_thread::sleep_for(100us);
+  }
+  ASSERT_EQ(dev.in_flight(), 0u);
+  EXPECT_EQ(dev.next_poll_ns(), 0u);
+  ASSERT_EQ(xmit(false), XmitResult::ok);
+  EXPECT_EQ(irqs.load(), 2) << "idle again, then a doorbell: raised again";
+  dev.detach_queue();
+  for (int i = 0; i < 10'000 && dev.in_flight() != 0; ++i) {
+    dev.poll();
+    std::this_thread::sleep_for(100us);
+  }
+  ASSERT_EQ(xmit(false), XmitResult::ok);
+  EXPECT_EQ(irqs.load(), 2) << "detached: the handler is gone";
+  for (int i = 0; i < 10'000 && dev.in_flight() != 0; ++i) {
+    dev.poll();
+    std::this_thread::sleep_for(100us);
+  }
+}
+
+namespace {
+
+// Threads of this process whose allowed CPUs are exactly `cpu` (/proc/self/task/*/status).
+int threads_allowed_only_on(unsigned cpu) {
+  int n = 0;
+  const std::string want = std::to_string(cpu);
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream status(task.path() / "status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("Cpus_allowed_list:", 0) != 0) continue;
+      const std::size_t v = line.find_first_not_of(" \t", line.find(':') + 1);
+      if (v != std::string::npos && line.substr(v) == want) ++n;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST(ServiceCpus, TheServiceThreadRunsOnlyOnTheNamedCpus) {
+  const unsigned cpus = std::thread::hardware_concurrency();
+  if (cpus < 2) GTEST_SKIP() << "one CPU: every thread may run only there anyway";
+  const unsigned last = cpus - 1;
+  const int before = threads_allowed_only_on(last);
+  auto dev = make_device("null");
+  auto txq = TxQueue::create(*dev, TxQueueConfig{.strategy = "busylock", .service_cpus = {last}});
+  int after = before;
+  for (int i = 0; i < 10'000 && after == before; ++i) {  // the thread pins itself as it starts
+    std::this_thread::sleep_for(1ms);
+    after = threads_allowed_only_on(last);
+  }
+  EXPECT_EQ(after, before + 1);
+  txq.reset();
+  EXPECT_EQ(threads_allowed_only_on(last), before);
+}
+
+// One sender's budget (the default: Linux's wmem_default, about 630 packets of 32-byte payload
+// here) is below the qdisc's limit (1000): whatever the device does, nothing is dropped.
+TEST(SendBudget, OneSenderNeverOverflowsTheQdisc) {
+  BenchConfig c = test::null_bench({}, {1}, 0.05, 1);
+  c.device = "nic";
+  c.burst = 32;
+  const auto points = run_bench(c);
+  ASSERT_FALSE(points.empty());
+  for (const BenchPoint& p : points) {
+    SCOPED_TRACE(p.strategy);
+    EXPECT_TRUE(p.conserved);
+    EXPECT_GT(p.sent, 0u);
+    EXPECT_EQ(p.dropped, 0u);
+  }
+}
+
+TEST(SendBudget, ABudgetThatHoldsNoPacketIsRefusedInOneLine) {
+  BenchConfig c = test::null_bench({"busylock"}, {1}, 0.05, 1);
+  c.sndbuf = 100;
+  test::expect_error(c, "sndbuf 100 holds no packet");
+  c.sndbuf = 0;  // no budget at all is fine
+  EXPECT_NO_THROW(resolve_bench_config(c));
+}
