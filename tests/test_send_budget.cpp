@@ -18,6 +18,8 @@
 #include "support/bench_config.hpp"
 #include "txpath/bench.hpp"
 #include "txpath/device.hpp"
+#include "txpath/multiqueue.hpp"
+#include "txpath/netdev.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -38,7 +40,7 @@ std::vector<Packet*> take_all(Pool& pool) {
 
 TEST(PoolWait, ReturnsAtOnceWhileThePoolHasFreePackets) {
   Pool pool(PoolConfig{.packets = 4, .buffer_size = 256, .cache_size = 2});
-  pool.wait_for_free(kAnHour);  // a free packet: no sleep (the test's timeout says otherwise)
+  pool.wait_for_free(1, kAnHour);  // a free packet: no sleep (the test's timeout says otherwise)
   EXPECT_EQ(pool.free_count(), 4u);
 }
 
@@ -46,7 +48,7 @@ TEST(PoolWait, TimesOutWhenNothingComesBack) {
   Pool pool(PoolConfig{.packets = 4, .buffer_size = 256, .cache_size = 2});
   std::vector<Packet*> taken = take_all(pool);
   ASSERT_EQ(taken.size(), 4u);
-  pool.wait_for_free(1'000'000);  // 1 ms, then it returns with nothing
+  pool.wait_for_free(1, 1'000'000);  // 1 ms, then it returns with nothing
   EXPECT_EQ(pool.free_count(), 0u);
   for (Packet* p : taken) pool.put(p);
 }
@@ -59,7 +61,7 @@ TEST(PoolWait, APutFromAnotherThreadWakesTheWaiter) {
     std::atomic<bool> waiting{false};
     std::thread waiter([&] {
       waiting.store(true);
-      while (pool.free_count() == 0) pool.wait_for_free(kAnHour);
+      while (pool.free_count() == 0) pool.wait_for_free(1, kAnHour);
     });
     while (!waiting.load()) std::this_thread::yield();
     if (round % 2 == 0) std::this_thread::sleep_for(2ms);  // half the rounds: surely parked
@@ -69,6 +71,37 @@ TEST(PoolWait, APutFromAnotherThreadWakesTheWaiter) {
     waiter.join();
     EXPECT_EQ(pool.free_count(), 8u);
   }
+}
+
+// A waiter for half the pool sleeps through a smaller return and is woken by the one that
+// reaches its threshold (an hour's timeout again: a lost wake-up hangs the test).
+TEST(PoolWait, AThresholdWaiterIsWokenOnceEnoughIsBack) {
+  Pool pool(PoolConfig{.packets = 8, .buffer_size = 256, .cache_size = 4});
+  std::vector<Packet*> taken = take_all(pool);
+  std::atomic<int> looks{0};
+  std::thread waiter([&] {
+    while (pool.free_count() < 4) {
+      pool.wait_for_free(4, kAnHour);
+      looks.fetch_add(1);
+    }
+  });
+  const auto give_back = [&](std::size_t n) {
+    PacketList back;
+    for (std::size_t i = 0; i < n; ++i) {
+      back.push_back(taken.back());
+      taken.pop_back();
+    }
+    free_packets(std::move(back));
+  };
+  std::this_thread::sleep_for(2ms);
+  give_back(2);
+  std::this_thread::sleep_for(2ms);
+  give_back(2);
+  waiter.join();
+  EXPECT_GE(pool.free_count(), 4u);
+  EXPECT_GE(looks.load(), 1);
+  give_back(taken.size());
+  EXPECT_EQ(pool.free_count(), 8u);
 }
 
 TEST(CompletionIrq, RaisedWhenAPollTimeAppearsWhereThereWasNone) {
@@ -168,4 +201,25 @@ TEST(SendBudget, ABudgetThatHoldsNoPacketIsRefusedInOneLine) {
   test::expect_error(c, "sndbuf 100 holds no packet");
   c.sndbuf = 0;  // no budget at all is fine
   EXPECT_NO_THROW(resolve_bench_config(c));
+}
+
+TEST(ServiceCpus, EachQueueOfAMultiQueueDeviceFollowsItsXpsMap) {
+  const unsigned cpus = std::thread::hardware_concurrency();
+  if (cpus < 2) GTEST_SKIP() << "one CPU: every thread may run only there anyway";
+  const unsigned last = cpus - 1;
+  const int before = threads_allowed_only_on(last);
+  auto dev = make_net_device("null:queues=2");
+  dev->set_xps_cpus(0, std::vector<unsigned>{last});
+  dev->set_xps_cpus(1, std::vector<unsigned>{0});
+  auto tx = MultiQueueTx::create(*dev, MultiQueueConfig{.service_on_xps_cpus = true});
+  int after = before;
+  for (int i = 0; i < 10'000 && after == before; ++i) {
+    std::this_thread::sleep_for(1ms);
+    after = threads_allowed_only_on(last);
+  }
+  EXPECT_EQ(after, before + 1) << "queue 0's service thread, on the CPU its XPS map names";
+  tx.reset();
+  auto unpinned = MultiQueueTx::create(*dev, MultiQueueConfig{});
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(threads_allowed_only_on(last), before) << "without the switch: anywhere";
 }

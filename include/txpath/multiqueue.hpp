@@ -34,6 +34,10 @@ struct MultiQueueConfig {
   // The root qdisc of TX queue `index` (mq's child for that queue, e.g. from a tc configuration
   // with an mq or mqprio root); when set it wins over queue.qdisc and queue.root_qdisc.
   std::function<std::unique_ptr<Qdisc>(uint32_t index, const QdiscEnv&)> queue_qdisc;
+  // Each queue's service thread runs on the CPUs the device's XPS map names for that queue (its
+  // completion interrupt's affinity following XPS, TxQueueConfig::service_cpus), when the map
+  // names any and queue.service_cpus names none. The map as it is at create().
+  bool service_on_xps_cpus = false;
 };
 
 class MultiQueueTx {

@@ -104,11 +104,14 @@ class Pool {
   std::size_t free_count() const;
   // For a thread whose cache came back empty because every packet is queued, in flight or in
   // another thread's cache — the sender whose pool is its send budget (a socket's send buffer,
-  // docs/architecture.md, "Send budgets"): returns once the shared free list is not empty, or a
-  // batch was returned to it since the call, or after `timeout_ns` (a device that never
-  // completes cannot hang the caller, who looks again either way). Spins briefly, then sleeps in
-  // the kernel (futex) until put()/put_list() stacks a batch.
-  void wait_for_free(uint64_t timeout_ns) noexcept;
+  // docs/architecture.md, "Send budgets"): returns once the shared free list holds `at_least`
+  // packets (clamped to 1..capacity()), or after `timeout_ns` (a device that never completes
+  // cannot hang the caller, who looks again either way), or on a signal. Spins briefly, then
+  // sleeps in the kernel (futex) until put()/put_list() stacks enough. A socket's writer sleeps
+  // until half its send buffer is free (Linux sock_writeable()), and wakes to a burst's worth of
+  // room rather than once per freed batch. The pool keeps one threshold: waiters of one pool
+  // should ask for the same (one that asks for less than another may sleep until its timeout).
+  void wait_for_free(std::size_t at_least, uint64_t timeout_ns) noexcept;
 
  private:
   static void reset(Packet* p) noexcept;

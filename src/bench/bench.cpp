@@ -62,7 +62,8 @@ namespace {
 constexpr uint64_t kLatencySampleEvery = 64;     // one send() in 64 is timed
 constexpr int kMaxBurst = 1024;                  // BenchConfig::burst's upper bound
 constexpr uint64_t kPacedCatchUp = 32;           // a paced sender's largest catch-up burst
-constexpr uint64_t kBudgetWaitNs = 1'000'000;    // a spent budget's wait, at most, per look at the run
+constexpr uint64_t kBudgetWaitNs = 1'000'000;    // a spent budget's sleep, at most, per look at the run
+constexpr unsigned kBudgetYields = 256;          // a spent budget's yields before it sleeps
 
 uint64_t process_cpu_ns() {
   timespec ts{};
@@ -677,6 +678,40 @@ std::unique_ptr<tc::LiveStats> serve_live_stats(const BenchConfig& cfg, TxQueue&
   }
 }
 
+// When the next completion of `tx`'s device(s) is due (steady-clock ns); 0 when none is.
+uint64_t next_completion_ns(TxQueue& tx) noexcept { return tx.device().next_poll_ns(); }
+uint64_t next_completion_ns(MultiQueueTx& tx) noexcept {
+  uint64_t first = 0;
+  for (uint32_t q = 0; q < tx.device().num_tx_queues(); ++q) {
+    const uint64_t at = tx.device().tx_queue(q).next_poll_ns();
+    if (at != 0 && (first == 0 || at < first)) first = at;
+  }
+  return first;
+}
+
+// A sender whose send budget is spent (its pool's packets are all queued or in flight; with no
+// budget, the shared pool's), for the `round`-th time in a row. First its queue's completion
+// work, on this thread: reap what is due and perform the run a woken queue scheduled
+// (TxQueue::service), as the floor's sender polls its device, and as the kernel does on the CPU
+// that takes the queue's completion interrupt. Then, as the library's waits (spin, yield, park;
+// --park off: yield only), it yields for a while — the floor's wait, so that a row's CPU per packet and the floor's count
+// the same way — and only then sleeps: until half its budget is back (a socket's writer,
+// sock_writeable()) or the device's next completion is due, whichever comes first.
+template <class Tx>
+void wait_for_budget(Tx& tx, Pool& pool, std::size_t budget, unsigned round) noexcept {
+  tx.service();
+  if (round < kBudgetYields || !spin_park()) {
+    std::this_thread::yield();
+    return;
+  }
+  uint64_t timeout = kBudgetWaitNs;
+  if (const uint64_t due = next_completion_ns(tx); due != 0) {
+    const uint64_t now = now_ns();
+    timeout = due > now ? std::min(due - now, kBudgetWaitNs) : 0;
+  }
+  if (timeout > 0) pool.wait_for_free(std::max<std::size_t>(1, budget / 2), timeout);
+}
+
 // The send loop of txpath's rows: each sender takes buffers from `pool`, writes its frames
 // (`traffic`: generated or a capture's, see traffic.hpp) and sends them through `tx` (a
 // TxQueue, or a MultiQueueTx that picks the queue): one send() per packet, or with cfg.burst > 1
@@ -699,6 +734,7 @@ auto txpath_send_loop(Tx& tx, bench_detail::SenderPools& pools,
     if (frames.idle()) return idle_until_stopped(flags);
     pacer.start(now_ns());
     uint64_t seq = 0;
+    unsigned dry_rounds = 0;  // looks in a row that found no free packet
     while (flags.running()) {
       const uint64_t want = due_now(pacer, burst, flags);
       std::size_t n = 0;
@@ -710,9 +746,10 @@ auto txpath_send_loop(Tx& tx, bench_detail::SenderPools& pools,
       }
       if (n == 0) {  // every buffer is queued or in flight (the send budget is spent): wait for
                      // completions to return some, as a socket waits for its send buffer
-        if (want > 0) pool.wait_for_free(kBudgetWaitNs);
+        if (want > 0) wait_for_budget(tx, pool, pools.budget_packets(), dry_rounds++);
         continue;
       }
+      dry_rounds = 0;
       pacer.take(n);
       const bool window = flags.in_window();
       if (burst == 1) {
@@ -818,7 +855,8 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
   apply_xps(*device, cfg);
   auto trees = std::make_shared<tc::QueueTrees>();
   MultiQueueConfig mq_cfg{.queue = queue_config(cfg, strategy, std::make_shared<tc::Tree>()),
-                          .queue_qdisc = tc_queue_trees(cfg, *device, trees)};
+                          .queue_qdisc = tc_queue_trees(cfg, *device, trees),
+                          .service_on_xps_cpus = cfg.pin};  // as the single queue's, per queue
   const bool per_queue_trees = static_cast<bool>(mq_cfg.queue_qdisc);
   auto tx = MultiQueueTx::create(*device, mq_cfg);
   std::string live_note;

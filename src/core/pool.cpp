@@ -32,6 +32,7 @@ struct Pool::Shared {
   // it stacks and wakes the parked waiters (a Dekker pair, see put_batch()).
   std::atomic<uint32_t> returns{0};
   std::atomic<uint32_t> parked{0};
+  std::atomic<std::size_t> wake_at{1};  // the free packets a parked waiter waits for
 };
 
 Pool::Pool(const PoolConfig& config)
@@ -207,28 +208,41 @@ void Pool::put_batch(Packet* const* in, std::size_t n) noexcept {
   const std::size_t take = std::min(n, room);
   std::memcpy(s.stack.data() + s.top, in, take * sizeof(Packet*));
   s.top += take;
+  const std::size_t top = s.top;
   s.lock.unlock();
-  // seq_cst RMW, then the load of `parked`: pairs with wait_for_free()'s seq_cst RMW of `parked`
-  // and its load of `returns` — either the waiter sees this batch's bump or we see it counted.
+  // seq_cst RMW, then the loads of `parked` and `wake_at`: pairs with wait_for_free()'s seq_cst
+  // RMW of `parked` and its load of `returns` — either the waiter sees this batch's bump (and
+  // looks again) or we see it counted, with the threshold it stored before counting itself.
   // One locked instruction per batch (up to kChunk packets or half a cache), none per packet.
   s.returns.fetch_add(1, std::memory_order_seq_cst);
-  if (s.parked.load(std::memory_order_seq_cst) != 0) futex_wake_all(s.returns);
+  if (s.parked.load(std::memory_order_seq_cst) != 0 &&
+      top >= s.wake_at.load(std::memory_order_relaxed))  // relaxed: published by the RMW of parked
+    futex_wake_all(s.returns);
 }
 
-void Pool::wait_for_free(uint64_t timeout_ns) noexcept {
+void Pool::wait_for_free(std::size_t at_least, uint64_t timeout_ns) noexcept {
   Shared& s = *shared_;
+  at_least = std::clamp<std::size_t>(at_least, 1, s.stack.size());
   // acquire: pairs with put_batch()'s RMW; a bump seen means a batch was stacked since.
-  const uint32_t seen = s.returns.load(std::memory_order_acquire);
-  if (free_count() != 0) return;
+  uint32_t seen = s.returns.load(std::memory_order_acquire);
+  if (free_count() >= at_least) return;
   // A short spin first: completions reaped in batches often come back within microseconds.
   for (unsigned spin = 0; spin < kSpinBeforePark; ++spin) {
-    // relaxed: a hint; the caller's get() reads the stack itself, under the lock.
-    if (s.returns.load(std::memory_order_relaxed) != seen) return;
+    // relaxed: a hint; what counts is the stack, read under the lock.
+    if (s.returns.load(std::memory_order_relaxed) != seen) {
+      if (free_count() >= at_least) return;
+      seen = s.returns.load(std::memory_order_acquire);
+    }
     cpu_relax();
   }
+  // relaxed: published by the seq_cst RMW of `parked` right after (put_batch() reads it only
+  // once it sees that count).
+  s.wake_at.store(at_least, std::memory_order_relaxed);
   // seq_cst RMW, then the load of `returns`: the other half of put_batch()'s pair.
   s.parked.fetch_add(1, std::memory_order_seq_cst);
-  if (s.returns.load(std::memory_order_seq_cst) == seen) futex_wait_for(s.returns, seen, timeout_ns);
+  seen = s.returns.load(std::memory_order_seq_cst);
+  // A batch stacked after `seen` was read changes the word: the futex wait then returns at once.
+  if (free_count() < at_least) futex_wait_for(s.returns, seen, timeout_ns);
   // relaxed: a count; a waker that still sees it only makes one futex call too many.
   s.parked.fetch_sub(1, std::memory_order_relaxed);
 }

@@ -101,12 +101,14 @@ void Scheduler::arm_watchdog(uint64_t at_ns) noexcept {
 }
 
 void Scheduler::raise_irq() noexcept {
-  // seq_cst fence, then the load: a Dekker pair with wait_for_work(), which stores
-  // service_asleep_, fences and then reads next_poll_ns(): either it sees the device's new poll
-  // time (stored before this call) or we see it asleep and wake it.
+  // seq_cst fence, then the load: a Dekker pair with wait_for_work(), which stores service_idle_
+  // (seq_cst), fences and then reads next_poll_ns(): either it sees the device's new poll time
+  // (stored before this call) or we see it asleep until kicked and wake it. A thread in its tick
+  // sleep is not woken: it looks within service_tick anyway, and the wake-up — a system call
+  // under the device's tx lock — would cost the sender more than the tick costs the poll.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // relaxed: ordered by the fence above.
-  if (!service_asleep_.load(std::memory_order_relaxed)) return;
+  if (!service_idle_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(service_mutex_);  // pairs with the predicate check in the wait
   service_cv_.notify_one();
 }
@@ -136,20 +138,19 @@ void Scheduler::wait_for_work(bool deep) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(
           deep ? std::chrono::duration_cast<std::chrono::microseconds>(kIdleWake) : service_tick_)
           .count());
-  // relaxed store, then a seq_cst fence, then the device's hint: the other half of raise_irq()'s
-  // Dekker pair (a poll time that appears after this read wakes us).
-  service_asleep_.store(true, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  const uint64_t next_poll = device_.next_poll_ns();
-  if (next_poll != 0 && next_poll < deadline) deadline = next_poll;
-
   if (deep) {
-    service_idle_.store(true, std::memory_order_seq_cst);  // Dekker pair with schedule()
+    // Dekker pair with schedule() (SCHED) and with raise_irq() (the poll time, read below).
+    service_idle_.store(true, std::memory_order_seq_cst);
     if (sched_.load(std::memory_order_seq_cst)) {
       service_idle_.store(false, std::memory_order_relaxed);
       return;
     }
+    // seq_cst fence between our store of service_idle_ and the device's hint: the other half of
+    // raise_irq()'s pair (a poll time that appears after this read wakes us).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
   }
+  const uint64_t next_poll = device_.next_poll_ns();
+  if (next_poll != 0 && next_poll < deadline) deadline = next_poll;
   // seq_cst: the other half of arm_watchdog()'s Dekker pair (after service_idle_ above).
   const uint64_t wd_seen = watchdog_.load(std::memory_order_seq_cst);
   if (wd_seen != 0 && wd_seen < deadline) deadline = wd_seen;
@@ -161,15 +162,14 @@ void Scheduler::wait_for_work(bool deep) {
     std::unique_lock lock(service_mutex_);
     service_cv_.wait_for(lock, wait, [this, wd_seen, next_poll] {
       // acquire/relaxed: re-checked under the mutex that schedule()/stop()/arm_watchdog()/
-      // raise_irq() take to notify; a re-armed watchdog or a new poll time changes the
-      // deadline, so it ends the wait too.
+      // raise_irq() take to notify; a re-armed watchdog or a new poll time (raise_irq, in a deep
+      // sleep) changes the deadline, so it ends the wait too.
       return stop_.load(std::memory_order_acquire) || sched_.load(std::memory_order_relaxed) ||
              watchdog_.load(std::memory_order_relaxed) != wd_seen ||
              (next_poll == 0 && device_.next_poll_ns() != 0);
     });
   }
-  service_idle_.store(false, std::memory_order_relaxed);  // only a hint for schedule()
-  service_asleep_.store(false, std::memory_order_relaxed);  // only a hint for raise_irq()
+  service_idle_.store(false, std::memory_order_relaxed);  // only a hint for schedule(), raise_irq()
 }
 
 }  // namespace txpath

@@ -67,8 +67,8 @@ class Scheduler {
   void arm_watchdog(uint64_t at_ns) noexcept;
 
   // The device's completion interrupt (Device::raise_completion_irq, tx_lock held): a poll
-  // time appeared where there was none. Wakes the service thread if it sleeps, so that it polls
-  // at that time rather than at the end of its sleep (up to kIdleWake).
+  // time appeared where there was none. Wakes the service thread if it sleeps until kicked, so
+  // that it polls at that time rather than at the end of that sleep (up to kIdleWake).
   void raise_irq() noexcept;
   // One round of the service thread's work on the calling thread (TxQueue::service): reap due
   // device completions, fire a due watchdog, perform a pending run. No lock held; thread-safe.
@@ -99,7 +99,6 @@ class Scheduler {
   alignas(64) std::atomic<bool> sched_{false};  // __QDISC_STATE_SCHED
   std::atomic<uint64_t> watchdog_{0};           // armed deadline (ns), 0: none; see arm_watchdog
   std::atomic<bool> service_idle_{false};       // the service thread sleeps until kicked
-  std::atomic<bool> service_asleep_{false};     // the service thread sleeps (any wait; raise_irq)
   std::atomic<bool> stop_{false};
   std::mutex service_mutex_;
   std::condition_variable service_cv_;

@@ -40,6 +40,7 @@ std::unique_ptr<MultiQueueTx> MultiQueueTx::create(NetDevice& device,
   queues.reserve(device.num_tx_queues());
   for (uint32_t i = 0; i < device.num_tx_queues(); ++i) {
     TxQueueConfig qc = config.queue;
+    if (config.service_on_xps_cpus && qc.service_cpus.empty()) qc.service_cpus = device.xps_cpus(i);
     if (config.queue_qdisc) {
       // By value: the queue may keep its config, and `config` is the caller's.
       qc.root_qdisc = [make = config.queue_qdisc, i](const QdiscEnv& env) { return make(i, env); };
