@@ -160,21 +160,32 @@ int threads_allowed_only_on(unsigned cpu) {
   return n;
 }
 
+// The count of threads_allowed_only_on(cpu) once it moved from `before` (a service thread pins
+// itself as it starts), or `before` after 10 s.
+int once_moved_from(unsigned cpu, int before) {
+  int now = before;
+  for (int i = 0; i < 10'000 && now == before; ++i) {
+    std::this_thread::sleep_for(1ms);
+    now = threads_allowed_only_on(cpu);
+  }
+  return now;
+}
+
+// The last CPU, on a machine with two or more (0: skip the test).
+unsigned last_of_several_cpus() {
+  const unsigned cpus = std::thread::hardware_concurrency();
+  return cpus < 2 ? 0 : cpus - 1;
+}
+
 }  // namespace
 
 TEST(ServiceCpus, TheServiceThreadRunsOnlyOnTheNamedCpus) {
-  const unsigned cpus = std::thread::hardware_concurrency();
-  if (cpus < 2) GTEST_SKIP() << "one CPU: every thread may run only there anyway";
-  const unsigned last = cpus - 1;
+  const unsigned last = last_of_several_cpus();
+  if (last == 0) GTEST_SKIP() << "one CPU: every thread may run only there anyway";
   const int before = threads_allowed_only_on(last);
   auto dev = make_device("null");
   auto txq = TxQueue::create(*dev, TxQueueConfig{.strategy = "busylock", .service_cpus = {last}});
-  int after = before;
-  for (int i = 0; i < 10'000 && after == before; ++i) {  // the thread pins itself as it starts
-    std::this_thread::sleep_for(1ms);
-    after = threads_allowed_only_on(last);
-  }
-  EXPECT_EQ(after, before + 1);
+  EXPECT_EQ(once_moved_from(last, before), before + 1);
   txq.reset();
   EXPECT_EQ(threads_allowed_only_on(last), before);
 }
@@ -204,19 +215,14 @@ TEST(SendBudget, ABudgetThatHoldsNoPacketIsRefusedInOneLine) {
 }
 
 TEST(ServiceCpus, EachQueueOfAMultiQueueDeviceFollowsItsXpsMap) {
-  const unsigned cpus = std::thread::hardware_concurrency();
-  if (cpus < 2) GTEST_SKIP() << "one CPU: every thread may run only there anyway";
-  const unsigned last = cpus - 1;
+  const unsigned last = last_of_several_cpus();
+  if (last == 0) GTEST_SKIP() << "one CPU: every thread may run only there anyway";
   const int before = threads_allowed_only_on(last);
   auto dev = make_net_device("null:queues=2");
   dev->set_xps_cpus(0, std::vector<unsigned>{last});
   dev->set_xps_cpus(1, std::vector<unsigned>{0});
   auto tx = MultiQueueTx::create(*dev, MultiQueueConfig{.service_on_xps_cpus = true});
-  int after = before;
-  for (int i = 0; i < 10'000 && after == before; ++i) {
-    std::this_thread::sleep_for(1ms);
-    after = threads_allowed_only_on(last);
-  }
+  const int after = once_moved_from(last, before);
   EXPECT_EQ(after, before + 1) << "queue 0's service thread, on the CPU its XPS map names";
   tx.reset();
   auto unpinned = MultiQueueTx::create(*dev, MultiQueueConfig{});
