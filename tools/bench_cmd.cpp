@@ -427,6 +427,27 @@ void add_output_options(CLI::App* cmd, BenchOptions& o, const CLI::Validator& nu
       ->check(CLI::Range(0.01, 3600.0));
 }
 
+// What each sender sends and may hold: --payload, --burst, --sndbuf.
+void add_sender_options(CLI::App* cmd, BenchOptions& o, const CLI::Validator& integer) {
+  cmd->add_option("--payload", o.payload, "UDP payload bytes")
+      ->transform(integer)
+      ->check(CLI::Range(16, 9000))
+      ->capture_default_str();
+  cmd->add_option("--burst", o.burst,
+                  "Packets per send call: 1, send() per packet; N > 1, send_burst() of N packets "
+                  "(the floor row rings its doorbell every 64 packets whatever N)")
+      ->transform(integer)
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--sndbuf", o.sndbuf,
+                  "Each sender's send budget in bytes, as a socket's send buffer: packets handed over "
+                  "and not yet freed charge their buffer and descriptor; past it the sender waits for "
+                  "completions (default: Linux's wmem_default). 0: no budget")
+      ->transform(integer)
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 32))
+      ->capture_default_str();
+}
+
 void add_bench_command(CLI::App& app, BenchOptions& o) {
   CLI::App* cmd = app.add_subcommand("bench", "N senders into one TX queue; Mpps and CPU per packet");
   const CLI::Validator integer(decimal_integer, "");  // no name: the help shows the type
@@ -471,23 +492,7 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--tc-dev", o.tc_dev, "Device of --tc-config to use (default: its only device)")
       ->check(non_empty)
       ->needs(tc_config);
-  cmd->add_option("--payload", o.payload, "UDP payload bytes")
-      ->transform(integer)
-      ->check(CLI::Range(16, 9000))
-      ->capture_default_str();
-  cmd->add_option("--burst", o.burst,
-                  "Packets per send call: 1, send() per packet; N > 1, send_burst() of N packets "
-                  "(the floor row rings its doorbell every 64 packets whatever N)")
-      ->transform(integer)
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_option("--sndbuf", o.sndbuf,
-                  "Each sender's send budget in bytes, as a socket's send buffer: packets handed over "
-                  "and not yet freed charge their buffer and descriptor; past it the sender waits for "
-                  "completions (default: Linux's wmem_default). 0: no budget")
-      ->transform(integer)
-      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 32))
-      ->capture_default_str();
+  add_sender_options(cmd, o, integer);
   cmd->add_option("--repeat", o.repeat, "Rounds per point (interleaved); the median is reported")
       ->transform(integer)
       ->check(CLI::Range(1, 1000))
