@@ -7,11 +7,13 @@
 // thread clears SCHED and asks the queue for a run (Client::deferred_run(): for lock-based
 // strategies, root lock + qdisc_run_begin + the loop). While deferred runs keep coming it ticks
 // every `service_tick` and needs no wake-up call; after kActiveTicks ticks without one it sleeps
-// until kicked (or 1 ms, to reap device completions). Senders that run the loop themselves never
+// until kicked (or the device's poll time, or 1 ms). Senders that run the loop themselves never
 // schedule, so an uncontended queue leaves the service thread asleep: no wake-up per packet, nor
 // per tick. It also polls the device when the device asks
 // (next_poll_ns): that is the TX-completion interrupt, which returns buffers and wakes a stopped
-// queue.
+// queue. While another thread keeps doing those polls (a sender's clean on xmit, or
+// TxQueue::service()), the interrupt is masked and becomes a backed-off timer (IrqDeferral), so
+// that the sender's core is not woken for polls already done.
 //
 // The watchdog. A shaping qdisc that holds packets not yet eligible names the time they become
 // so; the driver loop arms the watchdog with it (arm_watchdog), and the service thread sleeps at
@@ -30,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/irq_deferral.hpp"
 #include "txpath/device.hpp"
 #include "txpath/txqueue.hpp"
 
@@ -84,8 +87,24 @@ class Scheduler {
   void fire_watchdog() noexcept;
   // net_tx_action in a loop until stop(). The service thread only.
   void service_main();
-  // The service thread's sleep between rounds: a tick while `deep` is false, else until kicked.
-  void wait_for_work(bool deep);
+  // Wakes the service thread from wait_for_work(), whose predicate the caller has changed.
+  void kick() noexcept;
+  // Reaps the device's completions if their poll time has come; true if it did.
+  bool poll_if_due() noexcept;
+  // Performs the pending deferred run, if any (clears SCHED first); true if it did.
+  bool run_if_pending() noexcept;
+
+  // The service thread's sleep between rounds: a tick while `deep` is false, else until kicked
+  // (kIdleWake at most). Never past the device's poll time, which a masked `irq` delays and
+  // which then no longer kicks (IrqDeferral). Says how the sleep ended.
+  IrqDeferral::Wake wait_for_work(bool deep, const IrqDeferral& irq);
+
+  // What a sleeping service thread lets wake it (service_idle_).
+  enum class Sleep : uint8_t {
+    awake,       // in a round, or in its tick sleep: nothing kicks it
+    irq_masked,  // deep: schedule(), arm_watchdog() and stop() kick it
+    irq_open,    // deep: raise_irq() too
+  };
 
   Device& device_;
   Client& client_;
@@ -98,7 +117,7 @@ class Scheduler {
 
   alignas(64) std::atomic<bool> sched_{false};  // __QDISC_STATE_SCHED
   std::atomic<uint64_t> watchdog_{0};           // armed deadline (ns), 0: none; see arm_watchdog
-  std::atomic<bool> service_idle_{false};       // the service thread sleeps until kicked
+  std::atomic<Sleep> service_idle_{Sleep::awake};  // what may kick the service thread
   std::atomic<bool> stop_{false};
   std::mutex service_mutex_;
   std::condition_variable service_cv_;
