@@ -15,8 +15,8 @@
 //    An optional quota (dev_tx_weight) ends a run after N packets by setting MISSED, as Linux.
 //    Options add txpath's own send() paths (nolock.cpp): the lockless bypass — state_says_empty
 //    (read MISSED), run_begin (a loss sets MISSED and falls back to enqueue + run_begin), the
-//    exact emptiness re-check of the ring as owner, then xmit of the own packet (and a run only
-//    if MISSED is set by then) or enqueue — and a drain()
+//    owner's re-check of MISSED (as __dev_xmit_skb's under the seqlock: not the ring), then xmit
+//    of the own packet (and a run only if MISSED is set by then) or enqueue — and a drain()
 //    thread whose quiescence check holds the seqlock without dequeuing (try_own ... run_end).
 //  * llist — Linux 6.19 defer list (commit 100dfa74cad9; txpath src/strategy/llist.cpp): load
 //    head; CAS(head, first, me), retried with the value the failed CAS saw; a CAS that found a
@@ -173,14 +173,14 @@ class NolockModel {
         return "state_says_empty: MISSED clear -> try run_begin for the bypass";
       case kBypassRecheck:
         s.bypassing[t] = 0;
-        if (s.ring_len) {
+        if (s.missed) {
           s.ring[s.ring_len++] = me(s, t);
           s.pc[t] = kDequeue;
-          return "owner, re-check: ring not empty -> enqueue own packet, run";
+          return "owner, re-check: MISSED set -> enqueue own packet, run";
         }
         deliver(s, t, me(s, t));
         s.pc[t] = kBypassMissed;
-        return "owner, re-check: ring empty -> bypass xmit own packet";
+        return "owner, re-check: MISSED clear -> bypass xmit own packet";
       case kBypassMissed:
         if (s.missed) {
           s.pc[t] = kDequeue;
@@ -891,7 +891,7 @@ TEST(ModelCheckNolock, FixedProtocolWithQuotaHandsOffToServiceThread) {
 
 TEST(ModelCheckNolock, TxpathBypassAndDrainCheckKeepTheProtocol) {
   // txpath's send(): the lockless bypass (state_says_empty, run_begin — whose failure sets
-  // MISSED —, exact re-check as owner, a run after the bypass only if MISSED is set, else
+  // MISSED —, MISSED re-checked as owner, a run after the bypass only if MISSED is set, else
   // enqueue), and drain()'s quiescence check, which holds the
   // seqlock without dequeuing (try_own ... run_end, scheduling if MISSED is set).
   expect_clean("nolock txpath bypass 2x2",

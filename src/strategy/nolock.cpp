@@ -161,12 +161,16 @@ class NolockQueue : public SerializedQueue {
     NolockFifoQdisc& q = lq();
     PacketList to_free;
 
-    // Lockless bypass: the cheap unlocked test first (the state bits only, as Linux's
-    // nolock_qdisc_is_empty()), the exact re-test of the rings once we own the qdisc.
+    // Lockless bypass: the state bits (Linux's nolock_qdisc_is_empty()) before and again once
+    // we own the qdisc, as __dev_xmit_skb re-tests them under the seqlock — not the rings: a
+    // packet in a ring with the bits clear is another sender's that has yet to try the seqlock
+    // (it then wins it, or sets MISSED for our run_end()), and one of this sender's own is never
+    // left there with them clear (its run_begin() ran the loop, or set MISSED, which an owner
+    // clears only after finding the rings empty and scans them again). So per-sender order holds.
     if (q.can_bypass() && q.state_says_empty() && requeue_empty() && q.run_begin()) {
       Verdict v = Verdict::success;
       begin_owner_run();
-      if (q.empty() && requeue_empty()) {
+      if (q.state_says_empty() && requeue_empty()) {
         // The loop runs only if a MISSED mark says packets arrived meanwhile, as __dev_xmit_skb's
         // `!nolock_qdisc_is_empty(q)`: an idle queue pays no dequeue after its bypass. A sender
         // whose mark is not visible yet is seen by run_end() (a scheduled run) or wins the
