@@ -10,12 +10,14 @@
 // SO_PREFER_BUSY_POLL, commit 7fd3253a7de6, keeps it so while the application polls), the service
 // thread counts its timed wake-ups that found the device's poll time moved on without it:
 //   * each one adds a deferral (up to kMax): the interrupt is masked (raise_irq() no longer
-//     kicks the thread) and its timer is delayed by tick, 2 ticks, 4 ... up to a cap;
+//     kicks the thread) and its timer is delayed by a tick, then 2, then 4 (200 us by default);
 //   * a wake-up that reaps completions itself, or that finds the ring untouched since it went
 //     to sleep (nobody else is polling, or the device is idle), unmasks it;
 //   * a kick (a deferred run, the watchdog) says nothing about who polls: no change.
 // Masked, completions are still reaped: by the other poller, or by the delayed timer, at most
-// `cap` after their poll time. Used by the service thread only: no synchronisation.
+// 4 ticks after their poll time. The service thread also leaves it unmasked while the device's
+// queue is stopped: only completions restart it, and no sender's xmit polls for them then.
+// Used by the service thread only: no synchronisation.
 #pragma once
 
 #include <algorithm>
@@ -25,7 +27,7 @@ namespace txpath {
 
 class IrqDeferral {
  public:
-  static constexpr unsigned kMax = 6;  // tick << 5 is past any sensible cap
+  static constexpr unsigned kMax = 3;  // the timer at most 4 ticks past the poll time
 
   // How a sleep of the service thread ended: by its own deadline (not a kick, nor the
   // watchdog's), having seen the device's poll time `poll_seen` before it slept.
@@ -49,7 +51,7 @@ class IrqDeferral {
   unsigned deferrals() const noexcept { return deferrals_; }
 
   // How long past the device's poll time the timer fires: 0 unmasked, else tick << (deferrals
-  // - 1), at most `cap_ns`.
+  // - 1) (at most 4 ticks), and never more than `cap_ns`.
   uint64_t delay_ns(uint64_t tick_ns, uint64_t cap_ns) const noexcept {
     if (deferrals_ == 0) return 0;
     return std::min(tick_ns << (deferrals_ - 1), cap_ns);

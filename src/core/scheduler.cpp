@@ -164,13 +164,14 @@ void Scheduler::service_main() {
 
 IrqDeferral::Wake Scheduler::wait_for_work(bool deep, const IrqDeferral& irq) {
   const uint64_t tick_ns = ns_of(service_tick_);
-  // Masked, the interrupt is a timer: tick, 2 ticks, 4 ... up to kIdleWake after the poll time.
-  const uint64_t defer_ns = irq.delay_ns(tick_ns, ns_of(kIdleWake));
-  uint64_t deadline = now_ns() + (!deep ? tick_ns : irq.masked() ? defer_ns : ns_of(kIdleWake));
+  // A stopped queue waits for its completions, and no sender's xmit polls for it: unmasked.
+  const bool masked = irq.masked() && !device_.stopped();
+  // Masked, the interrupt is a timer: a tick, 2 ticks or 4 after the poll time.
+  const uint64_t defer_ns = masked ? irq.delay_ns(tick_ns, ns_of(kIdleWake)) : 0;
+  uint64_t deadline = now_ns() + (!deep ? tick_ns : masked ? defer_ns : ns_of(kIdleWake));
   if (deep) {
     // Dekker pair with schedule() (SCHED) and with raise_irq() (the poll time, read below).
-    service_idle_.store(irq.masked() ? Sleep::irq_masked : Sleep::irq_open,
-                        std::memory_order_seq_cst);
+    service_idle_.store(masked ? Sleep::irq_masked : Sleep::irq_open, std::memory_order_seq_cst);
     if (sched_.load(std::memory_order_seq_cst)) {
       service_idle_.store(Sleep::awake, std::memory_order_relaxed);
       return {};
