@@ -101,8 +101,8 @@ class Scheduler {
 
   // What a sleeping service thread lets wake it (service_idle_).
   enum class Sleep : uint8_t {
-    awake,       // in a round, or in its tick sleep: nothing kicks it
-    irq_masked,  // deep: schedule(), arm_watchdog() and stop() kick it
+    awake,       // in a round, or in its tick sleep: only stop() or a nearer watchdog kicks it
+    irq_masked,  // deep: schedule() and any arm_watchdog() kick it too
     irq_open,    // deep: raise_irq() too
   };
 
