@@ -63,13 +63,12 @@ void Scheduler::stop() noexcept {
 }
 
 bool Scheduler::service() noexcept {
-  poll_if_due();
+  poll_if_due(device_.next_poll_ns());
   fire_watchdog();
   return run_if_pending();
 }
 
-bool Scheduler::poll_if_due() noexcept {
-  const uint64_t poll_at = device_.next_poll_ns();
+bool Scheduler::poll_if_due(uint64_t poll_at) noexcept {
   if (poll_at == 0 || poll_at > now_ns()) return false;
   device_.poll();
   return true;
@@ -149,7 +148,7 @@ void Scheduler::service_main() {
     // Reap due completions (the TX-completion "interrupt"), then a pending run. SCHED is
     // cleared before the run, so a schedule() during the run is not lost: it sets SCHED again.
     const uint64_t poll_now = device_.next_poll_ns();
-    const bool polled = poll_if_due();
+    const bool polled = poll_if_due(poll_now);
     irq.after(wake, polled, poll_now);
     fire_watchdog();
     if (run_if_pending()) {
@@ -173,7 +172,7 @@ IrqDeferral::Wake Scheduler::wait_for_work(bool deep, const IrqDeferral& irq) {
     // Dekker pair with schedule() (SCHED) and with raise_irq() (the poll time, read below).
     service_idle_.store(masked ? Sleep::irq_masked : Sleep::irq_open, std::memory_order_seq_cst);
     if (sched_.load(std::memory_order_seq_cst)) {
-      service_idle_.store(Sleep::awake, std::memory_order_relaxed);
+      service_idle_.store(Sleep::awake, std::memory_order_relaxed);  // relaxed: a hint, as below
       return {};
     }
     // seq_cst fence between our store of service_idle_ and the device's hint: the other half of

@@ -89,8 +89,9 @@ class Scheduler {
   void service_main();
   // Wakes the service thread from wait_for_work(), whose predicate the caller has changed.
   void kick() noexcept;
-  // Reaps the device's completions if their poll time has come; true if it did.
-  bool poll_if_due() noexcept;
+  // Reaps the device's completions if their poll time `poll_at` (next_poll_ns(), as the caller
+  // read it) has come; true if it did.
+  bool poll_if_due(uint64_t poll_at) noexcept;
   // Performs the pending deferred run, if any (clears SCHED first); true if it did.
   bool run_if_pending() noexcept;
 
