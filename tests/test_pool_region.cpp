@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/real_path.hpp"
@@ -105,6 +106,34 @@ TEST(PoolRegion, CachesGetAndPutAsAnOwnPoolDoes) {
   EXPECT_EQ(q->priority, 0u);
   EXPECT_EQ(q->data, data);
   pool.put(q);
+}
+
+// Pool::put() of one packet (the null device's doorbell for a lone sender's packet) goes into
+// the freeing thread's cache of the pool, with no lock; a free hook still sees it, as a list of
+// one; a thread without a cache puts it on the shared list.
+TEST(PoolRegion, PutOfOnePacketGoesToTheFreeingThreadsCache) {
+  GuardedRegion mem;
+  Pool pool(mem.region(), kFrame, 4);
+  Pool::Cache cache(pool);
+  Packet* p = cache.get();
+  ASSERT_NE(p, nullptr);
+  const std::size_t shared = pool.free_count();
+  pool.put(p);
+  EXPECT_EQ(pool.free_count(), shared) << "into this thread's cache, not the shared list";
+  EXPECT_EQ(cache.get(), p) << "the cache hands it out next (LIFO)";
+
+  std::vector<Packet*> hooked;
+  pool.set_free_hook([&](const PacketList& list) {
+    for (Packet* q = list.front(); q; q = q->next) hooked.push_back(q);
+  });
+  pool.put(p);
+  ASSERT_EQ(hooked.size(), 1u) << "a free hook sees every put";
+  EXPECT_EQ(hooked[0], p);
+  EXPECT_EQ(cache.get(), p) << "and the packet still goes to the cache";
+
+  std::thread([&] { pool.put(p); }).join();
+  EXPECT_EQ(pool.free_count(), shared + 1) << "a thread without a cache: the shared list";
+  EXPECT_EQ(hooked.size(), 2u);
 }
 
 TEST(PoolRegion, LeavesTheRegionToItsOwner) {

@@ -147,6 +147,8 @@ class Device {
   // test devices): counts one doorbell, returns `batch` to its pools, counts it completed.
   // Called with tx_lock held; does nothing for an empty batch.
   void ring_and_complete(PacketList& batch) noexcept;
+  // The same for a doorbell that announces `p` alone (a lone sender's bypass): no list to walk.
+  void ring_and_complete_one(Packet* p) noexcept;
   // Lockless TX (Linux's NETIF_F_LLTX, which dummy and veth set): the driver loop calls xmit()
   // without tx_lock. Only for a device whose xmit() and completions share no state with
   // another thread: nothing but the driver-loop owner calls xmit() on this TX queue, and it

@@ -71,8 +71,9 @@ class Pool {
     bool registered_ = false;  // listed in its thread's cache table (pool.cpp)
   };
 
-  // Shared-list operations (take the pool's spinlock, a TTAS lock: src/core/pool.cpp). For cold
-  // paths and whole chains.
+  // get(): from the shared list (the pool's spinlock, a TTAS lock: src/core/pool.cpp), for cold
+  // paths. put()/put_list(): into the calling thread's cache of this pool if it has one (no
+  // lock), else onto the shared list.
   Packet* get() noexcept;
   void put(Packet* p) noexcept;
   void put_list(PacketList&& list) noexcept;

@@ -146,6 +146,13 @@ Packet* Pool::get() noexcept {
 }
 
 void Pool::put(Packet* p) noexcept {
+  // One packet (a lone sender's doorbell on a device that completes inline): into this thread's
+  // cache with no list to walk. A free hook sees it as a list of one, through put_list().
+  Cache* const cache = free_hook_ ? nullptr : thread_cache();
+  if (cache != nullptr) {
+    cache->push(p);
+    return;
+  }
   PacketList one;
   one.push_back(p);
   put_list(std::move(one));

@@ -121,6 +121,12 @@ void Device::ring_and_complete(PacketList& batch) noexcept {
   completed_.add(n);
 }
 
+void Device::ring_and_complete_one(Packet* p) noexcept {
+  doorbells_.add(1);
+  p->pool->put(p);
+  completed_.add(1);
+}
+
 void Device::enable_bql(const Dql::Config& config) {
   // Called from a subclass constructor, before the device is shared with any other thread.
   std::destroy_at(&dql_);
