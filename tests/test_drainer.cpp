@@ -10,7 +10,10 @@
 //  * the thread_local ring cache stays correct while queues are created and destroyed from the
 //    same threads, two at a time;
 //  * more concurrent senders than per-sender rings (1024) share the fallback ring, and rings of
-//    exited threads are adopted by new ones.
+//    exited threads are adopted by new ones;
+//  * a lone sender transmits itself only on a device whose doorbell costs nothing, keeps its
+//    order when refusals hand its packets to the drainer and back, and stops once a second
+//    sender registers.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -77,6 +80,81 @@ SendStatus send_one(TxQueue& txq, Pool& pool, const FrameTemplate& tmpl, uint32_
   Packet* p = get_packet(pool);
   p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), sender, seq));
   return txq.send(p);
+}
+
+// A ScriptedDevice whose doorbell costs something or nothing (xmit_more_pays()), counting the
+// xmit() calls made on threads other than the one that created it (the drainer's, the service
+// thread's).
+class XmitThreadDevice : public test::ScriptedDevice {
+ public:
+  explicit XmitThreadDevice(bool doorbell_costs) : doorbell_costs_(doorbell_costs) {}
+  bool xmit_more_pays() const noexcept override { return doorbell_costs_; }
+  XmitResult xmit(Packet* p, bool more) noexcept override {
+    // relaxed: a counter read after drain() (which synchronises with the drainer's work).
+    if (std::this_thread::get_id() != creator_) elsewhere_.fetch_add(1, std::memory_order_relaxed);
+    return ScriptedDevice::xmit(p, more);
+  }
+  uint64_t elsewhere() const { return elsewhere_.load(std::memory_order_relaxed); }
+
+ private:
+  const bool doorbell_costs_;
+  const std::thread::id creator_ = std::this_thread::get_id();
+  std::atomic<uint64_t> elsewhere_{0};
+};
+
+std::vector<uint64_t> seqs_of(test::ScriptedDevice& dev, uint32_t sender) {
+  std::vector<uint64_t> seqs;
+  for (const auto& r : dev.log())
+    if (r.sender == sender) seqs.push_back(r.seq);
+  return seqs;
+}
+
+// drainer.cpp, "A lone sender": where the doorbell costs nothing, the only sender thread
+// transmits its own packets on an idle queue; where it costs, the drainer sends every one. A
+// second sender thread ends the lone sender's path for good.
+TEST(Drainer, ALoneSenderSendsItselfOnlyWhereTheDoorbellCostsNothing) {
+  Pool pool(PoolConfig{.packets = 4096, .buffer_size = 256, .cache_size = 16});
+  FrameTemplate tmpl;
+  for (const bool doorbell_costs : {false, true}) {
+    XmitThreadDevice dev(doorbell_costs);
+    auto txq = TxQueue::create(dev, drainer_config());
+    for (uint64_t seq = 0; seq < 500; ++seq)
+      ASSERT_EQ(send_one(*txq, pool, tmpl, 0, seq), SendStatus::queued);
+    ASSERT_TRUE(txq->drain(10s));
+    EXPECT_EQ(dev.elsewhere(), doorbell_costs ? 500u : 0u) << "doorbell costs " << doorbell_costs;
+    EXPECT_EQ(txq->stats().sent, 500u);
+    std::thread([&] { ASSERT_EQ(send_one(*txq, pool, tmpl, 1, 0), SendStatus::queued); }).join();
+    for (uint64_t seq = 500; seq < 600; ++seq)
+      ASSERT_EQ(send_one(*txq, pool, tmpl, 0, seq), SendStatus::queued);
+    ASSERT_TRUE(txq->drain(10s));
+    EXPECT_EQ(dev.elsewhere(), doorbell_costs ? 601u : 101u) << "doorbell costs " << doorbell_costs;
+    const std::vector<uint64_t> seqs = seqs_of(dev, 0);
+    ASSERT_EQ(seqs.size(), 600u);
+    for (uint64_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], i) << "per-sender order";
+  }
+}
+
+// The lone sender's path and the drainer take turns: a refused xmit leaves a requeued packet,
+// so the sender's next packets find the queue busy and go through its ring until the drainer
+// (or the service thread) has sent them; then the sender sends itself again. Order and count
+// hold throughout.
+TEST(Drainer, ALoneSenderKeepsItsOrderAcrossRefusalsAndHandOvers) {
+  Pool pool(PoolConfig{.packets = 4096, .buffer_size = 256, .cache_size = 16});
+  FrameTemplate tmpl;
+  XmitThreadDevice dev(/*doorbell_costs=*/false);
+  auto txq = TxQueue::create(dev, drainer_config());
+  constexpr uint64_t kPackets = 3000;
+  for (uint64_t seq = 0; seq < kPackets; ++seq) {
+    if (seq % 300 == 100) dev.refuse_call(dev.calls());  // the next xmit call answers busy
+    ASSERT_EQ(send_one(*txq, pool, tmpl, 0, seq), SendStatus::queued);
+  }
+  ASSERT_TRUE(txq->drain(10s));
+  EXPECT_EQ(txq->stats().sent, kPackets);
+  EXPECT_GT(dev.elsewhere(), 0u) << "refused packets are sent by another thread";
+  EXPECT_LT(dev.elsewhere(), kPackets) << "the sender sent some itself";
+  const std::vector<uint64_t> seqs = seqs_of(dev, 0);
+  ASSERT_EQ(seqs.size(), kPackets);
+  for (uint64_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], i) << "per-sender order";
 }
 
 TEST(Drainer, EveryAcceptedPacketArrivesInOrderPerSender) {

@@ -63,6 +63,13 @@ class Device {
   // Called with tx_lock() held by the driver-loop owner. See the doorbell contract above.
   virtual XmitResult xmit(Packet* p, bool more) noexcept = 0;
 
+  // Whether holding the doorbell for more packets (xmit_more) saves the device work: true for a
+  // device whose doorbell costs something of its own (an MMIO write, a system call, a buffered
+  // write); false where ringing it costs nothing beyond the packets it announces (null, a `nic`
+  // model with doorbell=0; Linux's veth and dummy ignore xmit_more alike). A strategy that
+  // delegates to batch doorbells (drainer) lets a lone sender transmit itself when it is false.
+  virtual bool xmit_more_pays() const noexcept { return true; }
+
   // Completion side: reap what has completed by now, return buffers, credit BQL, wake the queue.
   virtual void poll() noexcept {}
   // Steady-clock ns at which poll() next has work to do; 0 when nothing is outstanding. A fixed

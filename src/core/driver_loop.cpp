@@ -29,6 +29,16 @@ int DriverLoop::xmit_train(PacketList& batch) noexcept {
   return sent;
 }
 
+bool DriverLoop::xmit_one(Packet* p) noexcept {
+  std::unique_lock<TxLock> tx;
+  if (!device_.lltx()) tx = std::unique_lock(device_.tx_lock());  // HARD_TX_LOCK
+  const bool sent =
+      !device_.stopped() && device_.xmit_sampled(p, /*more=*/false) == XmitResult::ok;
+  if (sent) sent_.add(1);
+  batches_.add(1);  // as xmit_train(): a batch whether or not the device took it
+  return sent;
+}
+
 void DriverLoop::bump_tx_progress() noexcept {
   // One writer at a time (the RUNNING owner; RUNNING's hand-off orders successive owners), so a
   // load and a store, no RMW. release: pairs with the acquire loads in wait_for_tx_progress().

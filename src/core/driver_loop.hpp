@@ -109,15 +109,13 @@ class DriverLoop {
   [[gnu::always_inline]] bool bypass_xmit(Lock& root, Packet* p) noexcept {
     qdisc_->count_bypass(*p);
     bypassed_.add(1);
-    PacketList one;
-    one.push_back(p);
     if constexpr (requires { root.calm(); }) {
       if (root.calm()) {
         NoRootLock kept;
-        return direct_xmit(kept, one) > 0;
+        return direct_xmit_one(kept, p);
       }
     }
-    return direct_xmit(root, one) > 0;
+    return direct_xmit_one(root, p);
   }
 
   // Backpressure for strategies whose senders never wait (nolock): a sender whose packet was
@@ -227,12 +225,31 @@ class DriverLoop {
     return sent;
   }
 
+  // direct_xmit() of one packet (the bypass), with no list: the same steps, one xmit() with
+  // more = false.
+  template <class Lock>
+  bool direct_xmit_one(Lock& root, Packet* p) noexcept {
+    root.unlock();
+    const bool sent = xmit_one(p);
+    if (sent && progress_waiters_) bump_tx_progress();
+    root.lock();
+    if (!sent) {
+      PacketList refused;
+      refused.push_back(p);
+      requeue(refused);
+      scheduler_.schedule();
+    }
+    return sent;
+  }
+
   // A batch went to the device: wakes senders in wait_for_tx_progress(). RUNNING owned. Out of
   // line, so that direct_xmit() stays small for the strategies that never call it.
   void bump_tx_progress() noexcept;
   // dev_hard_start_xmit: root lock released, RUNNING owned; takes the device's tx lock unless
   // the device is LLTX (HARD_TX_LOCK).
   int xmit_list(PacketList& batch) noexcept;
+  // xmit_list() of a train of one: true if the device took p.
+  bool xmit_one(Packet* p) noexcept;
   // The train itself: xmit() each packet, more = true until the last. RUNNING owned, tx lock
   // held or the device LLTX.
   int xmit_train(PacketList& batch) noexcept;

@@ -24,6 +24,7 @@ class NullDevice final : public Device {
   std::string_view kind() const noexcept override { return "null"; }
   std::string describe() const override;
   XmitResult xmit(Packet* p, bool more) noexcept override;
+  bool xmit_more_pays() const noexcept override { return false; }  // the doorbell only frees
   uint64_t in_flight() const noexcept override;
 
  private:

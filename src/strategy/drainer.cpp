@@ -2,12 +2,13 @@
 // Strategy `drainer`: a dedicated TX thread polling one SPSC ring per sender — the delegation
 // design of RCL (Lozi et al., USENIX ATC'12) and ffwd (Roghanchi et al., SOSP'17), in the
 // fire-and-forget form DPDK applications use for a TX core (docs/background.md, "Delegation and
-// combining" and "Handing items to one drainer"). Senders never touch the root lock or the qdisc: a send() is one push onto the caller's
-// own ring (Concurrency Kit's ck_ring SPSC, through strategy/ck_ring_shim.h), one full fence and
-// one read of `sleeping_`. The drainer thread sweeps the rings round-robin, enqueues what it took
-// into the qdisc under the root lock and runs the shared driver loop (serialize(), as every
-// strategy: strategy/serialize.hpp). Deferred runs (quota spent, requeue, device wake) still go to the service
-// thread, which takes the root lock like every LockedQueue.
+// combining" and "Handing items to one drainer"). Senders never touch the root lock or the qdisc
+// (but for a lone sender on a device whose doorbell costs nothing, below): a send() is one push
+// onto the caller's own ring (Concurrency Kit's ck_ring SPSC, through strategy/ck_ring_shim.h),
+// one full fence and one read of `sleeping_`. The drainer thread sweeps the rings round-robin,
+// enqueues what it took into the qdisc under the root lock and runs the shared driver loop
+// (serialize(), as every strategy: strategy/serialize.hpp). Deferred runs (quota spent, requeue,
+// device wake) still go to the service thread, which takes the root lock like every LockedQueue.
 //
 // Why Concurrency Kit's ring and not our own: the project rule is packaged libraries first, and
 // ck_ring_*_spsc is exactly the needed ring (one producer and one consumer index on separate
@@ -32,6 +33,21 @@
 // Bursts (send_burst): written into the sender's ring with one publish of the producer index per
 // up to kPerRing packets (txpath_ck_ring_enqueue_burst_spsc) and one wake-up check each; the
 // drainer sees none or all of a publish. A full ring takes what fits; the sender waits as below.
+//
+// A lone sender on a device whose doorbell costs nothing (!Device::xmit_more_pays(): null, a
+// `nic` model with doorbell=0). Delegation buys a lone sender one thing, doorbell batching; on
+// such a device it buys nothing and costs the cross-core hand-off of every packet and its
+// buffer's trip back (measured on null, 1 sender, 2 vCPUs: about 180 ns of CPU per packet,
+// 15x the floor's, of which the sender's own thread spent about 115 ns, four times the whole
+// inline path's 29). So there, while one sender thread has ever registered a ring with this
+// queue, send() tries rootlock's path itself when the drainer has enqueued every packet that
+// sender ever pushed (first_flushed_, a count the drainer publishes under the root lock after
+// the enqueue, against the ring's own push count), a try_lock of the root lock wins and the
+// queue is idle: it bypasses its packet with no push, no fence and no wake-up. Anything else
+// pushes, and a second sender thread ends it for good. Where the doorbell costs (a NIC's MMIO
+// write, AF_PACKET's kick), every packet is delegated: on `nic` a lone sender's own path rang
+// a doorbell per packet (3.4 Mpps against 7.2 delegated, commit 435280c). send_burst() always
+// pushes.
 //
 // Ring capacity: txqueuelen rounded up to a power of two, at least 64 and at most 4096 slots
 // (ck keeps one slot empty): room for a qdisc-full burst per sender, 8 KiB per 1024 slots.
@@ -99,6 +115,8 @@
 //  * busy_: relaxed store + seq_cst fence before popping; release store (under root_, in the
 //    critical section that enqueues); acquire load after a seq_cst fence in quiescent().
 //  * in_hand_: relaxed (a statistic for stats().queued; 0 whenever busy_ is clear).
+//  * first_flushed_: release store by the drainer under the root lock after its enqueue (one
+//    writer: a load and a store); acquire load by a lone sender in alone_possible().
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -150,6 +168,9 @@ struct SenderRing {
   // A live thread produces into this ring (per-sender rings only). See the header comment.
   std::atomic<bool> owned{true};
   std::atomic<bool> queue_gone{false};
+  // Packets pushed into this ring so far (per-sender rings only): written by the producer alone,
+  // a plain field (ownership moves through `owned`, release/acquire). See first_flushed_.
+  uint64_t pushed = 0;
 };
 
 // The calling thread's ring for the queue it used last (sync/instance_cache.hpp: no TLS init
@@ -180,6 +201,7 @@ class DrainerQueue : public LockedQueue<Lock> {
   DrainerQueue(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config)
       : LockedQueue<Lock>(device, std::move(qdisc), config, "drainer"),
         id_(RingCache::new_instance_id()),
+        lone_sender_path_(!device.xmit_more_pays()),
         ring_slots_(std::bit_ceil(std::clamp<uint32_t>(config.txqueuelen, 63, 4095) + 1)),
         rings_(std::make_unique<txpath_ck_ring*[]>(kMaxSenders)),
         fallback_(std::make_shared<SenderRing>(kFallbackSlots, true)) {
@@ -199,6 +221,10 @@ class DrainerQueue : public LockedQueue<Lock> {
     if (!this->admit(p)) return SendStatus::too_big;
     SenderRing* r = caller_ring();
     if (!r) return this->drop_unqueued(p);  // no ring could be allocated: the only drop here
+    if (alone_possible(*r) && this->root_.try_lock()) {
+      if (this->bypass_open()) return alone(p);
+      this->root_.unlock();  // the queue is busy: push
+    }
     void* const one[] = {p};
     push_all(*r, one, 1);
     return SendStatus::queued;
@@ -227,6 +253,29 @@ class DrainerQueue : public LockedQueue<Lock> {
   }
 
  private:
+  // The lone sender's path (header comment, "A lone sender"): the device's doorbell costs
+  // nothing, one sender thread has ever registered — so the caller's ring is rings_[0] — and the
+  // drainer has put every packet it ever pushed into the qdisc. acquire: pairs with flush()'s
+  // release store of first_flushed_, made under the root lock after the enqueue, so those
+  // packets are in the qdisc (or sent) for us as well; the try_lock and bypass_open() that
+  // follow then see whether they all left.
+  bool alone_possible(const SenderRing& r) const noexcept {
+    if (!lone_sender_path_ || r.shared) return false;
+    if (nrings_.load(std::memory_order_relaxed) != 1) return false;  // relaxed: a hint
+    return first_flushed_.load(std::memory_order_acquire) == r.pushed;
+  }
+
+  // Root lock held (try_lock) and the queue idle: the packet takes rootlock's path — the bypass
+  // — and the lock is released here. Order: every earlier packet of ours was enqueued by the
+  // drainer (alone_possible) or sent by us; the qdisc being empty, all of them were sent.
+  SendStatus alone(Packet* p) noexcept {
+    PacketList batch, to_free;
+    batch.push_back(p);
+    const Verdict v = this->serialize(this->root_, batch, to_free);
+    this->root_.unlock();
+    return this->leave(to_free, v);
+  }
+
   SenderRing* caller_ring() noexcept {
     SenderRing* const* cached = RingCache::find(id_);
     return cached ? *cached : attach_caller();
@@ -256,7 +305,11 @@ class DrainerQueue : public LockedQueue<Lock> {
   }
 
   unsigned push(SenderRing& r, void* const* items, unsigned n) noexcept {
-    if (!r.shared) return txpath_ck_ring_enqueue_burst_spsc(r.ring.get(), items, n);
+    if (!r.shared) {
+      const unsigned pushed = txpath_ck_ring_enqueue_burst_spsc(r.ring.get(), items, n);
+      r.pushed += pushed;
+      return pushed;
+    }
     std::lock_guard lock(r.producers);
     return txpath_ck_ring_enqueue_burst_spsc(r.ring.get(), items, n);
   }
@@ -396,7 +449,8 @@ class DrainerQueue : public LockedQueue<Lock> {
 
   // Steps 3-5 of strategy/serialize.hpp for what the sweep took: enqueue the batch (a lone
   // packet may take the bypass) and run the driver loop under the root lock, then free.
-  void flush(PacketList& batch) noexcept {
+  // `from_first`: how many of the batch came from rings_[0] (see first_flushed_).
+  void flush(PacketList& batch, uint64_t from_first) noexcept {
     PacketList to_free;
     this->root_.lock();
     // busy_ is read only under the root lock (quiescent(), snapshot_complete()), and the lock is
@@ -404,6 +458,11 @@ class DrainerQueue : public LockedQueue<Lock> {
     // RUNNING owner: no reader sees the batch between busy_ and those places.
     end_take();
     this->serialize(this->root_, batch, to_free);
+    if (from_first != 0)
+      // One writer (this thread), so a load and a store. release: pairs with the acquire load in
+      // alone_possible(); the enqueue above happens-before a sender that reads the new count.
+      first_flushed_.store(first_flushed_.load(std::memory_order_relaxed) + from_first,
+                           std::memory_order_release);
     this->root_.unlock();
     free_packets(std::move(to_free));  // drop victims, after the lock is released
     // seq_cst: the release half pairs with the acquire load in send()'s full-ring wait; seq_cst
@@ -429,6 +488,7 @@ class DrainerQueue : public LockedQueue<Lock> {
       const uint32_t total = n + 1;  // index n is the shared fallback ring
       if (start >= total) start = 0;
       PacketList batch;
+      uint64_t from_first = 0;  // of `batch`, taken from rings_[0]
       std::size_t moved = 0;  // packets this sweep handed to the qdisc
       begin_take();
       for (uint32_t k = 0; k < total; ++k) {
@@ -436,18 +496,20 @@ class DrainerQueue : public LockedQueue<Lock> {
         txpath_ck_ring* r = i < n ? rings_[i] : fallback_->ring.get();
         const unsigned got = txpath_ck_ring_dequeue_burst_spsc(r, burst, kPerRing);
         if (got == 0) continue;
+        if (i == 0 && n > 0) from_first += got;
         for (unsigned j = 0; j < got; ++j) batch.push_back(static_cast<Packet*>(burst[j]));
         in_hand_.store(batch.size(), std::memory_order_relaxed);  // relaxed: a statistic
         if (batch.size() >= kFlushAt) {
           moved += batch.size();
-          flush(batch);
+          flush(batch, from_first);
+          from_first = 0;
           begin_take();
         }
       }
       ++start;  // the next sweep begins one ring later: no ring is always first
       if (!batch.empty()) {
         moved += batch.size();
-        flush(batch);
+        flush(batch, from_first);
       } else {
         busy_.store(false, std::memory_order_release);  // release: as end_take()
       }
@@ -504,6 +566,7 @@ class DrainerQueue : public LockedQueue<Lock> {
   }
 
   const uint64_t id_;          // this instance, for the thread caches (never reused)
+  const bool lone_sender_path_;  // !device.xmit_more_pays(): see "A lone sender"
   const unsigned ring_slots_;  // per-sender ring size (power of two)
   std::mutex reg_mutex_;       // registration: owners_, rings_, nrings_ (writers)
   std::vector<std::shared_ptr<SenderRing>> owners_;
@@ -517,6 +580,10 @@ class DrainerQueue : public LockedQueue<Lock> {
   std::atomic<bool> stop_{false};
   // Read by every sender after each push: its own line, written only around parks.
   alignas(64) std::atomic<uint32_t> sleeping_{0};
+  // Packets taken from rings_[0] that flush() has enqueued (or bypassed), under the root lock:
+  // a lone sender whose ring's `pushed` equals it has nothing in the ring or in the drainer's
+  // hands. Written by the drainer only.
+  alignas(64) std::atomic<uint64_t> first_flushed_{0};
   // Flushes done by the drainer (wraps): what a sender with a full ring waits on.
   alignas(64) std::atomic<uint32_t> swept_{0};
   alignas(64) std::thread drainer_;
