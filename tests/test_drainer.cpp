@@ -157,6 +157,54 @@ TEST(Drainer, ALoneSenderKeepsItsOrderAcrossRefusalsAndHandOvers) {
   for (uint64_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], i) << "per-sender order";
 }
 
+// The lone sender's path under a device that refuses and stops at random (a chaos thread) while
+// a second sender joins halfway: both senders' packets all arrive, each in order, none twice.
+TEST(Drainer, ALoneSenderSurvivesRefusalsStopsAndASecondSenderJoining) {
+  const uint64_t per_sender = kSanitized ? 2000 : 20000;
+  Pool pool(PoolConfig{.packets = 8192, .buffer_size = 256, .cache_size = 16});
+  FrameTemplate tmpl;
+  XmitThreadDevice dev(/*doorbell_costs=*/false);
+  auto txq = TxQueue::create(dev, drainer_config());
+  std::atomic<bool> done{false};
+  std::latch chaos_began(1);
+  std::thread chaos([&] {
+    for (uint64_t i = 0; !done.load(std::memory_order_relaxed); ++i) {  // relaxed: a stop flag
+      if (i % 3 == 0) dev.refuse_call(dev.calls() + i % 5);
+      if (i % 7 == 0) {
+        dev.stop();
+        if (i == 0) chaos_began.count_down();  // the senders start against a stopped queue
+        std::this_thread::sleep_for(20us);
+        dev.wake();
+      }
+      std::this_thread::sleep_for(50us);
+    }
+    dev.wake();
+  });
+  chaos_began.wait();
+  std::latch halfway(1);
+  std::thread second([&] {
+    halfway.wait();
+    for (uint64_t seq = 0; seq < per_sender; ++seq)
+      ASSERT_EQ(send_one(*txq, pool, tmpl, 1, seq), SendStatus::queued);
+  });
+  for (uint64_t seq = 0; seq < per_sender; ++seq) {
+    if (seq == per_sender / 2) halfway.count_down();
+    ASSERT_EQ(send_one(*txq, pool, tmpl, 0, seq), SendStatus::queued);
+  }
+  second.join();
+  done.store(true, std::memory_order_relaxed);  // relaxed: see above
+  chaos.join();
+  ASSERT_TRUE(txq->drain(30s));
+  EXPECT_EQ(txq->stats().sent, 2 * per_sender);
+  EXPECT_GT(dev.stats().stops, 0u);
+  EXPECT_GT(dev.stats().busy, 0u) << "a refusal was armed before the first send";
+  for (uint32_t sender : {0u, 1u}) {
+    const std::vector<uint64_t> seqs = seqs_of(dev, sender);
+    ASSERT_EQ(seqs.size(), per_sender) << "sender " << sender;
+    for (uint64_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], i) << "sender " << sender;
+  }
+}
+
 TEST(Drainer, EveryAcceptedPacketArrivesInOrderPerSender) {
   const int threads = 16;
   const uint64_t per_thread = kSanitized ? 300 : 4000;
