@@ -13,7 +13,8 @@
 //    exited threads are adopted by new ones;
 //  * a lone sender transmits itself only on a device whose doorbell costs nothing, keeps its
 //    order when refusals hand its packets to the drainer and back, and stops once a second
-//    sender registers.
+//    sender registers; with random refusals and stops while a second sender joins, every packet
+//    of both arrives once, each sender's in order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
