@@ -6,10 +6,21 @@
 
 namespace txpath {
 
+namespace {
+
+// HARD_TX_LOCK: fn() under the device's tx lock, or without it for an LLTX device, whose xmit()
+// RUNNING alone serialises.
+template <class Fn>
+auto hard_tx_locked(Device& device, Fn&& fn) noexcept {
+  if (device.lltx()) return fn();
+  std::lock_guard tx(device.tx_lock());
+  return fn();
+}
+
+}  // namespace
+
 int DriverLoop::xmit_list(PacketList& batch) noexcept {
-  if (device_.lltx()) return xmit_train(batch);  // LLTX: RUNNING alone serialises xmit()
-  std::lock_guard tx(device_.tx_lock());          // HARD_TX_LOCK
-  return xmit_train(batch);
+  return hard_tx_locked(device_, [&] { return xmit_train(batch); });
 }
 
 int DriverLoop::xmit_train(PacketList& batch) noexcept {
@@ -30,13 +41,17 @@ int DriverLoop::xmit_train(PacketList& batch) noexcept {
 }
 
 bool DriverLoop::xmit_one(Packet* p) noexcept {
-  std::unique_lock<TxLock> tx;
-  if (!device_.lltx()) tx = std::unique_lock(device_.tx_lock());  // HARD_TX_LOCK
-  const bool sent =
-      !device_.stopped() && device_.xmit_sampled(p, /*more=*/false) == XmitResult::ok;
+  const bool sent = hard_tx_locked(device_, [&] {
+    return !device_.stopped() && device_.xmit_sampled(p, /*more=*/false) == XmitResult::ok;
+  });
   if (sent) sent_.add(1);
   batches_.add(1);  // as xmit_train(): a batch whether or not the device took it
   return sent;
+}
+
+void DriverLoop::give_back(PacketList& refused) noexcept {
+  requeue(refused);
+  scheduler_.schedule();
 }
 
 void DriverLoop::bump_tx_progress() noexcept {

@@ -218,8 +218,7 @@ class DriverLoop {
     if (sent > 0 && progress_waiters_) bump_tx_progress();
     root.lock();
     if (!batch.empty()) {
-      requeue(batch);
-      scheduler_.schedule();
+      give_back(batch);
       return 0;
     }
     return sent;
@@ -236,8 +235,7 @@ class DriverLoop {
     if (!sent) {
       PacketList refused;
       refused.push_back(p);
-      requeue(refused);
-      scheduler_.schedule();
+      give_back(refused);
     }
     return sent;
   }
@@ -255,6 +253,9 @@ class DriverLoop {
   int xmit_train(PacketList& batch) noexcept;
   // dev_requeue_skb: head of the requeue list. Root lock held, RUNNING owned.
   void requeue(PacketList& rest) noexcept;
+  // What the device refused: requeued, and a deferred run scheduled (the service thread tries
+  // again). Root lock held, RUNNING owned. The cold end of direct_xmit() and direct_xmit_one().
+  void give_back(PacketList& refused) noexcept;
 
   Device& device_;
   Qdisc* qdisc_;  // changed only by set_qdisc(), in the owner's context

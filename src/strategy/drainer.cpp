@@ -261,7 +261,10 @@ class DrainerQueue : public LockedQueue<Lock> {
   // follow then see whether they all left.
   bool alone_possible(const SenderRing& r) const noexcept {
     if (!lone_sender_path_ || r.shared) return false;
-    if (nrings_.load(std::memory_order_relaxed) != 1) return false;  // relaxed: a hint
+    // relaxed: pairs with nothing. Our own registration's store is sequenced before this load,
+    // so 1 means our ring is rings_[0]; a later sender's registration seen late only delays the
+    // switch to delegation, which our order does not depend on.
+    if (nrings_.load(std::memory_order_relaxed) != 1) return false;
     return first_flushed_.load(std::memory_order_acquire) == r.pushed;
   }
 
