@@ -14,10 +14,10 @@
 #include <cstring>
 #include <span>
 
+#include "net/sink.hpp"
 #include "net/sink_tally.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/queue_select.hpp"
-#include "txpath/sink.hpp"
 
 namespace {
 

@@ -24,18 +24,44 @@ import sys
 # layer -> the layers it may include directly. What a layer may include is this set closed
 # under the same table: "core" may include "sync" and therefore "base" too.
 #
-#   base <- sync <- core, qdisc, device <- strategy (core + qdisc)
-#                   qdisc <- tc;  device <- bench;  net stands alone
+#   library (libtxpath, installed):
+#     base <- sync <- core <- qdisc, device <- engine <- strategy <- tc
+#   the tools (txpath_app, not installed; their headers are private to the build):
+#     core <- net;  tc, net <- bench;  tc <- exporter
 LAYERS = {
-    "base": [],                    # clock, per-thread counters, cpu_relax: includes nothing
+    "base": [],                    # clock, per-thread counters, cpu_relax, topology
     "sync": ["base"],              # locks, parking, rings
-    "core": ["sync"],              # pool, frames, QueueBase, text, files, topology
-    "qdisc": ["sync"],             # the queueing disciplines
-    "device": ["sync"],            # the devices
-    "strategy": ["core", "qdisc"], # the locking strategies around a qdisc
-    "tc": ["qdisc"],               # tc text, tc batch, live tc statistics
-    "net": ["base"],               # testbed, sink, netns
-    "bench": ["device"],           # the bench (uses the rest through the public headers)
+    "core": ["sync"],              # pool, frames, text, files, queue selection
+    "qdisc": ["core"],             # the queueing disciplines
+    "device": ["core"],            # the devices
+    "engine": ["qdisc", "device"], # QueueBase, the driver loop, the scheduler
+    "strategy": ["engine"],        # the locking strategies around a qdisc
+    "tc": ["strategy"],            # tc configuration, tc -batch, live tc statistics, metrics text
+    "net": ["core"],               # testbed, sink, netns, interface counters (tools)
+    "bench": ["tc", "net"],        # the bench, its report and table (tools)
+    "exporter": ["tc"],            # the exporter's HTTP endpoint (tools)
+}
+
+# The layers built into the tools only (txpath_app): no library layer and no public header may
+# include them; tools/ may.
+APP_LAYERS = {"net", "bench", "exporter"}
+
+# Each public header (include/txpath/NAME) belongs to the layer that implements it, and an
+# include of it is checked as an include of that layer: a device may not reach the engine by
+# including "txpath/txqueue.hpp". A public header missing here is refused.
+PUBLIC_LAYER = {
+    "counter.hpp": "base", "error.hpp": "base", "topology.hpp": "base",
+    "spin.hpp": "sync",
+    "packet.hpp": "core", "pool.hpp": "core", "frame.hpp": "core", "text.hpp": "core",
+    "file.hpp": "core", "queue_select.hpp": "core", "version.hpp": "core",
+    "histogram.hpp": "core",
+    "traffic_classes.hpp": "core",
+    "qdisc.hpp": "qdisc", "qdisc_options.hpp": "qdisc",
+    "device.hpp": "device", "dql.hpp": "device", "tx_lock.hpp": "device",
+    "netdev.hpp": "device", "real_device.hpp": "device",
+    "txqueue.hpp": "engine",
+    "multiqueue.hpp": "strategy",
+    "tc.hpp": "tc", "metrics.hpp": "tc",
 }
 
 # Headers only their own layer may include (glob on the path as written in the #include).
@@ -44,7 +70,9 @@ PRIVATE = {
 }
 
 PUBLIC = "txpath"          # include/txpath, included as "txpath/..."
-PUBLIC_ONLY = ["tools", "examples"]  # top-level folders that may include only public headers
+PUBLIC_ONLY = ["examples"]  # top-level folders that may include only public headers
+TOOLS = "tools"            # the CLI glue of txpath_app: what its layers may include (TOOLS_ON)
+TOOLS_ON = ["bench", "exporter"]
 
 SOURCE_SUFFIXES = (".hpp", ".cpp", ".h", ".c")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
@@ -89,6 +117,12 @@ def target_layer(bracket, included):
     return head
 
 
+def public_layer(included):
+    """The layer of a public header as included ("txpath/pool.hpp" -> "core"), or None if it is
+    not in PUBLIC_LAYER."""
+    return PUBLIC_LAYER.get(included.partition("/")[2])
+
+
 def private_to_other(layer, included):
     for owner, patterns in PRIVATE.items():
         if owner != layer and any(fnmatch.fnmatch(included, p) for p in patterns):
@@ -96,17 +130,53 @@ def private_to_other(layer, included):
     return None
 
 
+def refusal(layer, included):
+    """Why `layer` may not include `included` (a layer's or a public header), or None."""
+    target = target_layer("\"", included)
+    if target == PUBLIC:
+        owner = public_layer(included)
+        if owner is None:
+            return f"'{included}' has no layer: add it to PUBLIC_LAYER in scripts/check-layers.py"
+        if owner not in allowed_layers(layer):
+            return f"layer '{layer}' may not include '{included}' (public header of layer '{owner}')"
+        return None
+    owner = private_to_other(layer, included)
+    if owner is not None:
+        return f"layer '{layer}' may not include '{included}' (private to layer '{owner}')"
+    if target not in LAYERS or target not in allowed_layers(layer):
+        return f"layer '{layer}' may not include '{included}' (layer '{target}')"
+    return None
+
+
 def check_library_file(path, layer, problems):
-    may = allowed_layers(layer)
+    for number, bracket, included in includes(path):
+        if target_layer(bracket, included) is None:
+            continue  # same folder or system header
+        why = refusal(layer, included)
+        if why:
+            problems.append(f"{shown(path)}:{number}: {why}")
+
+
+def check_public_header(path, problems):
+    name = os.path.relpath(path, os.path.join(ROOT, "include", PUBLIC))
+    layer = PUBLIC_LAYER.get(name)
+    if layer is None:
+        problems.append(f"{shown(path)}: a public header with no layer: add it to PUBLIC_LAYER in "
+                        "scripts/check-layers.py")
+        return
+    if layer in APP_LAYERS:
+        problems.append(f"{shown(path)}: a public header of the tools' layer '{layer}'")
     for number, bracket, included in includes(path):
         target = target_layer(bracket, included)
-        if target is None or target == PUBLIC:
-            continue  # same folder, system or public header
-        owner = private_to_other(layer, included)
-        wrong = target not in LAYERS or target not in may or owner is not None
-        if wrong:
-            why = f"private to layer '{owner}'" if owner else f"layer '{target}'"
-            problems.append(f"{shown(path)}:{number}: layer '{layer}' may not include '{included}' ({why})")
+        if target is None:
+            continue
+        if target != PUBLIC:
+            problems.append(f"{shown(path)}:{number}: a public header may include only public "
+                            f"headers, not '{included}'")
+            continue
+        why = refusal(layer, included)
+        if why:
+            problems.append(f"{shown(path)}:{number}: {why}")
 
 
 def check_public_only_file(path, who, problems):
@@ -115,6 +185,20 @@ def check_public_only_file(path, who, problems):
         if target is None or target == PUBLIC:
             continue
         problems.append(f"{shown(path)}:{number}: {who} may include only public headers, not '{included}'")
+
+
+def check_tools_file(path, problems):
+    """tools/ (the CLI glue of txpath_app) sits on the tools' layers: what they may include."""
+    may = set().union(*(allowed_layers(layer) for layer in TOOLS_ON))
+    for number, bracket, included in includes(path):
+        target = target_layer(bracket, included)
+        if target is None:
+            continue
+        owner = public_layer(included) if target == PUBLIC else target
+        private = private_to_other(None, included) if target != PUBLIC else None
+        if owner not in may or private is not None:
+            why = f"private to layer '{private}'" if private else f"layer '{owner}'"
+            problems.append(f"{shown(path)}:{number}: tools/ may not include '{included}' ({why})")
 
 
 ROOT = "."
@@ -142,12 +226,13 @@ def check(root):
             continue
         for path in source_files(folder):
             check_library_file(path, entry, problems)
-    public = os.path.join(root, "include", PUBLIC)
-    for path in source_files(public):
-        check_public_only_file(path, "a public header", problems)
+    for path in source_files(os.path.join(root, "include", PUBLIC)):
+        check_public_header(path, problems)
     for top in PUBLIC_ONLY:
         for path in source_files(os.path.join(root, top)):
             check_public_only_file(path, top + "/", problems)
+    for path in source_files(os.path.join(root, TOOLS)):
+        check_tools_file(path, problems)
     return problems
 
 

@@ -19,6 +19,8 @@
 
 #include "bench/real_path.hpp"
 #include "device/afxdp_device.hpp"
+#include "net/sink.hpp"
+#include "net/testbed.hpp"
 #include "support/net_test_util.hpp"
 #include "support/senders.hpp"
 #include "support/veth_fixture.hpp"
@@ -26,8 +28,6 @@
 #include "txpath/frame.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/real_device.hpp"
-#include "txpath/sink.hpp"
-#include "txpath/testbed.hpp"
 #include "txpath/txqueue.hpp"
 
 using namespace txpath;
@@ -75,6 +75,7 @@ class AfXdpZeroCopy : public test::VethTestbed<'z'> {
     FrameSpec spec;
     spec.payload = kPayload;
     dev.address_frames(spec);
+    address_to_testbed(spec, cfg_.host_if);
     TxQueueConfig qc;
     qc.strategy = strategy;
     qc.qdisc = "pfifo limit 100000";  // nothing dropped by the qdisc: every frame must arrive
@@ -152,6 +153,7 @@ TEST_F(AfXdpZeroCopy, OwnsEachPacketUntilItsCompletion) {
   ASSERT_NE(pool, nullptr);
   FrameSpec spec;
   dev->address_frames(spec);
+  address_to_testbed(spec, cfg_.host_if);
   const FrameTemplate tmpl(spec);
   std::vector<Packet*> sent;
   {
@@ -183,6 +185,7 @@ TEST_F(AfXdpZeroCopy, TeardownReturnsEveryPacketOnceEvenUncompleted) {
   pool->set_free_hook([&](const PacketList& l) { freed.fetch_add(l.size()); });
   FrameSpec spec;
   dev->address_frames(spec);
+  address_to_testbed(spec, cfg_.host_if);
   const FrameTemplate tmpl(spec);
   {
     std::lock_guard lock(dev->tx_lock());

@@ -15,12 +15,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "base/topology.hpp"
+#include "bench/bench.hpp"
 #include "support/bench_config.hpp"
-#include "txpath/bench.hpp"
 #include "txpath/error.hpp"
 #include "txpath/netdev.hpp"
 #include "txpath/spin.hpp"
-#include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
 
 namespace txpath {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `txpath bench --json` (bench_json in txpath/report.hpp) on synthetic points: the provenance at
+// `txpath bench --json` (bench_json in bench/report.hpp) on synthetic points: the provenance at
 // the top level, every BenchPoint field, keys left out where they do not apply, the round
 // statistics, bytes that are not UTF-8, and a row's final tc statistics; tc's
 // Config::show_stats_json and snapshot_counters, which make those.
@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "base/topology.hpp"
+#include "bench/bench.hpp"
+#include "bench/report.hpp"
 #include "support/bench_statistics.hpp"
-#include "txpath/bench.hpp"
 #include "txpath/device.hpp"
 #include "txpath/pool.hpp"
-#include "txpath/report.hpp"
 #include "txpath/tc.hpp"
-#include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
 #include "txpath/version.hpp"
 

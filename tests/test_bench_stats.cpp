@@ -5,9 +5,9 @@
 
 #include <vector>
 
+#include "bench/bench.hpp"
 #include "bench/noise.hpp"
 #include "bench/stats.hpp"
-#include "txpath/bench.hpp"
 
 namespace txpath {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The bench's text table (txpath/bench_table.hpp) on synthetic points, and what the bench tells
+// The bench's text table (bench/table.hpp) on synthetic points, and what the bench tells
 // its caller while it runs (ETA, interval slices, rows as they finish: src/bench/live.hpp).
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench.hpp"
 #include "bench/live.hpp"
-#include "txpath/bench.hpp"
-#include "txpath/bench_table.hpp"
+#include "bench/table.hpp"
 #include "txpath/error.hpp"
 
 namespace txpath {

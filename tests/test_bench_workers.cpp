@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "txpath/bench.hpp"
+#include "bench/bench.hpp"
 #include "txpath/error.hpp"
 
 namespace txpath {

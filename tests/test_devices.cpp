@@ -630,7 +630,7 @@ TEST(DeviceRegistry, ErrorsAreOneLineAndNameTheSpec) {
 }
 
 // Hostile specs: ESC, a byte that is not UTF-8, a 128 KiB option. One short line, no raw
-// control byte, the user text escaped and cut (txpath/text.hpp).
+// control byte, the user text escaped and cut (core/text.hpp).
 TEST(DeviceSpec, HostileTextIsEscapedAndCut) {
   const std::string huge(128 * 1024, 'K');
   for (const std::string& spec : {std::string("nic:\x1b[2J=1"), std::string("nic:pkt=\xff"),

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// OutputFile / replace_file (txpath/file.hpp) and escape_user_text (txpath/text.hpp).
+// OutputFile / replace_file (core/file.hpp) and escape_user_text (core/text.hpp).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "txpath/file.hpp"
-#include "txpath/text.hpp"
+#include "core/file.hpp"
+#include "core/text.hpp"
 
 namespace fs = std::filesystem;
 using txpath::FileError;

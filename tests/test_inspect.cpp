@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/queue_base.hpp"
 #include "device/fault_device.hpp"
 #include "device/null_device.hpp"
+#include "engine/queue_base.hpp"
 #include "qdisc/fifo_nolock.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/pool.hpp"

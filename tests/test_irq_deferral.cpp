@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The masked completion interrupt (core/irq_deferral.hpp): while another thread keeps polling
+// The masked completion interrupt (engine/irq_deferral.hpp): while another thread keeps polling
 // the device, the service thread's timed wake-ups back off and raise_irq() stops kicking it;
 // reaping completions itself, or finding the ring untouched, unmasks it. And a masked interrupt
 // strands nothing: once the sender that did the polling stops, the service thread alone reaps
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/irq_deferral.hpp"
+#include "engine/irq_deferral.hpp"
 #include "support/scripted_device.hpp"
 #include "txpath/device.hpp"
 #include "txpath/pool.hpp"

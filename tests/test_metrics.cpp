@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "exporter/http_server.hpp"
 #include "txpath/metrics.hpp"
 #include "txpath/tc.hpp"
 

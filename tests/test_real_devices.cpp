@@ -23,17 +23,18 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench.hpp"
 #include "device/netif.hpp"
+#include "net/sink.hpp"
+#include "net/testbed.hpp"
 #include "support/net_test_util.hpp"
 #include "support/udp_receiver.hpp"
 #include "support/veth_fixture.hpp"
-#include "txpath/bench.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/pool.hpp"
-#include "txpath/sink.hpp"
-#include "txpath/testbed.hpp"
+#include "txpath/real_device.hpp"
 #include "txpath/txqueue.hpp"
 
 using namespace txpath;
@@ -56,6 +57,7 @@ class RealDevice : public test::VethTestbed<'r'> {
     FrameSpec spec;
     spec.payload = payload;
     dev.address_frames(spec);
+    address_to_testbed(spec, cfg_.host_if);
     const FrameTemplate tmpl(spec);
     frame_len_ = tmpl.size();
     TxQueueConfig qc;
@@ -135,15 +137,28 @@ TEST_F(RealDevice, AfXdpFramesArriveOnceInOrder) {
       << "a queue the interface does not have";
 }
 
-TEST_F(RealDevice, AfPacketFramesCarryTheTestbedAddresses) {
+// The device knows its interface (the source MAC) and nothing of the testbed; the testbed
+// supplies the far end's MAC and both IPv4 addresses.
+TEST_F(RealDevice, AfPacketFramesCarryTheInterfaceAndTestbedAddresses) {
   if (!up_) return;
   auto dev = make_device("afpacket:" + cfg_.host_if);
+  const FrameSpec defaults;
   FrameSpec spec;
   dev->address_frames(spec);
+  EXPECT_EQ(spec.src_mac, info_.host_mac);
+  EXPECT_EQ(spec.dst_mac, defaults.dst_mac);
+  EXPECT_EQ(spec.dst_ip, defaults.dst_ip);
+  EXPECT_EQ(link_interface(*dev), cfg_.host_if);
+  ASSERT_TRUE(address_to_testbed(spec, link_interface(*dev)));
   EXPECT_EQ(spec.src_mac, info_.host_mac);
   EXPECT_EQ(spec.dst_mac, info_.peer_mac);
   EXPECT_EQ(spec.src_ip, info_.host_ip);
   EXPECT_EQ(spec.dst_ip, info_.peer_ip);
+  // An interface that carries no testbed of ours leaves the frames as they were.
+  FrameSpec other;
+  EXPECT_FALSE(address_to_testbed(other, "lo"));
+  EXPECT_EQ(other.dst_mac, defaults.dst_mac);
+  EXPECT_EQ(other.src_ip, defaults.src_ip);
 }
 
 TEST_F(RealDevice, AfPacketRingFullStopsTheQueueAndCompletionWakesIt) {
@@ -154,6 +169,7 @@ TEST_F(RealDevice, AfPacketRingFullStopsTheQueueAndCompletionWakesIt) {
   Pool pool(PoolConfig{.packets = 64, .buffer_size = 2048, .cache_size = 0});
   FrameSpec spec;
   dev->address_frames(spec);
+  address_to_testbed(spec, cfg_.host_if);
   const FrameTemplate tmpl(spec);
   auto frame = [&](uint64_t seq) {
     Packet* p = pool.get();
@@ -199,6 +215,7 @@ TEST_F(RealDevice, AfPacketLinkDownDropsWaitingFramesAsTxErrors) {
   Pool pool(PoolConfig{.packets = 64, .buffer_size = 2048, .cache_size = 0});
   FrameSpec spec;
   dev->address_frames(spec);
+  address_to_testbed(spec, cfg_.host_if);
   const FrameTemplate tmpl(spec);
   ASSERT_EQ(std::system(("ip link set dev " + cfg_.host_if + " down").c_str()), 0);
   {

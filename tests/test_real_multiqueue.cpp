@@ -43,6 +43,7 @@
 #include "device/netif.hpp"
 #include "device/tun_device.hpp"
 #include "device/udp_device.hpp"
+#include "net/sink.hpp"
 #include "support/net_test_util.hpp"
 #include "support/udp_receiver.hpp"
 #include "txpath/device.hpp"
@@ -52,7 +53,6 @@
 #include "txpath/netdev.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/real_device.hpp"
-#include "txpath/sink.hpp"
 
 using namespace txpath;
 using namespace std::chrono_literals;

@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/bench.hpp"
+#include "bench/report.hpp"
 #include "support/bench_statistics.hpp"
-#include "txpath/bench.hpp"
-#include "txpath/report.hpp"
 
 namespace txpath {
 namespace {

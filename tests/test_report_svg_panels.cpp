@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The bench chart's panels, error bars, drop marks, provenance line and series styles
-// (render_svg, txpath/report.hpp).
+// (render_svg, bench/report.hpp).
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -9,8 +9,8 @@
 #include <tuple>
 #include <vector>
 
-#include "txpath/bench.hpp"
-#include "txpath/report.hpp"
+#include "bench/bench.hpp"
+#include "bench/report.hpp"
 
 namespace txpath {
 namespace {

@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench.hpp"
 #include "device/nic_device.hpp"
 #include "support/bench_config.hpp"
-#include "txpath/bench.hpp"
 #include "txpath/device.hpp"
 #include "txpath/multiqueue.hpp"
 #include "txpath/netdev.hpp"

@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/topology.hpp"
 #include "strategy/sharded_hooks.hpp"
 #include "support/scripted_device.hpp"
-#include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
 
 namespace txpath {

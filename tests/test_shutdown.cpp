@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "core/queue_base.hpp"
+#include "engine/queue_base.hpp"
 #include "qdisc/fifo.hpp"
 #include "strategy/peer_queue.hpp"
 #include "support/scripted_device.hpp"

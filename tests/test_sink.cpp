@@ -31,12 +31,12 @@
 #include <utility>
 #include <vector>
 
+#include "net/sink.hpp"
 #include "net/sink_tally.hpp"
+#include "net/testbed.hpp"
 #include "support/net_test_util.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
-#include "txpath/sink.hpp"
-#include "txpath/testbed.hpp"
 
 using namespace txpath;
 using namespace std::chrono_literals;

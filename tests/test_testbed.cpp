@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "net/mac.hpp"
+#include "net/testbed.hpp"
 #include "support/net_test_util.hpp"
 #include "txpath/error.hpp"
-#include "txpath/testbed.hpp"
 
 using namespace txpath;
 using txpath::net::mac_text;

@@ -18,15 +18,16 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench.hpp"
+#include "net/interface_counters.hpp"
 #include "net/mac.hpp"
+#include "net/testbed.hpp"
 #include "support/net_test_util.hpp"
-#include "txpath/bench.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
-#include "txpath/interface_counters.hpp"
 #include "txpath/pool.hpp"
-#include "txpath/testbed.hpp"
+#include "txpath/real_device.hpp"
 #include "txpath/txqueue.hpp"
 
 using namespace txpath;
@@ -388,6 +389,7 @@ uint64_t send_frames(const std::string& spec, uint64_t count) {
   Pool pool(PoolConfig{.packets = 1024, .buffer_size = 2048, .cache_size = 0});
   FrameSpec frames;
   dev->address_frames(frames);
+  address_to_testbed(frames, link_interface(*dev));
   const FrameTemplate tmpl(frames);
   TxQueueConfig qc;
   qc.qdisc = "pfifo limit 100000";

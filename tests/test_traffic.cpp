@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench.hpp"
 #include "bench/pacer.hpp"
 #include "bench/pcap_source.hpp"
 #include "bench/traffic.hpp"
@@ -24,7 +25,6 @@
 #include "qdisc/fq_codel.hpp"
 #include "support/bench_config.hpp"
 #include "support/packet_arena.hpp"
-#include "txpath/bench.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/histogram.hpp"

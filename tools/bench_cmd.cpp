@@ -22,15 +22,16 @@
 #include <sstream>
 #include <utility>
 
-#include "txpath/bench_table.hpp"
+#include "base/topology.hpp"
+#include "bench/report.hpp"
+#include "bench/table.hpp"
+#include "core/file.hpp"
+#include "core/text.hpp"
+#include "exporter/http_server.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
-#include "txpath/file.hpp"
 #include "txpath/metrics.hpp"
 #include "txpath/netdev.hpp"
-#include "txpath/report.hpp"
-#include "txpath/text.hpp"
-#include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
 #include "txpath/version.hpp"
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "txpath/bench.hpp"
+#include "bench/bench.hpp"
 
 namespace txpath::cli {
 

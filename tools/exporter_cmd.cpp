@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "exporter/http_server.hpp"
 #include "txpath/error.hpp"
 #include "txpath/metrics.hpp"
 

@@ -17,7 +17,7 @@
 // `txpath tc` exits as tc does: 1 parse error, 2 rejected configuration, 255 bad arguments.
 // `txpath` alone prints the usage on stderr and exits 2.
 // Every error is one line on stderr, "txpath: error: ...", with user text escaped and cut
-// (txpath/text.hpp; one_line() for messages that did not).
+// (core/text.hpp; one_line() for messages that did not).
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -30,10 +30,10 @@
 #include <vector>
 
 #include "bench_cmd.hpp"
+#include "core/text.hpp"
 #include "exporter_cmd.hpp"
 #include "net_cmds.hpp"
 #include "txpath/tc.hpp"
-#include "txpath/text.hpp"
 #include "txpath/version.hpp"
 
 namespace {

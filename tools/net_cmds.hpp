@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // `txpath testbed up|down|show` and `txpath sink`: the veth testbed and the frame counter on its
-// far end (see include/txpath/testbed.hpp and sink.hpp).
+// far end (see src/net/testbed.hpp and sink.hpp).
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <string>
 
-#include "txpath/testbed.hpp"
+#include "net/testbed.hpp"
 
 namespace txpath::cli {
 

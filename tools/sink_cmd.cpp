@@ -4,7 +4,7 @@
 // Signals: main() blocks SIGINT/SIGTERM before any thread exists (prepare_sink_signals), so every
 // thread inherits the mask and the main thread alone takes them with sigtimedwait().
 // Exit codes: 0 ok; 2 bad option, the interface/netns cannot be opened or --json cannot be
-// created (one line, user text quoted and escaped: txpath/text.hpp); 1 --json could not be
+// created (one line, user text quoted and escaped: core/text.hpp); 1 --json could not be
 // written at the end (one line naming the file, after the table).
 #include <fmt/core.h>
 
@@ -18,11 +18,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/file.hpp"
+#include "core/text.hpp"
+#include "net/sink.hpp"
 #include "net_cmds.hpp"
 #include "txpath/error.hpp"
-#include "txpath/file.hpp"
-#include "txpath/sink.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath::cli {
 

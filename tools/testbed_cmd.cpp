@@ -9,9 +9,9 @@
 
 #include <cstdio>
 
+#include "core/text.hpp"
 #include "net_cmds.hpp"
 #include "txpath/error.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath::cli {
 

@@ -90,9 +90,10 @@ class Device {
   // Byte budget for one bulk dequeue (dql_avail), or a huge number without BQL.
   int64_t tx_budget_bytes() const noexcept { return bql_enabled_ ? dql_.avail() : INT64_MAX / 4; }
 
-  // Real devices put their link's addresses into the frames senders build for them (the
-  // interface's MAC as source, the peer's MAC and IPv4 addresses, the UDP port); models leave
-  // `spec` as it is.
+  // Real devices put what they know of their link into the frames senders build for them (a
+  // link-layer device: the interface's MAC as source; a UDP socket: its peer's address and port,
+  // its local address); models leave `spec` as it is. The far end's MAC and IPv4 addresses on a
+  // link are the caller's to set (the bench takes them from the testbed).
   virtual void address_frames(FrameSpec& spec) const { (void)spec; }
 
   uint32_t mtu() const noexcept { return mtu_; }

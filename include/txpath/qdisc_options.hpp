@@ -32,7 +32,7 @@ class QdiscOptions {
                std::function<void(const std::string&, bool rejected)> fail)
       : tokens_(tokens), fail_(std::move(fail)) {}
   // Errors read "<context>: <what is wrong>", context e.g. `class "1:10 htb rate x"` (the
-  // caller escapes any user text in it: txpath/text.hpp).
+  // caller escapes any user text in it: core/text.hpp).
   QdiscOptions(std::span<const std::string_view> tokens, std::string context)
       : QdiscOptions(tokens, [context = std::move(context)](const std::string& what, bool rejected) {
           if (rejected) throw ConfigRejected(context + ": " + what);

@@ -17,7 +17,7 @@
 //
 // The file is a tc batch file: one command per line, '#' comments. txpath tc rewrites it in a
 // canonical form after every change (devices, then each device's qdiscs and classes, parents
-// first): a new file is written beside it and renamed over it (txpath/file.hpp), under an
+// first): a new file is written beside it and renamed over it (core/file.hpp), under an
 // exclusive lock (flock) that writers take on the file they are about to replace (run.cpp).
 //
 // Limits of a file (one-line errors; exit status 2, tc's "rejected"): kMaxConfigBytes and
@@ -41,8 +41,8 @@
 #include <vector>
 
 #include "txpath/error.hpp"
-#include "txpath/netdev.hpp"  // TrafficClasses, kMaxTxQueues
 #include "txpath/qdisc.hpp"
+#include "txpath/traffic_classes.hpp"
 
 namespace txpath {
 class TxQueue;
@@ -270,7 +270,7 @@ class Config {
   Tree build(const Device& d, QdiscEnv env) const;
   bool qdisc_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                      const ShowOptions& show);
-  struct QdiscEdit;  // qdisc_command's verbs (config.cpp)
+  struct TreeCommand;  // qdisc_command's and class_command's verbs on the file's tree (commands.hpp)
   bool class_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                      const ShowOptions& show);
   bool link_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out);

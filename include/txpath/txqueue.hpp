@@ -160,11 +160,7 @@ class TxQueue {
     uint64_t dropped = 0;         // how many of `freed` are new drops
   };
   virtual bool edit_qdisc(const std::function<void(Qdisc& root, QdiscEdit& edit)>& fn,
-                          std::chrono::milliseconds timeout) {
-    (void)fn;
-    (void)timeout;
-    return false;
-  }
+                          std::chrono::milliseconds timeout) = 0;
 };
 
 std::vector<std::string> strategy_names();

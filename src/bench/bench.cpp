@@ -5,7 +5,7 @@
 // the same thread count are interleaved in rounds (each round runs every row once, in an order
 // shuffled from the seed: B/2q A/1q A/2q B/1q, then A/2q B/1q ...) so that ratios hold on a
 // drifting machine; each round's figures are kept for the row's statistics (bench/stats.hpp).
-#include "txpath/bench.hpp"
+#include "bench/bench.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -29,6 +29,8 @@
 #include <tuple>
 #include <type_traits>
 
+#include "base/clock.hpp"
+#include "base/topology.hpp"
 #include "bench/live.hpp"
 #include "bench/noise.hpp"
 #include "bench/pacer.hpp"
@@ -38,21 +40,19 @@
 #include "bench/stats.hpp"
 #include "bench/tc_final.hpp"
 #include "bench/traffic.hpp"
-#include "base/clock.hpp"
+#include "core/text.hpp"
+#include "net/sink.hpp"
+#include "net/testbed.hpp"
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/multiqueue.hpp"
 #include "txpath/netdev.hpp"
 #include "txpath/pool.hpp"
-#include "txpath/sink.hpp"
 #include "txpath/queue_select.hpp"
 #include "txpath/real_device.hpp"
 #include "txpath/spin.hpp"
-#include "txpath/testbed.hpp"
 #include "txpath/tc.hpp"
-#include "txpath/text.hpp"
-#include "txpath/topology.hpp"
 #include "txpath/txqueue.hpp"
 
 namespace txpath {
@@ -358,11 +358,13 @@ void fill_window_figures(Run& r, uint64_t window_sent, const Window<Counters>& w
   r.noise = bench_detail::noise_between(w.machine0, w.machine1);
 }
 
-// The frames a device is sent: `payload` bytes each, addressed by the device.
+// The frames a device is sent: `payload` bytes each, addressed by the device and, on a
+// testbed's host end, to the testbed's peer.
 FrameSpec frames_for(const Device& device, std::size_t payload) {
   FrameSpec spec;
   spec.payload = payload;
   device.address_frames(spec);
+  if (const std::string ifname = link_interface(device); !ifname.empty()) address_to_testbed(spec, ifname);
   return spec;
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `txpath bench --json`: the document (its schema: include/txpath/report.hpp, bench_json()).
+// `txpath bench --json`: the document (its schema: src/bench/report.hpp, bench_json()).
 // Not on any hot path: clarity over speed.
 #include <sched.h>
 #include <sys/utsname.h>
@@ -12,9 +12,9 @@
 #include <utility>
 #include <nlohmann/json.hpp>
 
+#include "base/topology.hpp"
+#include "bench/report.hpp"
 #include "txpath/histogram.hpp"
-#include "txpath/report.hpp"
-#include "txpath/topology.hpp"
 #include "txpath/version.hpp"
 
 namespace txpath {
@@ -50,7 +50,7 @@ Json text_value(const std::string& text) {
 }
 
 // j[key] = text. Names are bytes: one that is not UTF-8 is written with each bad byte as U+FFFD,
-// and its exact bytes in hex as key + "_hex" (the documented form: include/txpath/bench.hpp).
+// and its exact bytes in hex as key + "_hex" (the documented form: src/bench/bench.hpp).
 void put_text(Json& j, const std::string& key, const std::string& text) {
   j[key] = text_value(text);
   if (!is_utf8(text)) j[key + "_hex"] = hex_bytes(text);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "txpath/bench.hpp"
+#include "bench/bench.hpp"
 #include "txpath/txqueue.hpp"
 
 namespace txpath::bench_detail {

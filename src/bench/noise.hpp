@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "txpath/bench.hpp"
+#include "bench/bench.hpp"
 
 namespace txpath::bench_detail {
 

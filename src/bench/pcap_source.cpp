@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/text.hpp"
 #include "txpath/error.hpp"
 #include "txpath/queue_select.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath::bench_detail {
 

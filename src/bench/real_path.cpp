@@ -6,11 +6,11 @@
 
 #include <cerrno>
 
+#include "core/file.hpp"
+#include "core/text.hpp"
+#include "net/testbed.hpp"
 #include "txpath/error.hpp"
-#include "txpath/file.hpp"
 #include "txpath/real_device.hpp"
-#include "txpath/testbed.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath::bench_detail {
 

@@ -14,10 +14,10 @@
 
 #include "bench/sender_pools.hpp"
 #include "device/netif.hpp"
+#include "net/sink.hpp"
 #include "txpath/device.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/pool.hpp"
-#include "txpath/sink.hpp"
 
 namespace txpath::bench_detail {
 
@@ -51,7 +51,7 @@ class KernelSender {
 // stay the senders' own.
 void use_zero_copy_pool(const Device& device, SenderPools& pools);
 
-// The interface of `device` when it is an ifb testbed (a null NIC, txpath/testbed.hpp), whose
+// The interface of `device` when it is an ifb testbed (a null NIC, net/testbed.hpp), whose
 // own counter then checks delivery; empty for every other device.
 std::string null_nic_of(const Device& device);
 

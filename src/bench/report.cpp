@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CSV and SVG output for bench points. Not on any hot path: clarity over speed.
-#include "txpath/report.hpp"
+#include "bench/report.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +11,7 @@
 #include <set>
 
 #include "bench/stats.hpp"
-#include "txpath/bench_table.hpp"
+#include "bench/table.hpp"
 
 namespace txpath {
 

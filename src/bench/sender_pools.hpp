@@ -16,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "txpath/bench.hpp"
+#include "bench/bench.hpp"
 #include "txpath/pool.hpp"
 
 namespace txpath::bench_detail {

@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "txpath/bench.hpp"
+#include "bench/bench.hpp"
 
 namespace txpath::bench_stats {
 

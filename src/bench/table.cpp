@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The text table of `txpath bench` (include/txpath/bench_table.hpp). Not on any hot path.
-#include "txpath/bench_table.hpp"
+// The text table of `txpath bench` (src/bench/table.hpp). Not on any hot path.
+#include "bench/table.hpp"
 
 #include <algorithm>
 #include <cmath>

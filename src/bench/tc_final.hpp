@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "txpath/bench.hpp"
+#include "bench/bench.hpp"
 #include "txpath/multiqueue.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/txqueue.hpp"

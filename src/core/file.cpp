@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// See txpath/file.hpp.
-#include "txpath/file.hpp"
+// See core/file.hpp.
+#include "core/file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "txpath/text.hpp"
+#include "core/text.hpp"
 
 namespace txpath {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// See txpath/text.hpp.
-#include "txpath/text.hpp"
+// See core/text.hpp.
+#include "core/text.hpp"
 
 namespace txpath {
 

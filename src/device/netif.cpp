@@ -11,9 +11,8 @@
 #include <system_error>
 #include <cstring>
 
+#include "core/text.hpp"
 #include "txpath/error.hpp"
-#include "txpath/testbed.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath::netif {
 
@@ -58,12 +57,8 @@ void check_ifname(std::string_view spec, const std::string& ifname) {
 }
 
 void address_frames(FrameSpec& spec, const Interface& ifc, const std::string& ifname) {
+  (void)ifname;
   spec.src_mac = ifc.mac;
-  if (auto tb = find_testbed(ifname)) {
-    spec.dst_mac = tb->peer_mac;
-    spec.src_ip = tb->host_ip;
-    spec.dst_ip = tb->peer_ip;
-  }
 }
 
 Interface lookup(std::string_view spec, const std::string& ifname) {

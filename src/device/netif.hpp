@@ -50,8 +50,9 @@ Interface lookup(std::string_view spec, const std::string& ifname);
 [[noreturn]] void fail_errno(std::string_view spec, const std::string& what, int err);
 [[noreturn]] void fail(std::string_view spec, const std::string& what);
 
-// Frames for a link-layer device on `ifname`: the interface's MAC as source; where a testbed is
-// up on it, the peer's MAC and both IPv4 addresses (Device::address_frames).
+// Frames for a link-layer device on `ifname`: the interface's MAC as source (Device::
+// address_frames). The peer's MAC and the IPv4 addresses are the caller's: the bench takes them
+// from the testbed (address_to_testbed(), src/net/testbed.hpp).
 void address_frames(FrameSpec& spec, const Interface& ifc, const std::string& ifname);
 
 // Checks an interface name: 1..15 bytes, no '/', ':' or whitespace (the kernel's dev_valid_name).

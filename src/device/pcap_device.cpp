@@ -8,9 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "core/text.hpp"
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath {
 

@@ -9,7 +9,7 @@
 // header (ts_sec, ts_nsec, incl_len, orig_len, host byte order) and the frame bytes.
 //
 // Model (like `null`, with a file behind it):
-//  * The capture is written through an OutputFile (txpath/file.hpp): a temporary file beside
+//  * The capture is written through an OutputFile (core/file.hpp): a temporary file beside
 //    FILE (".FILE.XXXXXX") holds the global header from construction on, and finish() (or the
 //    destructor) renames it over FILE once everything is written and synced. FILE is therefore
 //    either a complete capture or untouched (absent, or the previous complete capture); a
@@ -17,7 +17,7 @@
 //    device, FIFO or pipe (pcap:/dev/stdout) is written in place instead, every write checked.
 //    Construction failures throw DeviceError, one line naming the file (escaped):
 //    "device 'pcap:PATH': create a temporary file beside it: No such file or directory" (PATH
-//    escaped and cut as txpath/text.hpp does); write errors read "device 'pcap:PATH': write: ...".
+//    escaped and cut as core/text.hpp does); write errors read "device 'pcap:PATH': write: ...".
 //  * xmit() stamps the frame with CLOCK_REALTIME (clamped so that timestamps never go back when
 //    the wall clock is stepped), copies record header + frame into a buffer preallocated at
 //    construction and keeps the packet on a pending list.
@@ -51,9 +51,9 @@
 #include <string>
 #include <string_view>
 
+#include "core/file.hpp"
 #include "device/real_devices.hpp"
 #include "txpath/device.hpp"
-#include "txpath/file.hpp"
 #include "txpath/packet.hpp"
 
 namespace txpath {

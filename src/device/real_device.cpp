@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "base/cpu_mask.hpp"
+#include "core/text.hpp"
 #include "device/afpacket_device.hpp"
 #include "device/afxdp_device.hpp"
 #include "device/netif.hpp"
 #include "device/pcap_device.hpp"
 #include "device/udp_device.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath {
 

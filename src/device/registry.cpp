@@ -40,6 +40,7 @@
 #include <system_error>
 #include <vector>
 
+#include "core/text.hpp"
 #include "device/fault_device.hpp"
 #include "device/nic_device.hpp"
 #include "device/null_device.hpp"
@@ -47,13 +48,12 @@
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/netdev.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath {
 
 namespace {
 
-// User text inside an error message: escaped and cut (txpath/text.hpp), so that the message
+// User text inside an error message: escaped and cut (core/text.hpp), so that the message
 // stays one short line whatever the user typed.
 std::string printable(std::string_view s) { return escape_user_text(s); }
 

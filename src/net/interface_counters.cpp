@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-// txpath/interface_counters.hpp: an interface's kernel counters from sysfs.
+// net/interface_counters.hpp: an interface's kernel counters from sysfs.
 //
 // Origin: txpath issue 14 (the bench checks delivery on the ifb null NIC against the kernel's
 // own count). From Documentation/ABI/testing/sysfs-class-net-statistics: one decimal number per
 // file. Invariants: the interface and counter names are checked before any path is built (no
 // '/' or "..": nothing outside the interface's statistics directory is read); a read is bounded
 // (32 bytes). No atomics.
-#include "txpath/interface_counters.hpp"
+#include "net/interface_counters.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,9 +16,9 @@
 #include <cstring>
 #include <string>
 
+#include "core/text.hpp"
 #include "net/netns.hpp"
 #include "txpath/error.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath {
 

@@ -17,7 +17,7 @@
 // it sets TP_STATUS_USER, so the packets are visible) and written with release (our reads of the
 // block happen before the kernel reuses it). `stop` is an atomic flag (relaxed is enough: the
 // eventfd write/poll wakes the thread and carries the ordering).
-#include "txpath/sink.hpp"
+#include "net/sink.hpp"
 
 #include <fcntl.h>
 #include <net/if_arp.h>
@@ -42,11 +42,11 @@
 #include <thread>
 #include <utility>
 
+#include "core/text.hpp"
 #include "net/netns.hpp"
 #include "net/sink_tally.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath {
 

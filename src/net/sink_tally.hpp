@@ -22,7 +22,7 @@
 #include <memory>
 #include <vector>
 
-#include "txpath/sink.hpp"
+#include "net/sink.hpp"
 
 namespace txpath::net {
 

@@ -14,7 +14,7 @@
 // created. up and down serialise on the state directory's flock. Not a hot path; no atomics
 // (the namespace work runs on a joined thread, see netns.hpp). An ifb testbed has no namespace:
 // no namespace check or removal runs for one (an empty name would test /run/netns/ itself).
-#include "txpath/testbed.hpp"
+#include "net/testbed.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -37,12 +37,12 @@
 #include <sstream>
 #include <vector>
 
+#include "core/text.hpp"
+#include "net/interface_counters.hpp"
 #include "net/mac.hpp"
 #include "net/netns.hpp"
 #include "net/testbed_state.hpp"
 #include "txpath/error.hpp"
-#include "txpath/interface_counters.hpp"
-#include "txpath/text.hpp"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71  // Linux 5.14+; older headers lack the name
@@ -719,6 +719,15 @@ std::optional<TestbedInfo> find_testbed(std::string_view host_if) {
     return std::nullopt;
   }
   return info;
+}
+
+bool address_to_testbed(FrameSpec& spec, std::string_view host_if) {
+  const auto tb = find_testbed(host_if);
+  if (!tb) return false;
+  spec.dst_mac = tb->peer_mac;
+  spec.src_ip = tb->host_ip;
+  spec.dst_ip = tb->peer_ip;
+  return true;
 }
 
 std::optional<TestbedInfo> find_null_nic(std::string_view ifname) {

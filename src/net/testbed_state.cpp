@@ -18,10 +18,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/file.hpp"
 #include "net/mac.hpp"
 #include "net/netns.hpp"
 #include "txpath/error.hpp"
-#include "txpath/file.hpp"
 
 namespace txpath::net {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "txpath/testbed.hpp"
+#include "net/testbed.hpp"
 
 namespace txpath::net {
 

@@ -31,8 +31,8 @@
 #include <string_view>
 #include <vector>
 
-#include "txpath/netdev.hpp"  // TrafficClasses
 #include "txpath/qdisc.hpp"
+#include "txpath/traffic_classes.hpp"
 
 namespace txpath {
 

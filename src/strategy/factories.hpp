@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "core/queue_base.hpp"
+#include "engine/queue_base.hpp"
 #include "sync/locks.hpp"
 
 namespace txpath {

@@ -11,7 +11,7 @@
 // (sch_direct_xmit), except for mutex, whose lock stays held for the whole run, and except a
 // bypass while the root lock is calm (CountingLock::calm, DriverLoop::bypass_xmit).
 //
-// Invariants (see core/driver_loop.hpp for why nothing is stranded):
+// Invariants (see engine/driver_loop.hpp for why nothing is stranded):
 //  * the qdisc, the requeue list and RUNNING are touched only under root_;
 //  * the bypass happens only when qdisc and requeue list are empty AND we won RUNNING, so a
 //    bypassed packet can never overtake a queued one;

@@ -42,7 +42,7 @@
 //  * bypass only when, under the seqlock, every ring and the requeue list are empty: a sender's
 //    own earlier packet is then sent or with the device, so per-sender order holds (the bypass
 //    reverted in 2020 reordered because its emptiness test was not re-checked by the owner);
-//  * nothing stranded: see fifo_nolock.hpp (MISSED protocol) and core/driver_loop.hpp (quota,
+//  * nothing stranded: see fifo_nolock.hpp (MISSED protocol) and engine/driver_loop.hpp (quota,
 //    requeue and device wake each leave a scheduled run);
 //  * drop victims are freed with no lock held (before run_begin, or after run_end).
 //
@@ -62,10 +62,10 @@
 #include <algorithm>
 #include <memory>
 
+#include "base/cpu_relax.hpp"
 #include "qdisc/fifo_nolock.hpp"
 #include "strategy/factories.hpp"
 #include "strategy/serialize.hpp"
-#include "base/cpu_relax.hpp"
 
 namespace txpath {
 

@@ -47,8 +47,11 @@ class PeerQueue : public TxQueue {
   std::string_view strategy() const noexcept override { return name_; }
   std::string_view lock_kind() const noexcept override { return "-"; }
   const Qdisc* qdisc() const noexcept override { return nullptr; }
-  // No qdisc to inspect.
+  // No qdisc to inspect or edit.
   bool inspect_qdisc(const std::function<void(const Qdisc&)>&, std::chrono::milliseconds) override {
+    return false;
+  }
+  bool edit_qdisc(const std::function<void(Qdisc&, QdiscEdit&)>&, std::chrono::milliseconds) override {
     return false;
   }
   Device& device() noexcept override { return device_; }

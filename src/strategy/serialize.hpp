@@ -27,7 +27,7 @@
 #include <span>
 #include <utility>
 
-#include "core/queue_base.hpp"
+#include "engine/queue_base.hpp"
 #include "txpath/pool.hpp"
 
 namespace txpath {

@@ -139,13 +139,13 @@
 #include <memory>
 #include <utility>
 
+#include "base/topology.hpp"
 #include "strategy/factories.hpp"
 #include "strategy/locked_queue.hpp"
 #include "strategy/quiet_streak.hpp"
 #include "strategy/sharded_hooks.hpp"
 #include "sync/instance_cache.hpp"
 #include "sync/park.hpp"
-#include "txpath/topology.hpp"
 
 namespace txpath {
 

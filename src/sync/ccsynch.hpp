@@ -78,12 +78,12 @@
 
 #include "base/clock.hpp"
 #include "base/per_thread_counter.hpp"
+#include "base/topology.hpp"
 #include "sync/counting_lock.hpp"
 #include "sync/instance_cache.hpp"
 #include "sync/mcs_lock.hpp"
 #include "sync/park.hpp"
 #include "txpath/counter.hpp"
-#include "txpath/topology.hpp"
 
 namespace txpath {
 

@@ -82,9 +82,9 @@
 #include <cstdint>
 #include <string_view>
 
+#include "base/topology.hpp"
 #include "sync/queued_lock.hpp"
 #include "sync/word_waiters.hpp"
-#include "txpath/topology.hpp"
 
 namespace txpath {
 

@@ -13,10 +13,10 @@
 #include <sstream>
 #include <utility>
 
+#include "core/text.hpp"
 #include "tc/control_socket.hpp"
 #include "tc/internal.hpp"
 #include "txpath/multiqueue.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath::tc {
 

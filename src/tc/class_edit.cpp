@@ -45,7 +45,7 @@ bool implicit_class_exists(const QdiscConfig& owner, uint32_t classid, uint32_t 
 
 }  // namespace
 
-bool Config::QdiscEdit::add_htb_class(uint32_t classid, uint32_t parent) {
+bool Config::TreeCommand::add_htb_class(uint32_t classid, uint32_t parent) {
   if (t.kind.empty()) refuse_errno("Invalid argument", "a new class needs its kind and options");
   if (minor_of(classid) == 0)
     refuse_errno("Invalid argument", "class id " + format_handle(classid) + ": txpath needs a minor above 0");
@@ -60,7 +60,7 @@ bool Config::QdiscEdit::add_htb_class(uint32_t classid, uint32_t parent) {
   return true;
 }
 
-bool Config::QdiscEdit::del_class(uint32_t classid) {
+bool Config::TreeCommand::del_class(uint32_t classid) {
   if (d.child_classes.count(classid)) throw ConfigRejected("HTB class in use.");
   if (const QdiscConfig* q = d.qdisc_at(classid)) d.remove_subtree(q->handle);
   d.remove_class(classid);
@@ -68,7 +68,7 @@ bool Config::QdiscEdit::del_class(uint32_t classid) {
   return true;
 }
 
-bool Config::QdiscEdit::edit_class(Verb verb) {
+bool Config::TreeCommand::edit_class(Verb verb) {
   const uint32_t pid = t.parent.value_or(0);
   uint32_t clid = t.classid.value_or(0);
   uint32_t qid = range_first(clid);  // the class id's major first, then the parent's

@@ -37,7 +37,7 @@ bool is_classless(std::string_view kind);
 
 // One qdisc or class edit of device `d` as target `t` names it; it throws on a refusal, and
 // qdisc_command / class_command then restore the device.
-struct Config::QdiscEdit {
+struct Config::TreeCommand {
   Config& cfg;
   Device& d;
   const Target& t;

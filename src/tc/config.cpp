@@ -32,15 +32,15 @@
 #include <vector>
 
 #include "base/cpu_mask.hpp"
+#include "core/text.hpp"
 #include "qdisc/mq.hpp"
-#include "tc/qdisc_spec.hpp"
-#include "txpath/error.hpp"
 #include "tc/commands.hpp"
 #include "tc/internal.hpp"
+#include "tc/qdisc_spec.hpp"
 #include "tc/tc_error.hpp"
 #include "tc/tc_units.hpp"
+#include "txpath/error.hpp"
 #include "txpath/tc.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath::tc {
 
@@ -936,7 +936,7 @@ bool Config::qdisc_command(std::string_view cmd, std::span<const std::string> ar
   Device& d = need(t.dev);
   std::optional<Device> before;
   if (!defer_validation_) before = d;
-  QdiscEdit edit{*this, d, t};
+  TreeCommand edit{*this, d, t};
   try {
     return verb == Verb::del ? edit.del() : edit.modify(verb);
   } catch (...) {
@@ -965,7 +965,7 @@ bool Config::class_command(std::string_view cmd, std::span<const std::string> ar
   Device& d = need(t.dev);
   std::optional<Device> before;
   if (!defer_validation_) before = d;
-  QdiscEdit edit{*this, d, t};
+  TreeCommand edit{*this, d, t};
   try {
     const bool changed = edit.edit_class(verb);
     // The kernel's warning about the class just added or changed (htb's quantum), on stderr.

@@ -16,10 +16,10 @@
 #include <string>
 #include <utility>
 
+#include "core/text.hpp"
 #include "tc/socket_io.hpp"
 #include "tc/stats_socket.hpp"
 #include "txpath/error.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath::tc {
 

@@ -20,13 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "core/text.hpp"
 #include "tc/apply.hpp"
 #include "tc/control_socket.hpp"
 #include "tc/internal.hpp"
 #include "tc/stats_socket.hpp"
 #include "txpath/multiqueue.hpp"
 #include "txpath/tc.hpp"
-#include "txpath/text.hpp"
 #include "txpath/txqueue.hpp"
 
 namespace txpath::tc {

@@ -32,14 +32,14 @@ bool is_classless(std::string_view kind) {
          kind == "fq";
 }
 
-uint32_t Config::QdiscEdit::class_of_parent(uint32_t parent) const {
+uint32_t Config::TreeCommand::class_of_parent(uint32_t parent) const {
   if (parent == kRoot) return parent;
   const QdiscConfig* owner = d.qdisc(range_first(parent));
   // tbf's one class answers to every class id of its qdisc (sch_tbf's find()).
   return owner && owner->kind == "tbf" ? owner->handle | 1u : parent;
 }
 
-QdiscConfig* Config::QdiscEdit::at_parent(uint32_t parent) {
+QdiscConfig* Config::TreeCommand::at_parent(uint32_t parent) {
   if (parent == kRoot) return d.qdisc_at(kRoot);
   const QdiscConfig* owner = d.qdisc(range_first(parent));
   if (major_of(parent) == 0 || !owner) rejected("Failed to find specified qdisc.");
@@ -52,7 +52,7 @@ QdiscConfig* Config::QdiscEdit::at_parent(uint32_t parent) {
   return d.qdisc_at(parent);
 }
 
-uint32_t Config::QdiscEdit::auto_handle() {
+uint32_t Config::TreeCommand::auto_handle() {
   for (uint32_t tries = 0; tries < 0x7FFF; ++tries) {
     const uint32_t major = d.next_auto_major;
     d.next_auto_major = major == 0xFFFF ? 0x8001 : major + 1;
@@ -61,7 +61,7 @@ uint32_t Config::QdiscEdit::auto_handle() {
   rejected("no free qdisc handle");
 }
 
-bool Config::QdiscEdit::create_n_graft(QdiscConfig* old, bool create) {
+bool Config::TreeCommand::create_n_graft(QdiscConfig* old, bool create) {
   if (!create) rejected("Qdisc not found. To create specify NLM_F_CREATE flag.");
   if (t.kind.empty()) rejected("Specified qdisc kind is unknown.");
   const uint32_t parent = class_of_parent(*t.parent);
@@ -80,7 +80,7 @@ bool Config::QdiscEdit::create_n_graft(QdiscConfig* old, bool create) {
   return true;
 }
 
-bool Config::QdiscEdit::change(QdiscConfig& q) {
+bool Config::TreeCommand::change(QdiscConfig& q) {
   if (t.kind.empty()) return false;  // tc sends no options without a kind: nothing changes
   if (has_no_change_op(q.kind)) rejected("Change operation not supported by specified qdisc.");
   if (q.kind == "fq_codel")
@@ -91,7 +91,7 @@ bool Config::QdiscEdit::change(QdiscConfig& q) {
   return true;
 }
 
-bool Config::QdiscEdit::modify(Verb verb) {
+bool Config::TreeCommand::modify(Verb verb) {
   const bool replace = verb == Verb::replace, excl = verb == Verb::add;
   const bool create = verb != Verb::change;
   const bool have_handle = t.handle && *t.handle != 0;  // "handle 0:" is no handle
@@ -124,7 +124,7 @@ bool Config::QdiscEdit::modify(Verb verb) {
   return change(*q);
 }
 
-bool Config::QdiscEdit::del() {
+bool Config::TreeCommand::del() {
   const QdiscConfig* q = nullptr;
   std::string kind;  // q's kind, or the default qdisc's there
   if (t.parent) {

@@ -14,9 +14,9 @@
 #include <string>
 #include <string_view>
 
+#include "core/text.hpp"  // escape_user_text, quoted: every error quotes user text through them
 #include "txpath/qdisc.hpp"
 #include "txpath/qdisc_options.hpp"
-#include "txpath/text.hpp"  // escape_user_text, quoted: every error quotes user text through them
 
 namespace txpath {
 

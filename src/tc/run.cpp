@@ -31,14 +31,14 @@
 #include <utility>
 #include <vector>
 
+#include "core/file.hpp"
+#include "core/text.hpp"
 #include "tc/apply.hpp"
-#include "tc/qdisc_spec.hpp"
 #include "tc/internal.hpp"
+#include "tc/qdisc_spec.hpp"
 #include "tc/stats_socket.hpp"
 #include "tc/tc_error.hpp"
-#include "txpath/file.hpp"
 #include "txpath/tc.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath::tc {
 

@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "core/text.hpp"
 #include "qdisc/mq.hpp"
 #include "tc/internal.hpp"
 #include "tc/tc_units.hpp"
 #include "txpath/tc.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath::tc {
 

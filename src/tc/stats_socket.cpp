@@ -28,8 +28,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/text.hpp"
 #include "txpath/error.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath::tc {
 

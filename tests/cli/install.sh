@@ -11,6 +11,16 @@ cmake --install "$build_dir" --prefix "$tmp/prefix" >/dev/null
 test -x "$tmp/prefix/bin/txpath"
 test -f "$tmp/prefix/include/txpath/txqueue.hpp"
 test -f "$tmp/prefix/share/doc/txpath/LICENSE"
+# Exactly the public headers docs/library.md lists are installed: no tool's header, nothing else.
+listed=$(sed -n '/^<!-- public-headers -->$/,/^<!-- \/public-headers -->$/p' "$src_dir/docs/library.md" |
+         grep -o '^| `txpath/[a-z_]*\.hpp`' | sed 's/^| `//; s/`$//' | sort)
+installed=$(cd "$tmp/prefix/include" && find . -type f | sed 's|^\./||' | sort)
+[ -n "$listed" ] || { echo "install: docs/library.md lists no public headers" >&2; exit 1; }
+if [ "$listed" != "$installed" ]; then
+  echo "install: the installed headers are not those docs/library.md lists:" >&2
+  diff <(echo "$listed") <(echo "$installed") >&2
+  exit 1
+fi
 pc=$(find "$tmp/prefix" -name txpath.pc | head -1)
 test -n "$pc"
 # 1. find_package(txpath)

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "txpath/bench.hpp"
+#include "bench/bench.hpp"
 #include "txpath/error.hpp"
 
 namespace txpath::test {

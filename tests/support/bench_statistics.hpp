@@ -4,7 +4,7 @@
 // equal).
 #pragma once
 
-#include "txpath/bench.hpp"
+#include "bench/bench.hpp"
 
 namespace txpath::test {
 

@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "net/testbed.hpp"
 #include "txpath/error.hpp"
-#include "txpath/testbed.hpp"
 
 namespace txpath::test {
 

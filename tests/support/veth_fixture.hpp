@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <memory>
 
+#include "net/sink.hpp"
+#include "net/testbed.hpp"
 #include "net_test_util.hpp"
-#include "txpath/sink.hpp"
-#include "txpath/testbed.hpp"
 
 namespace txpath::test {
 

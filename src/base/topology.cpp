@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "txpath/topology.hpp"
+#include "base/topology.hpp"
 
 #include <hwloc.h>
 #include <sched.h>

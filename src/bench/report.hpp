@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "txpath/bench.hpp"
+#include "bench/bench.hpp"
 
 namespace txpath {
 
@@ -74,7 +74,7 @@ std::string utc_iso8601(std::chrono::system_clock::time_point t);
 //                     "tc"                                   BenchPoint::tc_stats: the row has a
 //                                                            txpath qdisc tree
 // Text that is not UTF-8 (a device spec, an argument) is written as run_bench's comment in
-// txpath/bench.hpp says: U+FFFD for each bad byte plus a sibling NAME_hex with the exact bytes;
+// bench/bench.hpp says: U+FFFD for each bad byte plus a sibling NAME_hex with the exact bytes;
 // for a list ("command_line", "strategies") NAME_hex is a list of every element's bytes in hex,
 // index for index, present when any element needs it.
 std::string bench_json(const BenchConfig& config, const std::vector<BenchPoint>& points,
@@ -117,7 +117,7 @@ const std::vector<std::string_view>& csv_columns();
 // pattern and marker shape. Error bars: the 95% confidence interval of the mean of the point's
 // per-round samples (BenchPoint::mpps_samples, cpu_samples) when it has two or more, else (Mpps
 // only) the min–max whisker where it differs from the median. A point that dropped or lost half
-// of its offered load or more (wins_by_dropping(), txpath/bench_table.hpp) has a hollow marker,
+// of its offered load or more (wins_by_dropping(), bench/table.hpp) has a hollow marker,
 // labelled with the share dropped in the Mpps panel. A series is a strategy, split by lock kind
 // ("name (lock)") when one strategy appears with several locks and by park policy
 // ("name (park off)", "name (lock, park off)") when it appears with both, and by TX queue count

@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/irq_deferral.hpp"
+#include "engine/irq_deferral.hpp"
 #include "txpath/device.hpp"
 #include "txpath/txqueue.hpp"
 

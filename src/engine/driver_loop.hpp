@@ -30,7 +30,7 @@
 #include <cstdint>
 
 #include "base/clock.hpp"
-#include "core/scheduler.hpp"
+#include "engine/scheduler.hpp"
 #include "sync/park.hpp"
 #include "txpath/counter.hpp"
 #include "txpath/device.hpp"
@@ -127,7 +127,7 @@ class DriverLoop {
   // No lock held.
   template <class Idle>
   void wait_for_tx_progress(Idle&& idle) noexcept {
-    // acquire: pairs with the release store in direct_xmit().
+    // acquire: pairs with the release store in bump_tx_progress() (driver_loop.cpp).
     const uint32_t before = tx_progress_.load(std::memory_order_acquire);
     spin_then_park_timed(tx_progress_, progress_parked_,
                          [&](uint32_t now) { return now != before || idle(); }, kYieldsBeforePark);

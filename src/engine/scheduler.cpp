@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "core/scheduler.hpp"
+#include "engine/scheduler.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "base/clock.hpp"
-#include "core/irq_deferral.hpp"
+#include "engine/irq_deferral.hpp"
 
 namespace txpath {
 

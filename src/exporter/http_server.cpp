@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The exporter's HTTP/1.1 endpoint (txpath/metrics.hpp): one thread, poll(), every socket
+// The exporter's HTTP/1.1 endpoint (exporter/http_server.hpp): one thread, poll(), every socket
 // non-blocking, each client bounded in size and time.
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -16,9 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "exporter/http_server.hpp"
+#include "core/text.hpp"
 #include "tc/socket_io.hpp"
 #include "txpath/metrics.hpp"
-#include "txpath/text.hpp"
 
 namespace txpath::metrics {
 

@@ -42,6 +42,8 @@
 #include <string_view>
 #include <vector>
 
+#include "txpath/frame.hpp"  // FrameSpec
+
 namespace txpath {
 
 enum class TestbedKind { veth, ifb };
@@ -107,6 +109,11 @@ TestbedRemoval testbed_down(const TestbedConfig& config);
 // against the live interfaces); nullopt otherwise. Records of older txpath versions read as
 // veth with one queue.
 std::optional<TestbedInfo> find_testbed(std::string_view host_if);
+
+// Frames sent on the host end `host_if` of a testbed (find_testbed()): the peer's MAC as
+// destination, the host's and the peer's IPv4 addresses. Returns false and leaves `spec` as it
+// is when no testbed of ours is up on `host_if`.
+bool address_to_testbed(FrameSpec& spec, std::string_view host_if);
 
 // --- the ifb testbed as a null NIC: the bench's delivery check -----------------------------------
 

@@ -10,7 +10,7 @@
 #include <span>
 #include <string>
 
-#include "txpath/bench.hpp"
+#include "bench/bench.hpp"
 
 namespace txpath {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "core/driver_loop.hpp"
+#include "engine/driver_loop.hpp"
 
 #include <mutex>
 #include <utility>

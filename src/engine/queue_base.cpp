@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "core/queue_base.hpp"
+#include "engine/queue_base.hpp"
 
 #include <algorithm>
 #include <thread>

@@ -39,9 +39,9 @@
 #include <string>
 #include <utility>
 
-#include "core/driver_loop.hpp"
 #include "base/per_thread_counter.hpp"
-#include "core/scheduler.hpp"
+#include "engine/driver_loop.hpp"
+#include "engine/scheduler.hpp"
 #include "txpath/counter.hpp"
 #include "txpath/device.hpp"
 #include "txpath/pool.hpp"
