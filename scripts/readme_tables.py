@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Regenerates README.md's performance tables from `txpath bench --json` runs.
+"""Regenerates the performance tables of docs/performance.md from `txpath bench --json` runs.
 
 Each table lives between two marker comments, with the command that produced its numbers on the
 line after the opening marker:
@@ -20,9 +20,10 @@ ONE bench run (its rows are the run's rows, its ratios the run's own, taken with
 
 With --txpath the script runs the bench itself (`--json` to a temporary file; the table's
 command is written as `txpath bench ARGS --json FILE.json`); with --all it runs, for every
-table, the command already written beside it. README.md is replaced atomically (a temporary
-file beside it, fsync, rename, directory fsync), as txpath writes its own outputs; a symlink is
-refused. Exit status: 0 done; 1 a bench run failed (or its JSON is partial, or a check failed:
+table, the command already written beside it. The file is docs/performance.md (relative to the
+current directory: run it from the repository's root) unless --file names another; --readme is
+the same option under its old name. It is replaced atomically (a temporary file beside it,
+fsync, rename, directory fsync), as txpath writes its own outputs; a symlink is refused. Exit status: 0 done; 1 a bench run failed (or its JSON is partial, or a check failed:
 nothing is replaced); 2 bad usage, no such table, markers missing or unbalanced, a JSON file
 that cannot be read.
 """
@@ -57,7 +58,7 @@ def one_line(text):
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-# ---- the README's blocks ------------------------------------------------------------------------
+# ---- the file's blocks --------------------------------------------------------------------------
 
 
 def blocks(lines):
@@ -267,7 +268,9 @@ class Parser(argparse.ArgumentParser):
 def parse_args(argv):
     p = Parser(description=__doc__.split("\n")[0])
     p.add_argument("table", nargs="?", help="the table's name (its marker: <!-- txpath-table:NAME -->)")
-    p.add_argument("--readme", default="README.md")
+    p.add_argument("--file", "--readme", dest="file", metavar="FILE", default="docs/performance.md",
+                   help="the Markdown file whose tables are rewritten (default: docs/performance.md; "
+                        "--readme is its old name)")
     p.add_argument("--json", help="the bench run's JSON (with --command)")
     p.add_argument("--command", help="the exact command that produced --json, written beside the table")
     p.add_argument("--txpath", help="run this txpath binary's bench instead of reading --json")
@@ -294,15 +297,15 @@ def parse_args(argv):
 def main(argv):
     a = parse_args(argv)
     try:
-        with open(a.readme, encoding="utf-8") as f:
+        with open(a.file, encoding="utf-8") as f:
             lines = f.readlines()
     except OSError as e:
-        raise Failure(f"--readme {one_line(a.readme)!r}: {one_line(e)}", 2)
+        raise Failure(f"--file {one_line(a.file)!r}: {one_line(e)}", 2)
     spans = blocks(lines)
     names = sorted(spans, key=lambda n: spans[n][0]) if a.all else [a.table]
     for name in names:
         if name not in spans:
-            raise Failure(f"{one_line(a.readme)!r} has no table {name!r} ({OPEN.format(name)})", 2)
+            raise Failure(f"{one_line(a.file)!r} has no table {name!r} ({OPEN.format(name)})", 2)
         if a.all and recorded_command(lines, spans[name]) is None:
             raise Failure(f"table {name!r} has no `Command:` line to run", 2)
     for name in names:  # every run first: a failed run replaces nothing
@@ -316,7 +319,7 @@ def main(argv):
             body = block_body(doc, command_text(args, name), load)
         lines = rewrite(lines, spans, name, body)
         spans = blocks(lines)
-    replace_file(a.readme, "".join(lines))
+    replace_file(a.file, "".join(lines))
     return 0
 
 
