@@ -8,7 +8,7 @@ device. A case starting with "batch:" runs `tc -batch FILE` with the lines separ
 the file (after the setup commands before it, if any: "SETUP ; batch: L1 | L2"). '#' starts a
 comment line. Words are split as a shell splits them (shlex), so "" is an empty word. A case
 starting with "!N " is one where txpath deliberately differs from tc (each one is listed in
-docs/architecture.md, "tc compatibility"): txpath must exit with N; tc is still run, not compared.
+docs/tc-compatibility.md, "Deliberate differences from tc"): txpath must exit with N; tc is still run, not compared.
 
 The real side runs in a network namespace of its own holding one ifb device; before every case
 its root qdisc is deleted (its classes and children go with it). The txpath side gets a fresh

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Send budgets and the completion interrupt (docs/architecture.md, "Send budgets"):
+// Send budgets and the completion interrupt (docs/bench.md, "Send budgets"):
 //  * Pool::wait_for_free: a sender whose pool is spent sleeps until a batch comes back;
 //  * a polled device raises its completion interrupt when a poll time appears, and a queue's
 //    service thread runs on the CPUs TxQueueConfig::service_cpus names;

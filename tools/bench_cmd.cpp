@@ -377,8 +377,8 @@ std::string one_line(std::string_view message) {
 
 namespace {
 
-// --rate, --rate-per-sender, --flows, --source, --replay-speed (docs/architecture.md, "Offered
-// load and traffic").
+// --rate, --rate-per-sender, --flows, --source, --replay-speed (docs/bench.md, "Offered load
+// and traffic").
 void add_traffic_options(CLI::App* cmd, BenchOptions& o) {
   const CLI::Validator integer(decimal_integer, "");
   const CLI::Validator number(decimal_number, "");

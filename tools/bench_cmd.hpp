@@ -16,7 +16,7 @@ struct BenchOptions {
   std::string threads;  // empty: library default
   std::string queues;   // --queues LIST; empty: the device spec's own count (1)
   std::string xps = "auto";  // --xps auto | off | CPU:Q[+Q...],...
-  double duration = 0.3;  // the default run (132 runs on 2 cores) fits 60 s: docs/architecture.md
+  double duration = 0.3;  // the default run (132 runs on 2 cores) fits 60 s: docs/bench.md
   std::string lock = "ticket";
   std::string park = "on";  // on | off | on,off
   std::string device = "nic";

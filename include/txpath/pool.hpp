@@ -105,7 +105,7 @@ class Pool {
   std::size_t free_count() const;
   // For a thread whose cache came back empty because every packet is queued, in flight or in
   // another thread's cache — the sender whose pool is its send budget (a socket's send buffer,
-  // docs/architecture.md, "Send budgets"): returns once the shared free list holds `at_least`
+  // docs/bench.md, "Send budgets"): returns once the shared free list holds `at_least`
   // packets (clamped to 1..capacity()), or after `timeout_ns` (a device that never completes
   // cannot hang the caller, who looks again either way), or on a signal. Spins briefly, then
   // sleeps in the kernel (futex) until put()/put_list() stacks enough. A socket's writer sleeps

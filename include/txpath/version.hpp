@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What this build of txpath is: its version and how it was built. Taken when the library is
 // built (not when cmake configures it), so a new commit shows without re-running cmake.
-// `txpath --version` prints them; `txpath bench --json` records them (docs/architecture.md,
+// `txpath --version` prints them; `txpath bench --json` records them (docs/bench.md,
 // "The bench's outputs").
 #pragma once
 

@@ -80,7 +80,7 @@ struct BenchConfig {
   // charge at most this much, each its buffer plus its descriptor; a sender past it waits for
   // completions. Default: Linux's net.core.wmem_default. 0: no budget (one pool for every
   // sender; a sender that outruns the device fills the qdisc and the rest is dropped).
-  // docs/architecture.md, "Send budgets".
+  // docs/bench.md, "Send budgets".
   uint64_t sndbuf = kDefaultSndbuf;
   int repeat = 3;                        // rounds; each point reports the median (and min/max)
   bool pin = true;                       // pin senders round-robin over cores, spread over nodes
@@ -124,7 +124,7 @@ struct BenchConfig {
   // statistics filled in), in run_bench's order, on the thread that called run_bench: a caller
   // prints rows as they finish instead of all at the end. The span is valid during the call.
   std::function<void(std::span<const BenchPoint>)> on_points;
-  // Offered load (docs/architecture.md, "Offered load and traffic"). 0: flat out (the seed
+  // Offered load (docs/bench.md, "Offered load and traffic"). 0: flat out (the seed
   // experiment). rate_pps: packets per second offered by all senders together (each sender
   // rate_pps / threads); rate_per_sender_pps: by each sender. At most one of the two. Every row
   // is paced, the floor and kernel rows included; BenchPoint::offered_mpps says what was offered.

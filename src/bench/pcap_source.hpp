@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // --source pcap:FILE: the frames of a classic pcap capture, loaded once, for the bench's senders
-// to replay through the TX path (see docs/architecture.md, "Replaying a capture").
+// to replay through the TX path (see docs/bench.md, "Offered load and traffic").
 //
 // Accepted: the classic libpcap file format (not pcapng): a 24-byte file header whose magic is
 // 0xa1b2c3d4 (microsecond time stamps) or 0xa1b23c4d (nanosecond), written in either byte order

@@ -4,7 +4,7 @@
 // A UDP socket may hold at most sk_sndbuf bytes of packets not yet freed (sk_wmem_alloc: each
 // skb's truesize, charged when it is built, uncharged when the driver frees it on completion or
 // the qdisc drops it); a sender past its budget sleeps in sendmsg() until completions bring it
-// back (docs/architecture.md, "Send budgets"). The bench gives each sender its own Pool of
+// back (docs/bench.md, "Send budgets"). The bench gives each sender its own Pool of
 // budget / truesize packets, where a packet's truesize is its buffer plus its descriptor: a
 // packet freed anywhere returns to its sender's pool, and a sender whose pool is spent waits
 // (Pool::wait_for_free) as the socket does. Budget 0: one pool shared by every sender, sized for

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// What one bench sender writes into its packets (see docs/architecture.md, "Offered load and
+// What one bench sender writes into its packets (see docs/bench.md, "Offered load and
 // traffic"):
 //   - generated frames (FrameTemplate): one flow, or with --flows N, N flows of its own told
 //     apart by their UDP source port, sent round-robin. Sender t's flow f has source port

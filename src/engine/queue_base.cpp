@@ -1,17 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "engine/queue_base.hpp"
 
-#include <algorithm>
 #include <thread>
 #include <utility>
 
 namespace txpath {
-
-namespace {
-// How often a waiting inspect_qdisc() asks for another deferred run.
-constexpr std::chrono::milliseconds kInspectRetry{1};
-
-}  // namespace
 
 QueueBase::QueueBase(Device& device, std::unique_ptr<Qdisc> qdisc, const TxQueueConfig& config,
                      std::string_view strategy, std::string_view lock_kind)
@@ -33,7 +26,7 @@ void QueueBase::shutdown() noexcept {
   if (shut_down_) return;  // done already: by the owner, then again by the destructors
   shut_down_ = true;
   stop_workers();    // first: the strategy's threads feed the qdisc and run the loop
-  close_inspect();   // no inspect_qdisc() waits for a service thread that is gone
+  inspect_.close();  // no inspect_qdisc() waits for a service thread that is gone
   scheduler_.stop();
   device_.detach_queue();
   purge();
@@ -55,58 +48,10 @@ void QueueBase::purge() noexcept {
 
 bool QueueBase::inspect_qdisc(const std::function<void(const Qdisc&)>& fn,
                               std::chrono::milliseconds timeout) {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point deadline = Clock::now() + timeout;
-  std::unique_lock lock(inspect_mutex_);
-  if (inspect_closed_) return false;
-  ++inspect_callers_;
-  // Wait for the slot: one request at a time.
-  inspect_cv_.wait_until(lock, deadline, [this] { return inspect_closed_ || !inspect_fn_; });
-  bool served = false;
-  std::exception_ptr error;
-  if (!inspect_closed_ && !inspect_fn_) {
-    inspect_fn_ = &fn;
-    inspect_done_ = false;
-    inspect_error_ = nullptr;
-    for (;;) {
-      // seq_cst: set before the schedule() below (whose SCHED exchange the service thread
-      // acquires), so the deferred run it asks for sees it; read relaxed by owners in run_end().
-      inspect_pending_.store(true, std::memory_order_seq_cst);
-      lock.unlock();
-      schedule();  // an idle queue gets a deferred run, whose run_end() serves the request
-      lock.lock();
-      const Clock::time_point slice = std::min(deadline, Clock::now() + kInspectRetry);
-      inspect_cv_.wait_until(lock, slice, [this] { return inspect_done_ || inspect_closed_; });
-      if (inspect_done_ || inspect_closed_ || Clock::now() >= deadline) break;
-    }
-    served = inspect_done_;
-    error = std::exchange(inspect_error_, nullptr);
-    // Withdraw (on timeout or shutdown): fn is never called once the slot is cleared.
-    // relaxed: under inspect_mutex_, which serve_inspect_slow() takes before reading the slot.
-    inspect_pending_.store(false, std::memory_order_relaxed);
-    inspect_fn_ = nullptr;
-    inspect_done_ = false;
-  }
-  --inspect_callers_;
-  inspect_cv_.notify_all();  // the next caller in line, or close_inspect() waiting for us
-  lock.unlock();
-  if (error) std::rethrow_exception(error);
-  return served;
+  return inspect_.request(fn, timeout, [this] { schedule(); });
 }
 
-void QueueBase::serve_inspect_slow() noexcept {
-  std::lock_guard lock(inspect_mutex_);
-  if (!inspect_fn_ || inspect_done_) return;  // withdrawn, or served by an earlier owner
-  // relaxed: under inspect_mutex_ (see inspect_qdisc()).
-  inspect_pending_.store(false, std::memory_order_relaxed);
-  try {
-    (*inspect_fn_)(*qdisc_);
-  } catch (...) {
-    inspect_error_ = std::current_exception();  // rethrown by the caller
-  }
-  inspect_done_ = true;
-  inspect_cv_.notify_all();
-}
+void QueueBase::serve_inspect_slow() noexcept { inspect_.serve(*qdisc_); }
 
 bool QueueBase::edit_qdisc(const std::function<void(Qdisc& root, QdiscEdit& edit)>& fn,
                            std::chrono::milliseconds timeout) {
@@ -141,13 +86,6 @@ void QueueBase::apply_edit(const std::function<void(Qdisc& root, QdiscEdit& edit
   // whatever part of it the (new) root's own counter holds; unsigned wrap-around: a new root may
   // count fewer drops than the old one did.
   edit_drops_.add(edit.dropped - (qdisc_->drops() - drops_before));
-}
-
-void QueueBase::close_inspect() noexcept {
-  std::unique_lock lock(inspect_mutex_);
-  inspect_closed_ = true;
-  inspect_cv_.notify_all();
-  inspect_cv_.wait(lock, [this] { return inspect_callers_ == 0; });
 }
 
 bool QueueBase::drain(std::chrono::milliseconds timeout) {

@@ -9,9 +9,9 @@
 // The protected members below are what a strategy calls; those of the loop and the scheduler are
 // inline forwarders (the templates stay templates: no call is added on the per-packet path).
 //
-// Inspection (TxQueue::inspect_qdisc, tc -s on a running queue). A caller puts fn into a request
-// slot (inspect_mutex_), sets inspect_pending_ and schedule()s, so that an idle queue gets a
-// deferred run. Every driver-loop owner checks the flag in run_end() — with the root lock (or the
+// Inspection (TxQueue::inspect_qdisc, tc -s on a running queue). A caller puts fn into the
+// request slot (InspectSlot, inspect_slot.hpp), which sets inspect_pending_ and schedule()s, so
+// that an idle queue gets a deferred run. Every driver-loop owner checks the flag in run_end() — with the root lock (or the
 // strategy's serialisation) still held and RUNNING still owned — and runs fn there; strategies
 // whose batch end can skip the loop on an empty queue (combining's epilogue) call
 // serve_inspect() themselves. Why it is served: a deferred run either wins RUNNING (and its
@@ -28,9 +28,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -41,6 +39,7 @@
 
 #include "base/per_thread_counter.hpp"
 #include "engine/driver_loop.hpp"
+#include "engine/inspect_slot.hpp"
 #include "engine/scheduler.hpp"
 #include "txpath/counter.hpp"
 #include "txpath/device.hpp"
@@ -154,8 +153,8 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   // held, combiner role, nolock seqlock), i.e. where the qdisc may be read consistently.
   [[gnu::always_inline]] void serve_inspect() noexcept {
     // relaxed: a hint that costs one load when nobody inspects; pairs with nothing — the request
-    // itself (fn) is handed over under inspect_mutex_. A set not yet visible here is seen by a
-    // later owner (the waiter schedules a deferred run again every millisecond).
+    // itself (fn) is handed over under the slot's mutex (inspect_slot.hpp). A set not yet
+    // visible here is seen by a later owner (the waiter asks for a run again every millisecond).
     if (inspect_pending_.load(std::memory_order_relaxed)) [[unlikely]] serve_inspect_slow();
   }
   // qdisc_is_running(), read without the root lock: a racy hint by design (busylock's test).
@@ -204,8 +203,6 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   // edit_qdisc()'s request, in the serialised context: runs fn, installs a new root (under
   // root_mutex_, for stats()), empties the old one and counts what was dropped.
   void apply_edit(const std::function<void(Qdisc& root, QdiscEdit& edit)>& fn, QdiscEdit& edit);
-  // Refuses further inspect_qdisc() calls, wakes the waiting ones and waits until they have left.
-  void close_inspect() noexcept;
 
   Device& device_;
   std::unique_ptr<Qdisc> qdisc_;
@@ -218,9 +215,9 @@ class QueueBase : public TxQueue, private Scheduler::Client {
 
   // RUNNING; see run_begin(). Own cache line: every sender of busylock reads it.
   alignas(64) std::atomic<bool> running_{false};
-  // An inspect_qdisc() request waits in the slot below. On RUNNING's line: the owner reads it in
-  // run_end() next to its RUNNING store. Set seq_cst (then schedule()) and cleared under
-  // inspect_mutex_; read relaxed by owners (see serve_inspect()).
+  // An inspect_qdisc() request waits in inspect_. On RUNNING's line: the owner reads it in
+  // run_end() next to its RUNNING store. Set seq_cst and cleared under the slot's mutex by
+  // InspectSlot; read relaxed by owners (serve_inspect()).
   std::atomic<bool> inspect_pending_{false};
   // Driver-loop runs (RUNNING acquisitions); written by the owner in run_begin().
   SingleWriterCounter runs_;
@@ -234,14 +231,8 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   PerThreadCounter submitted_;
   PerThreadCounter strategy_drops_;
 
-  // The inspect_qdisc() request slot (control path only); all fields under inspect_mutex_.
-  std::mutex inspect_mutex_;
-  std::condition_variable inspect_cv_;  // request served, slot freed, or closed
-  const std::function<void(const Qdisc&)>* inspect_fn_ = nullptr;  // the request; null: slot free
-  bool inspect_done_ = false;                                     // fn has run
-  std::exception_ptr inspect_error_;                              // what fn threw
-  bool inspect_closed_ = false;                                   // shutdown() began
-  int inspect_callers_ = 0;                                       // threads inside inspect_qdisc()
+  // The inspect_qdisc() request slot (control path only).
+  InspectSlot inspect_{inspect_pending_};
 };
 
 // Wraps a strategy so that shutdown() runs (its threads and the service thread stop) before any

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Live tc changes: see apply.hpp and docs/architecture.md ("Live tc changes").
+// Live tc changes: see apply.hpp and docs/tc-compatibility.md ("Live changes").
 #include "tc/apply.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
-// See control_socket.hpp. The server thread alone touches the listening socket after the
-// constructor; the destructor signals the eventfd, joins the thread, closes, removes its file.
+// See control_socket.hpp. The listening socket, its thread and their teardown are a
+// UnixEndpoint's (unix_endpoint.hpp).
 #include "tc/control_socket.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -19,6 +18,7 @@
 #include "core/text.hpp"
 #include "tc/socket_io.hpp"
 #include "tc/stats_socket.hpp"
+#include "tc/unix_endpoint.hpp"
 #include "txpath/error.hpp"
 
 namespace txpath::tc {
@@ -60,57 +60,47 @@ std::string control_endpoint(const std::string& config_path, const std::string& 
   return dir + "/" + stats_endpoint_name(config_path, dev, dir.size() + kSuffixLen) + kSuffix;
 }
 
-ControlServer::ControlServer(std::string path, std::function<std::string(const std::string&)> handle)
-    : path_(std::move(path)), handle_(std::move(handle)) {
+namespace {
+
+sockaddr_un control_address(const std::string& path, socklen_t& len) {
   sockaddr_un addr;
-  const socklen_t len = path_address(path_, addr);
-  if (len == 0) throw ConfigError("control endpoint path " + txpath::quoted(path_) + " does not fit a unix socket address");
-  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (fd.get() < 0) throw ConfigError("control endpoint: socket: " + errno_text(errno));
-  // The caller holds the endpoint's lock: a file here is a dead server's.
-  struct stat old{};
-  if (::lstat(path_.c_str(), &old) == 0 && S_ISSOCK(old.st_mode)) ::unlink(path_.c_str());
-  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0)
-    throw ConfigError("control endpoint " + txpath::quoted(path_) + ": bind: " + errno_text(errno));
-  struct stat st{};
-  if (::lstat(path_.c_str(), &st) != 0 || ::listen(fd.get(), 16) != 0) {
-    const int err = errno;
-    ::unlink(path_.c_str());
-    throw ConfigError("control endpoint " + txpath::quoted(path_) + ": " + errno_text(err));
-  }
-  Fd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (stop.get() < 0) {
-    ::unlink(path_.c_str());
-    throw ConfigError("control endpoint: eventfd: " + errno_text(errno));
-  }
-  sock_dev_ = st.st_dev;
-  sock_ino_ = st.st_ino;
-  listen_fd_ = fd.get();
-  stop_fd_ = stop.get();
-  try {
-    thread_ = std::thread([this] { serve(); });
-  } catch (const std::exception& e) {
-    ::unlink(path_.c_str());
-    throw ConfigError(std::string("control endpoint: cannot start its thread: ") + e.what());
-  }
-  fd.release();
-  stop.release();
+  len = path_address(path, addr);
+  if (len == 0) throw ConfigError("control endpoint path " + txpath::quoted(path) + " does not fit a unix socket address");
+  return addr;
 }
 
-ControlServer::~ControlServer() {
-  stop_server(stop_fd_, thread_, listen_fd_, path_, sock_dev_, sock_ino_);
+// The caller holds the endpoint's lock: a socket file here is a dead server's.
+void bind_replacing_any(const std::string& path, int fd, const sockaddr_un& addr, socklen_t len) {
+  struct stat old{};
+  if (::lstat(path.c_str(), &old) == 0 && S_ISSOCK(old.st_mode)) ::unlink(path.c_str());
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0)
+    throw ConfigError("control endpoint " + txpath::quoted(path) + ": bind: " + errno_text(errno));
+}
+
+UnixEndpoint control_listener(const std::string& path) {
+  socklen_t len = 0;
+  const sockaddr_un addr = control_address(path, len);
+  return UnixEndpoint(path, "control endpoint", addr, len, 16,
+                      [&](int fd, const sockaddr_un& a, socklen_t l) { bind_replacing_any(path, fd, a, l); });
+}
+
+}  // namespace
+
+ControlServer::ControlServer(std::string path, std::function<std::string(const std::string&)> handle)
+    : handle_(std::move(handle)), endpoint_(control_listener(path)) {
+  endpoint_.start([this] { serve(); });
 }
 
 void ControlServer::serve() noexcept {
   for (;;) {
-    pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    pollfd fds[2] = {{endpoint_.stop_fd(), POLLIN, 0}, {endpoint_.listen_fd(), POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
       return;
     }
     if (fds[0].revents != 0) return;
     if (!(fds[1].revents & POLLIN)) continue;
-    Fd fd(::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    Fd fd(::accept4(endpoint_.listen_fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (fd.get() < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) ::usleep(10000);
       continue;

@@ -19,13 +19,12 @@
 // driver-loop owner (or refused, nothing changed).
 #pragma once
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
-#include <thread>
+
+#include "tc/unix_endpoint.hpp"
 
 namespace txpath::tc {
 
@@ -36,24 +35,18 @@ namespace txpath::tc {
 class ControlServer {
  public:
   ControlServer(std::string path, std::function<std::string(const std::string&)> handle);
-  ~ControlServer();
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
 
-  const std::string& path() const noexcept { return path_; }
+  const std::string& path() const noexcept { return endpoint_.path(); }
   static constexpr std::chrono::seconds kRequestTimeout{5};
 
  private:
   void serve() noexcept;
   void answer(int fd) noexcept;
 
-  const std::string path_;
   std::function<std::string(const std::string&)> handle_;
-  int listen_fd_ = -1;
-  int stop_fd_ = -1;  // eventfd: written once by the destructor
-  dev_t sock_dev_ = 0;
-  ino_t sock_ino_ = 0;
-  std::thread thread_;
+  wire::UnixEndpoint endpoint_;  // last: its destructor stops the thread that calls handle_
 };
 
 // The control endpoint of configuration `config_path` and device `dev` (the stats endpoint's

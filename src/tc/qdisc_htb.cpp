@@ -233,7 +233,7 @@ HtbClassConfig parse_class(const QdiscOptions& o, uint32_t& quantum) {
   HtbClassArgs a;
   for (std::size_t i = 0; i < o.size(); ++i) parse_class_option(o, i, a);
   if (!a.rate) o.fail("\"rate\" is required.");
-  if (!a.wrapped.empty()) o.fail(a.wrapped);  // docs/architecture.md, tc compatibility
+  if (!a.wrapped.empty()) o.fail(a.wrapped);  // docs/tc-compatibility.md
   HtbClassConfig cfg;
   cfg.rate = a.rate;
   cfg.ceil = a.ceil ? a.ceil : a.rate;

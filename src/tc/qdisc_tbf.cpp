@@ -242,8 +242,8 @@ void check_tbf_args(const QdiscOptions& o, const TbfArgs& a) {
   if (!a.burst) o.fail("tbf: the \"burst\" parameter is mandatory.");
   if (a.peakrate && !a.mtu) o.fail("tbf: when \"peakrate\" is specified, \"mtu\" must also be specified.");
   if (!a.limit && !a.latency_us) o.fail("tbf: either \"limit\" or \"latency\" is required.");
-  if (!a.wrapped.empty()) o.fail(a.wrapped);  // docs/architecture.md, tc compatibility
-  if (a.latency_us > kU32)  // tc wraps it to 32 bits: refused (docs/architecture.md)
+  if (!a.wrapped.empty()) o.fail(a.wrapped);  // docs/tc-compatibility.md
+  if (a.latency_us > kU32)  // tc wraps it to 32 bits: refused (docs/tc-compatibility.md)
     o.fail("tbf: illegal value for \"latency\": " + tc::format_time(a.latency_us * 1000) +
            " is 2^32 us or more, which tc would wrap");
   if (a.peakrate && a.peakrate <= a.rate)  // sch_tbf refuses it without an extended ack
@@ -269,7 +269,7 @@ TbfConfig tbf_config(const QdiscOptions& o, const TbfArgs& a) {
     double lim = static_cast<double>(cfg.rate) * secs + static_cast<double>(cfg.burst);
     if (cfg.peakrate)
       lim = std::min(lim, static_cast<double>(cfg.peakrate) * secs + static_cast<double>(cfg.minburst));
-    // tc wraps such a limit to 32 bits: refused here (docs/architecture.md, tc compatibility).
+    // tc wraps such a limit to 32 bits: refused here (docs/tc-compatibility.md).
     if (!(lim < 4294967296.0))
       o.fail("tbf: latency " + tc::format_time(a.latency_us * 1000) +
              " gives a limit above 4294967295 bytes, which tc would wrap");

@@ -12,7 +12,6 @@
 #include <chrono>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 
 namespace txpath::tc::wire {
@@ -63,10 +62,6 @@ std::string connect_by(int fd, const sockaddr_un& addr, socklen_t len, Clock::ti
 // connect_by()).
 std::string connect_trusted(const std::string& path, Clock::time_point deadline, Fd& fd,
                             bool* no_server);
-// A server's teardown: signals the eventfd `stop_fd` (once), joins its thread, closes both
-// descriptors and removes the socket file at `path` if it is still the one bound (dev, ino).
-void stop_server(int stop_fd, std::thread& thread, int listen_fd, const std::string& path,
-                 dev_t dev, ino_t ino) noexcept;
 // Reads one "<length>\n<document>" from `fd` up to end of file, before `deadline`, into
 // `document`. Returns "" or why not; refuses more than kMaxDocument (stats_socket.hpp).
 std::string read_document(int fd, Clock::time_point deadline, std::chrono::milliseconds timeout,

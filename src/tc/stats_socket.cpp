@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 // See stats_socket.hpp. Invariants: the server thread alone touches the client table and the
-// listening socket after the constructor; the destructor signals the eventfd, joins the thread,
-// then closes every descriptor and removes the files it made. No function here raises a signal
+// listening socket after the constructor (a UnixEndpoint, unix_endpoint.hpp, whose destructor
+// signals the eventfd, joins the thread, closes and removes the socket file; then the lock file
+// goes). No function here raises a signal
 // (MSG_NOSIGNAL) or throws out of the server thread.
 #include "tc/stats_socket.hpp"
+
 #include "tc/socket_io.hpp"
+#include "tc/unix_endpoint.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -328,71 +330,43 @@ std::string stats_endpoint(const std::string& config_path, const std::string& de
   return dir + "/" + stats_endpoint_name(config_path, dev, dir.size());
 }
 
-StatsServer::StatsServer(std::string path, std::function<std::string()> snapshot)
-    : path_(std::move(path)), snapshot_(std::move(snapshot)) {
+namespace {
+
+sockaddr_un stats_address(const std::string& path, socklen_t& len) {
   sockaddr_un addr;
-  const socklen_t len = path_address(path_, addr);
+  len = path_address(path, addr);
   if (len == 0)
-    throw ConfigError("stats endpoint path of " + std::to_string(path_.size()) + " bytes (1 to " +
+    throw ConfigError("stats endpoint path of " + std::to_string(path.size()) + " bytes (1 to " +
                       std::to_string(max_endpoint_path()) + " allowed)");
-  check_private_directory(parent_of(path_), /*create=*/true);
-  const std::string lock_path = path_ + ".lock";
-  Fd lock = take_server_lock(lock_path, path_);
-  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (fd.get() < 0) throw ConfigError("stats endpoint: socket: " + errno_text(errno));
-  bind_replacing_stale(fd.get(), path_, addr, len);
-  // From here on the socket file is ours: removed again if the rest fails.
-  struct stat st{};
-  const bool have_inode = ::lstat(path_.c_str(), &st) == 0;
-  auto fail = [&](const std::string& what) -> ConfigError {
-    if (have_inode) ::unlink(path_.c_str());
-    ::unlink(lock_path.c_str());  // still holding the lock: see take_server_lock()
-    return ConfigError(what);
-  };
-  if (!have_inode) throw fail("stats endpoint " + txpath::quoted(path_) + ": lstat: " + errno_text(errno));
-  if (::listen(fd.get(), SOMAXCONN) != 0)
-    throw fail("stats endpoint " + txpath::quoted(path_) + ": listen: " + errno_text(errno));
-  Fd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (stop.get() < 0) throw fail("stats endpoint: eventfd: " + errno_text(errno));
-  sock_dev_ = st.st_dev;
-  sock_ino_ = st.st_ino;
-  listen_fd_ = fd.get();
-  stop_fd_ = stop.get();
-  try {
-    thread_ = std::thread([this] { serve(); });
-  } catch (const std::exception& e) {
-    throw fail(std::string("stats endpoint: cannot start its thread: ") + e.what());
-  }
-  fd.release();
-  stop.release();
-  lock_fd_ = lock.release();
+  return addr;
 }
 
-namespace wire {
-
-void stop_server(int stop_fd, std::thread& thread, int listen_fd, const std::string& path,
-                 dev_t dev, ino_t ino) noexcept {
-  const uint64_t one = 1;
-  // An eventfd write of 1 cannot block (the counter is far from its limit) or fail here.
-  ssize_t n;
-  do {
-    n = ::write(stop_fd, &one, sizeof one);
-  } while (n < 0 && errno == EINTR);
-  thread.join();
-  ::close(listen_fd);
-  ::close(stop_fd);
-  // Remove our socket file, unless someone replaced it meanwhile (only we can write here).
-  struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0 && st.st_dev == dev && st.st_ino == ino) ::unlink(path.c_str());
+// The endpoint's lock, taken once its path and directory are checked.
+StatsServer::HeldLock lock_endpoint(const std::string& path) {
+  socklen_t len = 0;
+  (void)stats_address(path, len);
+  check_private_directory(parent_of(path), /*create=*/true);
+  const std::string lock_path = path + ".lock";
+  return StatsServer::HeldLock{take_server_lock(lock_path, path), lock_path};
 }
 
-}  // namespace wire
+UnixEndpoint stats_listener(const std::string& path) {
+  socklen_t len = 0;
+  const sockaddr_un addr = stats_address(path, len);
+  return UnixEndpoint(path, "stats endpoint", addr, len, SOMAXCONN,
+                      [&](int fd, const sockaddr_un& a, socklen_t l) { bind_replacing_stale(fd, path, a, l); });
+}
 
-StatsServer::~StatsServer() {
-  stop_server(stop_fd_, thread_, listen_fd_, path_, sock_dev_, sock_ino_);
-  // The lock file goes while we still hold it (see take_server_lock()).
-  ::unlink((path_ + ".lock").c_str());
-  ::close(lock_fd_);
+}  // namespace
+
+StatsServer::HeldLock::~HeldLock() {
+  // The lock file goes while we still hold it (see take_server_lock()); fd closes after.
+  if (fd.get() >= 0) ::unlink(path.c_str());
+}
+
+StatsServer::StatsServer(std::string path, std::function<std::string()> snapshot)
+    : snapshot_(std::move(snapshot)), lock_(lock_endpoint(path)), endpoint_(stats_listener(path)) {
+  endpoint_.start([this] { serve(); });
 }
 
 void StatsServer::serve() noexcept {
@@ -412,8 +386,8 @@ void StatsServer::serve() noexcept {
     const bool accepting = static_cast<int>(clients.size()) < kMaxClients &&
                            buffered < kMaxBuffered && accept_pause <= now;
     fds.clear();
-    fds.push_back({stop_fd_, POLLIN, 0});
-    fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});  // fd -1: ignored by poll
+    fds.push_back({endpoint_.stop_fd(), POLLIN, 0});
+    fds.push_back({accepting ? endpoint_.listen_fd() : -1, POLLIN, 0});  // fd -1: ignored by poll
     Clock::time_point wake = Clock::time_point::max();
     for (const Client& c : clients) {
       fds.push_back({c.fd.get(), POLLOUT, 0});
@@ -448,7 +422,7 @@ void StatsServer::serve() noexcept {
     clients.resize(keep);
 
     if (!accepting || !(fds[1].revents & POLLIN)) continue;
-    if (!accept_waiting(listen_fd_, snapshot_, clients, buffered))
+    if (!accept_waiting(endpoint_.listen_fd(), snapshot_, clients, buffered))
       accept_pause = Clock::now() + std::chrono::milliseconds(10);  // EMFILE, ENOBUFS ...
   }
 }

@@ -48,6 +48,9 @@
 #include <string>
 #include <thread>
 
+#include "tc/socket_io.hpp"
+#include "tc/unix_endpoint.hpp"
+
 namespace txpath::tc {
 
 // The largest document either end handles.
@@ -63,27 +66,28 @@ inline constexpr uint64_t kMaxDocument = uint64_t{16} << 20;
 class StatsServer {
  public:
   StatsServer(std::string path, std::function<std::string()> snapshot);
-  ~StatsServer();
   StatsServer(const StatsServer&) = delete;
   StatsServer& operator=(const StatsServer&) = delete;
 
-  const std::string& path() const noexcept { return path_; }
+  const std::string& path() const noexcept { return endpoint_.path(); }
 
   static constexpr int kMaxClients = 64;
   static constexpr uint64_t kMaxBuffered = uint64_t{64} << 20;  // documents held for clients
   static constexpr std::chrono::seconds kClientTimeout{10};
 
+  // The endpoint's flock()ed lock file; removed while still held when the server ends.
+  struct HeldLock {
+    wire::Fd fd;
+    std::string path;
+    ~HeldLock();
+  };
+
  private:
   void serve() noexcept;
 
-  const std::string path_;
   std::function<std::string()> snapshot_;
-  int listen_fd_ = -1;
-  int stop_fd_ = -1;  // eventfd: written once by the destructor
-  int lock_fd_ = -1;  // flock()ed NAME.lock, held for the server's life
-  dev_t sock_dev_ = 0;
-  ino_t sock_ino_ = 0;  // the socket file we bound (removed on stop only if still this one)
-  std::thread thread_;
+  HeldLock lock_;                // NAME.lock, flock()ed for the server's life
+  wire::UnixEndpoint endpoint_;  // last: its destructor stops the thread that calls snapshot_
 };
 
 // What fetch_stats() got: the document, or why not (one line, user text escaped).

@@ -8,7 +8,7 @@
 // changes), then an optional unit matched case-insensitively against the whole rest of the token.
 // A size is what tc's get_size() accepts: 0 <= value < 2^32 after the unit, fractions truncated
 // ("1.5" is 1, "-0" is 0, "4gb" is refused). Negative, infinite and NaN rates and times are
-// rejected (tc would silently wrap them: docs/architecture.md, "tc compatibility"). Fractions are
+// rejected (tc would silently wrap them: docs/tc-compatibility.md). Fractions are
 // truncated toward zero as tc's double -> integer conversion does, except times, which are
 // rounded to the nearest nanosecond (tc keeps microseconds; nanoseconds are finer, so "0.3us"
 // must not come out as 299 ns through binary floating point).
