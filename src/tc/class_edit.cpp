@@ -17,6 +17,7 @@
 
 #include "tc/commands.hpp"
 #include "tc/internal.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/tc_error.hpp"
 #include "txpath/error.hpp"
 #include "txpath/tc.hpp"
@@ -32,15 +33,17 @@ constexpr uint32_t range_first(uint32_t handle) { return handle & 0xFFFF0000u; }
 // band.
 bool implicit_class_exists(const QdiscConfig& owner, uint32_t classid, uint32_t tx_queues) {
   const uint32_t minor = minor_of(classid);
-  if (owner.kind == "tbf") return classid != 0;
-  if (is_multiqueue_kind(owner.kind)) return minor >= 1 && minor <= tx_queues;
-  if (owner.kind == "prio") {
-    uint32_t bands = 3;
-    for (std::size_t i = 0; i + 1 < owner.options.size(); ++i)
-      if (owner.options[i] == "bands") bands = static_cast<uint32_t>(std::strtoul(owner.options[i + 1].c_str(), nullptr, 10));
-    return minor >= 1 && minor <= bands;
+  switch (qdisc_kind(owner.kind).classes) {
+    case ClassModel::one_for_any: return classid != 0;
+    case ClassModel::per_tx_queue: return minor >= 1 && minor <= tx_queues;
+    case ClassModel::per_band: {
+      uint32_t bands = 3;
+      for (std::size_t i = 0; i + 1 < owner.options.size(); ++i)
+        if (owner.options[i] == "bands") bands = static_cast<uint32_t>(std::strtoul(owner.options[i + 1].c_str(), nullptr, 10));
+      return minor >= 1 && minor <= bands;
+    }
+    default: return false;  // fq_codel: no class is found
   }
-  return false;  // fq_codel: no class is found
 }
 
 }  // namespace
@@ -85,7 +88,7 @@ bool Config::TreeCommand::edit_class(Verb verb) {
   if (is_classless(owner->kind)) refuse_errno("Invalid argument", "qdisc " + owner->kind + " has no classes");
   if (clid != 0) clid = qid | minor_of(clid);
   else if (pid == kRoot) clid = qid;  // the kernel's: "root" without a class id names MAJ:0
-  const bool htb = owner->kind == "htb";
+  const bool htb = qdisc_kind(owner->kind).classes == ClassModel::explicit_;
   ClassConfig* cur = htb && minor_of(clid) != 0 ? d.find_class(clid) : nullptr;
   const bool exists = htb ? cur != nullptr : implicit_class_exists(*owner, clid, d.config.tx_queues);
   if (!exists && (verb == Verb::del || verb == Verb::change)) refuse_errno("No such file or directory");

@@ -36,6 +36,7 @@
 #include "qdisc/mq.hpp"
 #include "tc/commands.hpp"
 #include "tc/internal.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "tc/tc_error.hpp"
 #include "tc/tc_units.hpp"
@@ -72,47 +73,9 @@ const std::string& next_arg(std::span<const std::string> args, std::size_t& i) {
 // The kernel's change() of these qdiscs only touches the attributes tc sent, and tc sends only
 // the options given; so the effective options are the old ones with the new ones overriding.
 // For every other kind tc sends a complete set, and the new options replace the old.
-struct OptionShape {
-  std::string_view group;  // options of one group override each other (ecn / noecn)
-  int values;              // value tokens after the keyword
-};
-
-const std::map<std::string_view, OptionShape>* merge_table(std::string_view kind) {
-  static const std::map<std::string_view, OptionShape> fifo = {{"limit", {"limit", 1}}};
-  static const std::map<std::string_view, OptionShape> fq_codel = {
-      {"limit", {"limit", 1}},           {"flows", {"flows", 1}},
-      {"quantum", {"quantum", 1}},       {"target", {"target", 1}},
-      {"interval", {"interval", 1}},     {"memory_limit", {"memory_limit", 1}},
-      {"ce_threshold", {"ce_threshold", 1}}, {"drop_batch", {"drop_batch", 1}},
-      {"ecn", {"ecn", 0}},               {"noecn", {"ecn", 0}},
-  };
-  static const std::map<std::string_view, OptionShape> fq = {
-      {"limit", {"limit", 1}},
-      {"flow_limit", {"flow_limit", 1}},
-      {"quantum", {"quantum", 1}},
-      {"initial_quantum", {"initial_quantum", 1}},
-      {"maxrate", {"maxrate", 1}},
-      {"buckets", {"buckets", 1}},
-      {"refill_delay", {"refill_delay", 1}},
-      {"low_rate_threshold", {"low_rate_threshold", 1}},
-      {"orphan_mask", {"orphan_mask", 1}},
-      {"timer_slack", {"timer_slack", 1}},
-      {"ce_threshold", {"ce_threshold", 1}},
-      {"horizon", {"horizon", 1}},
-      {"pacing", {"pacing", 0}},
-      {"nopacing", {"pacing", 0}},
-      {"horizon_drop", {"horizon_mode", 0}},
-      {"horizon_cap", {"horizon_mode", 0}},
-  };
-  if (kind == "pfifo" || kind == "bfifo" || kind == "pfifo_head_drop") return &fifo;
-  if (kind == "fq_codel" || kind == "codel") return &fq_codel;  // codel's are a subset
-  if (kind == "fq") return &fq;
-  return nullptr;
-}
-
 // Splits options into (group, tokens) runs by the table; nullopt if a token is not in it.
 std::optional<std::vector<std::pair<std::string, std::vector<std::string>>>> split_options(
-    const std::map<std::string_view, OptionShape>& table, const std::vector<std::string>& opts) {
+    const MergeTable& table, const std::vector<std::string>& opts) {
   std::vector<std::pair<std::string, std::vector<std::string>>> runs;
   for (std::size_t i = 0; i < opts.size(); ++i) {
     const auto it = table.find(opts[i]);
@@ -131,7 +94,7 @@ std::optional<std::vector<std::pair<std::string, std::vector<std::string>>>> spl
 
 std::vector<std::string> merge_options(std::string_view kind, const std::vector<std::string>& old,
                                        const std::vector<std::string>& given) {
-  const auto* table = merge_table(kind);
+  const MergeTable* table = qdisc_kind(kind).merge;
   if (!table) return given;
   auto old_runs = split_options(*table, old);
   const auto new_runs = split_options(*table, given);
@@ -342,7 +305,7 @@ void preparse_class(const std::string& kind, const ClassConfig& c) {
   static constexpr std::string_view kTcClassful[] = {"htb", "hfsc", "drr", "qfq", "cbq", "atm", "dsmark", "ets"};
   if (std::find(std::begin(kTcClassful), std::end(kTcClassful), kind) == std::end(kTcClassful))
     throw TcParseLine("Error: Qdisc " + quoted(kind) + " is classless.");
-  if (kind != "htb") return;  // the request then fails at its qdisc
+  if (qdisc_kind(kind).classes != ClassModel::explicit_) return;  // the request then fails at its qdisc
   QdiscEnv env;
   env.handle_major = static_cast<uint16_t>(major_of(c.classid));
   const std::unique_ptr<Qdisc> scratch = make_tc_qdisc(kind, env);
@@ -368,7 +331,7 @@ void add_default_children(Tree& tree, Qdisc& q, uint32_t handle, Grafted&& graft
 
 }  // namespace
 
-bool is_multiqueue_kind(std::string_view kind) noexcept { return kind == "mq" || kind == "mqprio"; }
+bool is_multiqueue_kind(std::string_view kind) noexcept { return qdisc_kind(kind).multiqueue_root; }
 
 void check_device_name(std::string_view name) {
   bool ok = !name.empty() && name.size() <= 15 && name != "." && name != "..";

@@ -5,10 +5,12 @@
 // CREATE|REPLACE; tc_get_qdisc for del), with the kernel's extended-ack messages, so that each
 // command fails, or succeeds, as it does on Linux (tests/cli/tc_kernel_cmds.sh compares them).
 // Written from the kernel's documented behaviour and observed answers; no code copied.
+#include <algorithm>
 #include <string>
 
 #include "tc/commands.hpp"
 #include "tc/internal.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/tc_error.hpp"
 #include "txpath/error.hpp"
 #include "txpath/tc.hpp"
@@ -21,22 +23,18 @@ namespace {
 
 constexpr uint32_t range_first(uint32_t handle) { return handle & 0xFFFF0000u; }
 
-// Kinds without the kernel's change operation, for which tc always sends options: a change is
-// refused. (mq and pfifo_fast have none either, but tc sends them no options: nothing to do.)
-bool has_no_change_op(std::string_view kind) { return kind == "htb" || kind == "mqprio"; }
+bool explicit_classes(const QdiscConfig& q) { return qdisc_kind(q.kind).classes == ClassModel::explicit_; }
+
 
 }  // namespace
 
-bool is_classless(std::string_view kind) {
-  return kind == "pfifo" || kind == "bfifo" || kind == "pfifo_head_drop" || kind == "pfifo_fast" ||
-         kind == "fq";
-}
+bool is_classless(std::string_view kind) { return qdisc_kind(kind).classes == ClassModel::classless; }
 
 uint32_t Config::TreeCommand::class_of_parent(uint32_t parent) const {
   if (parent == kRoot) return parent;
   const QdiscConfig* owner = d.qdisc(range_first(parent));
   // tbf's one class answers to every class id of its qdisc (sch_tbf's find()).
-  return owner && owner->kind == "tbf" ? owner->handle | 1u : parent;
+  return owner && qdisc_kind(owner->kind).classes == ClassModel::one_for_any ? owner->handle | 1u : parent;
 }
 
 QdiscConfig* Config::TreeCommand::at_parent(uint32_t parent) {
@@ -46,7 +44,7 @@ QdiscConfig* Config::TreeCommand::at_parent(uint32_t parent) {
   if (is_classless(owner->kind)) rejected("Parent qdisc is not classful.");
   parent = class_of_parent(parent);
   if (minor_of(parent) == 0) rejected("Specified class not found.");
-  if (owner->kind == "htb" && !d.find_class(parent)) rejected("Specified class not found.");
+  if (explicit_classes(*owner) && !d.find_class(parent)) rejected("Specified class not found.");
   if (is_multiqueue_kind(owner->kind) && minor_of(parent) > d.config.tx_queues)
     rejected("Specified class not found.");
   return d.qdisc_at(parent);
@@ -82,10 +80,13 @@ bool Config::TreeCommand::create_n_graft(QdiscConfig* old, bool create) {
 
 bool Config::TreeCommand::change(QdiscConfig& q) {
   if (t.kind.empty()) return false;  // tc sends no options without a kind: nothing changes
-  if (has_no_change_op(q.kind)) rejected("Change operation not supported by specified qdisc.");
-  if (q.kind == "fq_codel")
-    for (const auto& o : t.options)
-      if (o == "flows") rejected("fq_codel: the number of flows cannot be changed");
+  // Kinds without the kernel's change operation, for which tc always sends options: a change is
+  // refused. (mq and pfifo_fast have none either, but tc sends them no options: nothing to do.)
+  const QdiscKind& kind = qdisc_kind(q.kind);
+  if (!kind.change_op) rejected("Change operation not supported by specified qdisc.");
+  for (const auto& o : t.options)
+    if (std::find(kind.fixed_on_change.begin(), kind.fixed_on_change.end(), o) != kind.fixed_on_change.end())
+      rejected(q.kind + ": the number of " + o + " cannot be changed");
   q.options = merge_options(q.kind, q.options, t.options);
   cfg.validate(d);
   return true;
@@ -139,7 +140,7 @@ bool Config::TreeCommand::del() {
       if (major_of(parent) == 0 || !owner) rejected("Failed to find qdisc with specified classid.");
       if (is_classless(owner->kind)) rejected("Parent qdisc is not classful.");
       q = d.qdisc_at(parent);
-      if (!q && (minor_of(parent) == 0 || (owner->kind == "htb" && !d.find_class(parent)) ||
+      if (!q && (minor_of(parent) == 0 || (explicit_classes(*owner) && !d.find_class(parent)) ||
                  (is_multiqueue_kind(owner->kind) && minor_of(parent) > d.config.tx_queues)))
         rejected("Specified class not found.");
       if (!q && d.child_classes.count(parent))  // an inner htb class has no qdisc at all

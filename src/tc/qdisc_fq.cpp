@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "qdisc/fq.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "tc/tc_units.hpp"
 
@@ -267,5 +268,26 @@ std::unique_ptr<Qdisc> make_fq(const QdiscOptions& o, const QdiscEnv& env) {
   }
   return std::make_unique<FqQdisc>(c);
 }
+
+// The options a `change` merges into the old ones (the kernel's fq_change() touches only the
+// attributes tc sent); a change with any other option replaces them all (qdisc_kinds.hpp).
+const tc::MergeTable tc::kFqMerge = {
+    {"limit", {"limit", 1}},
+    {"flow_limit", {"flow_limit", 1}},
+    {"quantum", {"quantum", 1}},
+    {"initial_quantum", {"initial_quantum", 1}},
+    {"maxrate", {"maxrate", 1}},
+    {"buckets", {"buckets", 1}},
+    {"refill_delay", {"refill_delay", 1}},
+    {"low_rate_threshold", {"low_rate_threshold", 1}},
+    {"orphan_mask", {"orphan_mask", 1}},
+    {"timer_slack", {"timer_slack", 1}},
+    {"ce_threshold", {"ce_threshold", 1}},
+    {"horizon", {"horizon", 1}},
+    {"pacing", {"pacing", 0}},
+    {"nopacing", {"pacing", 0}},
+    {"horizon_drop", {"horizon_mode", 0}},
+    {"horizon_cap", {"horizon_mode", 0}},
+};
 
 }  // namespace txpath

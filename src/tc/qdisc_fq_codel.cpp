@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "qdisc/fq_codel.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "tc/tc_units.hpp"
 
@@ -129,5 +130,15 @@ std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& o, const QdiscEnv& env)
   // Whole-qdisc backlog check and quantum use the device MTU; both fixed at creation.
   return std::make_unique<FqCodelQdisc>(c);
 }
+
+// The options a `change` merges into the old ones (fq_codel_change() and codel_change() touch
+// only the attributes tc sent; codel's options are a subset); others replace them all.
+const tc::MergeTable tc::kFqCodelMerge = {
+    {"limit", {"limit", 1}},           {"flows", {"flows", 1}},
+    {"quantum", {"quantum", 1}},       {"target", {"target", 1}},
+    {"interval", {"interval", 1}},     {"memory_limit", {"memory_limit", 1}},
+    {"ce_threshold", {"ce_threshold", 1}}, {"drop_batch", {"drop_batch", 1}},
+    {"ecn", {"ecn", 0}},               {"noecn", {"ecn", 0}},
+};
 
 }  // namespace txpath

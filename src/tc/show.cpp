@@ -24,6 +24,7 @@
 #include "core/text.hpp"
 #include "qdisc/mq.hpp"
 #include "tc/internal.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/tc_units.hpp"
 #include "txpath/tc.hpp"
 
@@ -91,12 +92,6 @@ void add_stats_json(Json& j, const QdiscStats& s, const Xstats& x) {
   for (const auto& [k, v] : x) j[k] = v;  // tc -j puts xstats at the top level
 }
 
-// Whether tc's printer for `kind` ends its options with a space (iproute2 6.1: tbf, fq_codel
-// and fq do; the fifos, prio and pfifo_fast, htb and mqprio do not).
-bool options_end_with_space(std::string_view kind) {
-  return kind != "pfifo" && kind != "bfifo" && kind != "pfifo_head_drop" && kind != "prio" &&
-         kind != "pfifo_fast" && kind != "htb" && kind != "mqprio";
-}
 
 // One text entry: "HEAD OPTIONS\n" (a space after the options where tc prints one), then with -s
 // the counters and the xstats lines.
@@ -104,7 +99,7 @@ void print_entry(std::ostream& out, const std::string& head, std::string_view ki
                  const std::string& opts, bool stats, const Counters& c,
                  const std::string& xstats_text) {
   out << head << opts;
-  if (!opts.empty() && options_end_with_space(kind)) out << " ";
+  if (!opts.empty() && qdisc_kind(kind).options_end_with_space) out << " ";
   out << "\n";
   if (stats) {
     print_stats_text(out, c.stats);
