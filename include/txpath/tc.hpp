@@ -31,8 +31,6 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
-#include <list>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -140,12 +138,12 @@ struct TreeCounters;  // below: the counters of a built tree, copied out
 
 class Config {
  public:
-  Config() = default;
+  Config();
   Config(const Config& other);
   Config& operator=(const Config& other);
-  Config(Config&&) noexcept = default;
-  Config& operator=(Config&&) noexcept = default;
-  ~Config() = default;
+  Config(Config&&) noexcept;
+  Config& operator=(Config&&) noexcept;
+  ~Config();
 
   // Reads a configuration file; a missing file is an empty configuration. Throws ConfigError
   // "FILE:LINE: message" for a line that fails, ConfigError for a file that is not a regular file
@@ -226,59 +224,26 @@ class Config {
   MultiQueueSetup multiqueue(std::string_view dev, std::shared_ptr<QueueTrees> trees) const;
 
  private:
-  // A device's configured qdiscs and classes, indexed by handle, parent and class id; `seq`
-  // numbers record the creation order, in which parents come before their children.
-  struct Device {
-    struct QdiscEntry {
-      QdiscConfig config;
-      uint64_t seq = 0;
-    };
-    struct ClassEntry {
-      ClassConfig config;
-      uint64_t seq = 0;
-    };
-    DeviceConfig config;
-    std::map<uint32_t, QdiscEntry> qdiscs;       // by handle (major:0)
-    std::map<uint32_t, uint32_t> qdisc_parents;  // parent (kRoot or a class id) -> handle
-    std::map<uint32_t, ClassEntry> classes;      // by class id: a qdisc's classes are one range
-    std::map<uint32_t, uint32_t> child_classes;  // class id -> how many classes it is parent of
-    uint64_t next_seq = 0;
-    uint32_t next_auto_major = 0x8001;  // where the search for an automatic handle starts
-
-    QdiscConfig* qdisc(uint32_t handle) noexcept;
-    const QdiscConfig* qdisc(uint32_t handle) const noexcept;
-    QdiscConfig* qdisc_at(uint32_t parent) noexcept;  // the qdisc attached to `parent`
-    ClassConfig* find_class(uint32_t classid) noexcept;
-    void add_qdisc(QdiscConfig q);
-    void add_class(ClassConfig c);
-    void remove_class(uint32_t classid);
-    // Removes qdisc `handle` and everything below it (its classes, the qdiscs on them).
-    void remove_subtree(uint32_t handle);
-    // How many qdiscs a qdisc attached to `parent` would sit below.
-    int qdiscs_above(uint32_t parent) const noexcept;
-    // In creation order: every qdisc (the root first), a qdisc's classes, the qdiscs attached to
-    // a qdisc's classes.
-    std::vector<const QdiscConfig*> all_qdiscs() const;
-    std::vector<const ClassConfig*> classes_of(uint32_t handle) const;
-    std::vector<const QdiscConfig*> qdiscs_below(uint32_t handle) const;
-    const QdiscConfig* root() const noexcept;
-  };
-  Device* find(std::string_view dev) noexcept;
-  const Device* find(std::string_view dev) const noexcept;
-  Device& need(std::string_view dev);
-  const Device& need(std::string_view dev) const;
-  Tree build(const Device& d, QdiscEnv env) const;
+  // A device's configured qdiscs and classes with their indexes, and the configuration's devices
+  // (src/tc/config_model.hpp: not part of the API).
+  struct DeviceTree;
+  struct State;
+  DeviceTree* find(std::string_view dev) noexcept;
+  const DeviceTree* find(std::string_view dev) const noexcept;
+  DeviceTree& need(std::string_view dev);
+  const DeviceTree& need(std::string_view dev) const;
+  Tree build(const DeviceTree& d, QdiscEnv env) const;
   bool qdisc_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                      const ShowOptions& show);
   struct TreeCommand;  // qdisc_command's and class_command's verbs on the file's tree (commands.hpp)
   bool class_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                      const ShowOptions& show);
   bool link_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out);
-  void show_qdiscs(const Device* only, std::ostream& out, const ShowOptions& show) const;
-  void show_classes(const Device& d, std::ostream& out, const ShowOptions& show) const;
+  void show_qdiscs(const DeviceTree* only, std::ostream& out, const ShowOptions& show) const;
+  void show_classes(const DeviceTree& d, std::ostream& out, const ShowOptions& show) const;
   // Builds d's tree after a change, turning any error into the command's error; the caller
   // restores the previous state on throw. Does nothing while a file is read (defer_validation_).
-  void validate(const Device& d) const;
+  void validate(const DeviceTree& d) const;
   bool builds() const;  // every device builds
   void reindex();
   // One line of a configuration file, with its errors as "ORIGIN:LINE: message".
@@ -288,11 +253,7 @@ class Config {
   static Config run_prefix(std::span<const std::string_view> lines, std::size_t count,
                            std::string_view origin, std::size_t& failed);
 
-  std::list<Device> devs_;  // in creation order
-  std::map<std::string, std::list<Device>::iterator, std::less<>> by_name_;
-  // While a file is read, trees are built once at the end rather than after every line, and a
-  // failed command does not restore the state (the whole configuration is dropped).
-  bool defer_validation_ = false;
+  std::unique_ptr<State> state_;  // never null, except in a moved-from Config
 };
 
 // The `txpath tc` command line: args after "tc" (global options included: -s -d -j -p,

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tc/config_model.hpp"
 #include "txpath/tc.hpp"
 
 namespace txpath::tc {
@@ -39,7 +40,7 @@ bool is_classless(std::string_view kind);
 // qdisc_command / class_command then restore the device.
 struct Config::TreeCommand {
   Config& cfg;
-  Device& d;
+  DeviceTree& d;
   const Target& t;
 
   // add, change and replace: the kernel's tc_modify_qdisc with tc's flags for the verb.

@@ -2,7 +2,7 @@
 // The tc configuration model: devices, each with its configured qdiscs and classes, edited by tc
 // commands (qdisc|class|link add/change/replace/del) and built into live qdisc trees.
 //
-// Invariants of a Device, after every command:
+// Invariants of a DeviceTree, after every command:
 //   - at most one qdisc has parent kRoot (the configured root); without one the device's root is
 //     the default pfifo_fast with handle 0, which cannot be deleted and takes no children;
 //   - every other qdisc's parent is a leaf class of a qdisc of this device, and no two qdiscs
@@ -34,6 +34,7 @@
 #include "base/cpu_mask.hpp"
 #include "core/text.hpp"
 #include "qdisc/mq.hpp"
+#include "tc/config_model.hpp"
 #include "tc/commands.hpp"
 #include "tc/internal.hpp"
 #include "tc/qdisc_kinds.hpp"
@@ -349,40 +350,40 @@ void check_device_name(std::string_view name) {
 
 // ---- a device's indexes ----
 
-QdiscConfig* Config::Device::qdisc(uint32_t handle) noexcept {
+QdiscConfig* Config::DeviceTree::qdisc(uint32_t handle) noexcept {
   const auto it = qdiscs.find(handle);
   return it == qdiscs.end() ? nullptr : &it->second.config;
 }
-const QdiscConfig* Config::Device::qdisc(uint32_t handle) const noexcept {
+const QdiscConfig* Config::DeviceTree::qdisc(uint32_t handle) const noexcept {
   const auto it = qdiscs.find(handle);
   return it == qdiscs.end() ? nullptr : &it->second.config;
 }
-QdiscConfig* Config::Device::qdisc_at(uint32_t parent) noexcept {
+QdiscConfig* Config::DeviceTree::qdisc_at(uint32_t parent) noexcept {
   const auto it = qdisc_parents.find(parent);
   return it == qdisc_parents.end() ? nullptr : qdisc(it->second);
 }
-const QdiscConfig* Config::Device::root() const noexcept {
+const QdiscConfig* Config::DeviceTree::root() const noexcept {
   const auto it = qdisc_parents.find(kRoot);
   return it == qdisc_parents.end() ? nullptr : qdisc(it->second);
 }
-ClassConfig* Config::Device::find_class(uint32_t classid) noexcept {
+ClassConfig* Config::DeviceTree::find_class(uint32_t classid) noexcept {
   const auto it = classes.find(classid);
   return it == classes.end() ? nullptr : &it->second.config;
 }
 
-void Config::Device::add_qdisc(QdiscConfig q) {
+void Config::DeviceTree::add_qdisc(QdiscConfig q) {
   qdisc_parents[q.parent] = q.handle;
   const uint32_t handle = q.handle;
   qdiscs[handle] = QdiscEntry{std::move(q), next_seq++};
 }
 
-void Config::Device::add_class(ClassConfig c) {
+void Config::DeviceTree::add_class(ClassConfig c) {
   if (minor_of(c.parent) != 0) ++child_classes[c.parent];
   const uint32_t id = c.classid;
   classes[id] = ClassEntry{std::move(c), next_seq++};
 }
 
-void Config::Device::remove_class(uint32_t classid) {
+void Config::DeviceTree::remove_class(uint32_t classid) {
   const auto it = classes.find(classid);
   if (it == classes.end()) return;
   const uint32_t parent = it->second.config.parent;
@@ -394,7 +395,7 @@ void Config::Device::remove_class(uint32_t classid) {
   classes.erase(it);
 }
 
-void Config::Device::remove_subtree(uint32_t handle) {
+void Config::DeviceTree::remove_subtree(uint32_t handle) {
   std::vector<uint32_t> work{handle};  // a work list, not recursion: depth is the input's
   while (!work.empty()) {
     const uint32_t h = work.back();
@@ -414,7 +415,7 @@ void Config::Device::remove_subtree(uint32_t handle) {
   }
 }
 
-int Config::Device::qdiscs_above(uint32_t parent) const noexcept {
+int Config::DeviceTree::qdiscs_above(uint32_t parent) const noexcept {
   int n = 0;
   while (parent != kRoot && n <= kMaxNestedQdiscs) {
     const QdiscConfig* owner = qdisc(range_first(parent));
@@ -425,14 +426,14 @@ int Config::Device::qdiscs_above(uint32_t parent) const noexcept {
   return n;
 }
 
-std::vector<const QdiscConfig*> Config::Device::all_qdiscs() const {
+std::vector<const QdiscConfig*> Config::DeviceTree::all_qdiscs() const {
   std::vector<std::pair<uint64_t, const QdiscConfig*>> v;
   v.reserve(qdiscs.size());
   for (const auto& [h, e] : qdiscs) v.emplace_back(e.config.parent == kRoot ? 0 : e.seq + 1, &e.config);
   return by_seq(v);
 }
 
-std::vector<const ClassConfig*> Config::Device::classes_of(uint32_t handle) const {
+std::vector<const ClassConfig*> Config::DeviceTree::classes_of(uint32_t handle) const {
   std::vector<std::pair<uint64_t, const ClassConfig*>> v;
   const auto last = classes.upper_bound(range_last(handle));
   for (auto it = classes.lower_bound(range_first(handle)); it != last; ++it)
@@ -440,7 +441,7 @@ std::vector<const ClassConfig*> Config::Device::classes_of(uint32_t handle) cons
   return by_seq(v);
 }
 
-std::vector<const QdiscConfig*> Config::Device::qdiscs_below(uint32_t handle) const {
+std::vector<const QdiscConfig*> Config::DeviceTree::qdiscs_below(uint32_t handle) const {
   std::vector<std::pair<uint64_t, const QdiscConfig*>> v;
   const auto last = qdisc_parents.upper_bound(range_last(handle));
   for (auto it = qdisc_parents.lower_bound(range_first(handle)); it != last; ++it) {
@@ -452,32 +453,37 @@ std::vector<const QdiscConfig*> Config::Device::qdiscs_below(uint32_t handle) co
 
 // ---------------------------------------------------------------------------------------------
 
-Config::Config(const Config& other) : devs_(other.devs_), defer_validation_(other.defer_validation_) {
-  reindex();
+Config::Config() : state_(std::make_unique<State>()) {}
+
+Config::Config(const Config& other) : state_(std::make_unique<State>()) {
+  state_->devs = other.state_->devs;
+  state_->defer_validation = other.state_->defer_validation;
+  reindex();  // the copy's index points into its own list
 }
 
 Config& Config::operator=(const Config& other) {
-  if (this != &other) {
-    devs_ = other.devs_;
-    defer_validation_ = other.defer_validation_;
-    reindex();
-  }
+  if (this != &other) *this = Config(other);
   return *this;
 }
 
+// A list's nodes do not move with it, so the index stays valid in the moved-to Config.
+Config::Config(Config&&) noexcept = default;
+Config& Config::operator=(Config&&) noexcept = default;
+Config::~Config() = default;
+
 void Config::reindex() {
-  by_name_.clear();
-  for (auto it = devs_.begin(); it != devs_.end(); ++it) by_name_.emplace(it->config.name, it);
+  state_->by_name.clear();
+  for (auto it = state_->devs.begin(); it != state_->devs.end(); ++it) state_->by_name.emplace(it->config.name, it);
 }
 
 std::vector<DeviceConfig> Config::devices() const {
   std::vector<DeviceConfig> out;
-  for (const auto& d : devs_) out.push_back(d.config);
+  for (const auto& d : state_->devs) out.push_back(d.config);
   return out;
 }
 
 const DeviceConfig* Config::device(std::string_view name) const noexcept {
-  const Device* d = find(name);
+  const DeviceTree* d = find(name);
   return d ? &d->config : nullptr;
 }
 
@@ -488,7 +494,7 @@ std::vector<QdiscConfig> Config::qdiscs(std::string_view dev) const {
 }
 
 std::vector<ClassConfig> Config::classes(std::string_view dev) const {
-  const Device& d = need(dev);
+  const DeviceTree& d = need(dev);
   std::vector<std::pair<uint64_t, const ClassConfig*>> v;
   for (const auto& [id, e] : d.classes) v.emplace_back(e.seq, &e.config);
   std::vector<ClassConfig> out;
@@ -496,20 +502,20 @@ std::vector<ClassConfig> Config::classes(std::string_view dev) const {
   return out;
 }
 
-Config::Device* Config::find(std::string_view dev) noexcept {
-  const auto it = by_name_.find(dev);
-  return it == by_name_.end() ? nullptr : &*it->second;
+Config::DeviceTree* Config::find(std::string_view dev) noexcept {
+  const auto it = state_->by_name.find(dev);
+  return it == state_->by_name.end() ? nullptr : &*it->second;
 }
-const Config::Device* Config::find(std::string_view dev) const noexcept {
-  const auto it = by_name_.find(dev);
-  return it == by_name_.end() ? nullptr : &*it->second;
+const Config::DeviceTree* Config::find(std::string_view dev) const noexcept {
+  const auto it = state_->by_name.find(dev);
+  return it == state_->by_name.end() ? nullptr : &*it->second;
 }
-Config::Device& Config::need(std::string_view dev) {
-  if (Device* d = find(dev)) return *d;
+Config::DeviceTree& Config::need(std::string_view dev) {
+  if (DeviceTree* d = find(dev)) return *d;
   throw TcParseLine("Cannot find device " + quoted(dev));  // tc's line, exit status 1
 }
-const Config::Device& Config::need(std::string_view dev) const {
-  if (const Device* d = find(dev)) return *d;
+const Config::DeviceTree& Config::need(std::string_view dev) const {
+  if (const DeviceTree* d = find(dev)) return *d;
   throw TcParseLine("Cannot find device " + quoted(dev));
 }
 
@@ -517,7 +523,7 @@ const Config::Device& Config::need(std::string_view dev) const {
 
 Tree Config::build(std::string_view dev, QdiscEnv env) const { return build(need(dev), env); }
 
-Tree Config::build(const Device& d, QdiscEnv env) const {
+Tree Config::build(const DeviceTree& d, QdiscEnv env) const {
   env.txqueuelen = d.config.txqueuelen;
   env.mtu = d.config.mtu;
   env.tx_queues = d.config.tx_queues;
@@ -593,7 +599,7 @@ Tree Config::build(const Device& d, QdiscEnv env) const {
 
 std::function<std::unique_ptr<Qdisc>(const QdiscEnv&)> Config::root_factory(
     std::string_view dev, std::shared_ptr<Tree> tree) const {
-  const Device& d = need(dev);  // an unknown device fails now, not inside TxQueue::create
+  const DeviceTree& d = need(dev);  // an unknown device fails now, not inside TxQueue::create
   auto self = std::make_shared<Config>(*this);
   std::string name = d.config.name;
   return [self, name, tree](const QdiscEnv& env) {
@@ -659,7 +665,7 @@ std::unique_ptr<Qdisc> build_queue_root(QueueFactoryState& st, uint32_t index, c
 }  // namespace
 
 Config::MultiQueueSetup Config::multiqueue(std::string_view dev, std::shared_ptr<QueueTrees> trees) const {
-  const Device& d = need(dev);
+  const DeviceTree& d = need(dev);
   Tree probe = build(d, QdiscEnv{});  // refuses a configuration that does not build, now
   auto st = std::make_shared<QueueFactoryState>();
   st->config = std::make_shared<Config>(*this);
@@ -684,13 +690,13 @@ Config::MultiQueueSetup Config::multiqueue(std::string_view dev, std::shared_ptr
   return setup;
 }
 
-void Config::validate(const Device& d) const {
-  if (!defer_validation_) (void)build(d, QdiscEnv{});
+void Config::validate(const DeviceTree& d) const {
+  if (!state_->defer_validation) (void)build(d, QdiscEnv{});
 }
 
 bool Config::builds() const {
   try {
-    for (const auto& d : devs_) (void)build(d, QdiscEnv{});
+    for (const auto& d : state_->devs) (void)build(d, QdiscEnv{});
     return true;
   } catch (const ConfigError&) {
     return false;
@@ -793,7 +799,7 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
   }
   if (have_dev) check_device_name(dc.name);
   if (matches(cmd, "show") || matches(cmd, "list")) {
-    for (const auto& d : devs_) {
+    for (const auto& d : state_->devs) {
       if (have_dev && d.config.name != dc.name) continue;
       show_link(d.config, out);
     }
@@ -806,19 +812,19 @@ bool Config::link_command(std::string_view cmd, std::span<const std::string> arg
     dc.txqueuelen = txqueuelen.value_or(1000);
     dc.mtu = mtu.value_or(1500);
     dc.tx_queues = tx_queues.value_or(1);
-    devs_.emplace_back().config = dc;
-    by_name_.emplace(dc.name, std::prev(devs_.end()));
+    state_->devs.emplace_back().config = dc;
+    state_->by_name.emplace(dc.name, std::prev(state_->devs.end()));
     return true;
   }
   if (matches(cmd, "delete")) {
-    const auto it = by_name_.find(dc.name);
-    if (it == by_name_.end()) throw ConfigError("Cannot find device " + quoted(dc.name));
-    devs_.erase(it->second);
-    by_name_.erase(it);
+    const auto it = state_->by_name.find(dc.name);
+    if (it == state_->by_name.end()) throw ConfigError("Cannot find device " + quoted(dc.name));
+    state_->devs.erase(it->second);
+    state_->by_name.erase(it);
     return true;
   }
   if (cmd == "set" || matches(cmd, "change")) {
-    Device& d = need(dc.name);
+    DeviceTree& d = need(dc.name);
     if (tx_queues && *tx_queues != d.config.tx_queues)
       rejected("the TX queues of a device are fixed when it is added (numtxqueues " +
                std::to_string(d.config.tx_queues) + "): delete and add it again");
@@ -893,12 +899,12 @@ bool Config::qdisc_command(std::string_view cmd, std::span<const std::string> ar
     return false;
   }
   const Target t = parse_target(args, false);
-  if (!t.kind.empty() && !defer_validation_) preparse_qdisc(t.kind, t.options);
+  if (!t.kind.empty() && !state_->defer_validation) preparse_qdisc(t.kind, t.options);
   check_tokens(t);
   if (t.dev.empty()) refuse_errno("No such device");  // tc sends the request without a device
-  Device& d = need(t.dev);
-  std::optional<Device> before;
-  if (!defer_validation_) before = d;
+  DeviceTree& d = need(t.dev);
+  std::optional<DeviceTree> before;
+  if (!state_->defer_validation) before = d;
   TreeCommand edit{*this, d, t};
   try {
     return verb == Verb::del ? edit.del() : edit.modify(verb);
@@ -921,18 +927,18 @@ bool Config::class_command(std::string_view cmd, std::span<const std::string> ar
     return false;
   }
   const Target t = parse_target(args, true);
-  if (!t.kind.empty() && !defer_validation_)
+  if (!t.kind.empty() && !state_->defer_validation)
     preparse_class(t.kind, ClassConfig{t.classid.value_or(0), 0, t.kind, t.options});
   check_tokens(t);
   if (t.dev.empty()) refuse_errno("No such device");
-  Device& d = need(t.dev);
-  std::optional<Device> before;
-  if (!defer_validation_) before = d;
+  DeviceTree& d = need(t.dev);
+  std::optional<DeviceTree> before;
+  if (!state_->defer_validation) before = d;
   TreeCommand edit{*this, d, t};
   try {
     const bool changed = edit.edit_class(verb);
     // The kernel's warning about the class just added or changed (htb's quantum), on stderr.
-    if (changed && verb != Verb::del && show.warn && !defer_validation_ && t.classid &&
+    if (changed && verb != Verb::del && show.warn && !state_->defer_validation && t.classid &&
         minor_of(*t.classid) != 0)
       warn_about_class(build(d, QdiscEnv{}), *t.classid, show);
     return changed;
@@ -947,7 +953,7 @@ bool Config::class_command(std::string_view cmd, std::span<const std::string> ar
 std::string Config::serialize() const {
   std::ostringstream s;
   s << "# txpath tc configuration: tc batch syntax (txpath tc -batch), rewritten by `txpath tc`\n";
-  for (const auto& d : devs_) {
+  for (const auto& d : state_->devs) {
     s << "link add dev " << d.config.name << " txqueuelen " << d.config.txqueuelen << " mtu "
       << d.config.mtu;
     if (d.config.tx_queues != 1) s << " numtxqueues " << d.config.tx_queues;  // old files stay
@@ -958,7 +964,7 @@ std::string Config::serialize() const {
         << format_cpu_mask(d.config.xps_cpus[q]) << "\n";
     }
   }
-  for (const auto& d : devs_) {
+  for (const auto& d : state_->devs) {
     // Tree order: a qdisc, its classes, then the qdiscs on its classes — depth first with an
     // explicit stack, never recursion on the input's depth.
     std::vector<const QdiscConfig*> stack;
@@ -1048,7 +1054,7 @@ void Config::run_file_line(std::string_view line, std::size_t line_no, std::stri
 Config Config::run_prefix(std::span<const std::string_view> lines, std::size_t count,
                           std::string_view origin, std::size_t& failed) {
   Config cfg;
-  cfg.defer_validation_ = true;
+  cfg.state_->defer_validation = true;
   failed = count;
   for (std::size_t i = 0; i < count; ++i) {
     try {
@@ -1058,7 +1064,7 @@ Config Config::run_prefix(std::span<const std::string_view> lines, std::size_t c
       break;
     }
   }
-  cfg.defer_validation_ = false;
+  cfg.state_->defer_validation = false;
   return cfg;
 }
 
@@ -1091,7 +1097,7 @@ Config Config::parse(std::string_view text, std::string_view origin) {
   // Not expected: the line passed its own checks. Its tree's error is the file's, and a partial
   // configuration is never returned.
   const std::string where = escape_user_text(origin) + ":" + std::to_string(bad) + ": ";
-  for (const auto& d : cfg.devs_) {
+  for (const auto& d : cfg.state_->devs) {
     try {
       (void)cfg.build(d, QdiscEnv{});
     } catch (const ConfigRejected& e) {

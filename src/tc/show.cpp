@@ -23,6 +23,7 @@
 
 #include "core/text.hpp"
 #include "qdisc/mq.hpp"
+#include "tc/config_model.hpp"
 #include "tc/internal.hpp"
 #include "tc/qdisc_kinds.hpp"
 #include "tc/tc_units.hpp"
@@ -202,9 +203,9 @@ QdiscStats shown_stats(const Qdisc& q) {
   return q.stats();
 }
 
-void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOptions& show) const {
+void Config::show_qdiscs(const DeviceTree* only, std::ostream& out, const ShowOptions& show) const {
   Json arr = Json::array();
-  for (const auto& d : devs_) {
+  for (const auto& d : state_->devs) {
     if (only && &d != only) continue;
     const Tree tree = build(d, QdiscEnv{});
     const std::optional<Json> doc = live_document(show, d.config.name);
@@ -245,7 +246,7 @@ void Config::show_qdiscs(const Device* only, std::ostream& out, const ShowOption
   if (show.json) emit_json(out, arr, show.pretty);
 }
 
-void Config::show_classes(const Device& d, std::ostream& out, const ShowOptions& show) const {
+void Config::show_classes(const DeviceTree& d, std::ostream& out, const ShowOptions& show) const {
   Json arr = Json::array();
   const Tree tree = build(d, QdiscEnv{});
   const std::optional<Json> doc = live_document(show, d.config.name);
@@ -387,7 +388,7 @@ std::string stats_document(const TreeCounters& counters, std::string_view dev) {
 }
 
 std::string Config::show_stats_json(std::string_view dev, const TreeCounters& counters) const {
-  const Device& d = need(dev);
+  const DeviceTree& d = need(dev);
   const std::string doc = stats_document(counters);
   ShowOptions show;
   show.stats = true;
