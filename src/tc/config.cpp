@@ -35,6 +35,7 @@
 #include "core/text.hpp"
 #include "qdisc/mq.hpp"
 #include "tc/config_model.hpp"
+#include "tc/config_parts.hpp"
 #include "tc/commands.hpp"
 #include "tc/internal.hpp"
 #include "tc/qdisc_kinds.hpp"
@@ -46,9 +47,8 @@
 
 namespace txpath::tc {
 
-namespace {
+namespace config_detail {
 
-// tc's matches(): `arg` is a non-empty prefix of `word`.
 bool matches(std::string_view arg, std::string_view word) {
   return !arg.empty() && arg.size() <= word.size() && word.substr(0, arg.size()) == arg;
 }
@@ -64,11 +64,29 @@ std::string join(std::string_view kind, const std::vector<std::string>& options)
 
 [[noreturn]] void rejected(const std::string& what) { throw ConfigRejected(what); }
 
-// The value after args[i] (advancing i), or tc's "Command line is not complete" (exit 255).
 const std::string& next_arg(std::span<const std::string> args, std::size_t& i) {
   if (i + 1 >= args.size()) throw TcArgLine(std::string(QdiscOptions::kIncomplete));
   return args[++i];
 }
+
+bool is_object_word(std::string_view w) {
+  return matches(w, "qdisc") || matches(w, "class") || matches(w, "link");
+}
+
+QdiscOptions ClassOptions::options() const { return QdiscOptions(views, throw_tc_line); }
+
+ClassOptions class_options_of(const ClassConfig& c) {
+  ClassOptions o;
+  for (const auto& t : c.options) o.views.push_back(t);
+  o.config = &c;
+  return o;
+}
+
+}  // namespace config_detail
+
+using namespace config_detail;
+
+namespace {
 
 // ---- option merging for `change` (and replace of the same kind) ----
 // The kernel's change() of these qdiscs only touches the attributes tc sent, and tc sends only
@@ -254,26 +272,6 @@ std::string parse_class_show(std::span<const std::string> args) {
   return dev;
 }
 
-// QdiscOptions over a class's tokens whose errors are tc's lines (throw_tc_line): a file's
-// reader puts "FILE:LINE: " before them. The class must outlive the options.
-struct ClassOptions {
-  std::vector<std::string_view> views;
-  const ClassConfig* config = nullptr;
-  QdiscOptions options() const { return QdiscOptions(views, throw_tc_line); }
-};
-
-ClassOptions class_options_of(const ClassConfig& c) {
-  ClassOptions o;
-  for (const auto& t : c.options) o.views.push_back(t);
-  o.config = &c;
-  return o;
-}
-
-// A tc object word ("qdisc", "class", "link" or a prefix tc accepts for it).
-bool is_object_word(std::string_view w) {
-  return matches(w, "qdisc") || matches(w, "class") || matches(w, "link");
-}
-
 // The [first, last] keys of a qdisc's classes (and of the parents of the qdiscs on them) in the
 // maps keyed by class id: major:0 .. major:ffff, less kRoot (ffff:ffff), which is no class.
 constexpr uint32_t range_first(uint32_t handle) { return handle & 0xFFFF0000u; }
@@ -315,18 +313,6 @@ void preparse_class(const std::string& kind, const ClassConfig& c) {
     const uint32_t minor = minor_of(c.classid) != 0 ? minor_of(c.classid) : 1;  // the options only
     add_class(*scratch, static_cast<uint16_t>(minor), 0, co.options(), QdiscEnv{});
   } catch (const ConfigRejected&) {
-  }
-}
-
-// TX queue i's default child of an mq or mqprio qdisc `q` (handle `handle`), one node per queue
-// whose class has no configured qdisc (`grafted`): Linux lists them (handle 0, parent MAJ:i).
-template <class Grafted>
-void add_default_children(Tree& tree, Qdisc& q, uint32_t handle, Grafted&& grafted) {
-  auto* mq = dynamic_cast<MqQdisc*>(&q);
-  if (!mq) return;
-  for (uint32_t i = 1; i <= mq->queues(); ++i) {
-    const uint32_t classid = handle | i;
-    if (!grafted(classid)) tree.nodes.push_back({0, classid, mq->child(static_cast<uint16_t>(i))});
   }
 }
 
@@ -519,190 +505,6 @@ const Config::DeviceTree& Config::need(std::string_view dev) const {
   throw TcParseLine("Cannot find device " + quoted(dev));
 }
 
-// ---- building trees ----
-
-Tree Config::build(std::string_view dev, QdiscEnv env) const { return build(need(dev), env); }
-
-Tree Config::build(const DeviceTree& d, QdiscEnv env) const {
-  env.txqueuelen = d.config.txqueuelen;
-  env.mtu = d.config.mtu;
-  env.tx_queues = d.config.tx_queues;
-  Tree tree;
-  const QdiscConfig* root = d.root();
-  if (!root) {
-    // Linux's default root: pfifo_fast, or mq 0: with a pfifo_fast per TX queue.
-    env.handle_major = 0;
-    tree.root = make_qdisc(env.tx_queues > 1 ? "mq" : "pfifo_fast", env);
-    tree.nodes.push_back({0, kRoot, tree.root.get()});
-    add_default_children(tree, *tree.root, 0, [](uint32_t) { return false; });
-    return tree;
-  }
-  // Depth first with an explicit stack (never recursion on the input's depth): a qdisc is made
-  // with its classes when first reached (tree.nodes in pre-order), and grafted onto its parent's
-  // class once everything below it is built.
-  struct Frame {
-    const QdiscConfig* config;
-    std::unique_ptr<Qdisc> qdisc;
-    std::vector<const QdiscConfig*> children;
-    std::size_t next = 0;
-  };
-  std::vector<Frame> stack;
-  std::size_t tree_bytes = 0;  // what the qdiscs built so far allocated up front, see kMaxTreeBytes
-  auto enter = [&](const QdiscConfig& qc) {
-    if (stack.size() >= static_cast<std::size_t>(kMaxNestedQdiscs))
-      rejected("qdisc " + format_handle(qc.handle) + " is nested too deep (at most " +
-               std::to_string(kMaxNestedQdiscs) + " nested qdiscs)");
-    if (is_multiqueue_kind(qc.kind) && qc.parent != kRoot)
-      rejected("Operation not supported: " + qc.kind + " can only be the root qdisc");
-    QdiscEnv e = env;
-    e.handle_major = static_cast<uint16_t>(major_of(qc.handle));
-    std::unique_ptr<Qdisc> q = make_tc_qdisc(join(qc.kind, qc.options), e);
-    tree.nodes.push_back({qc.handle, qc.parent, q.get()});
-    add_default_children(tree, *q, qc.handle, [&](uint32_t classid) { return d.qdisc_parents.count(classid) != 0; });
-    std::size_t classes = 0;
-    for (const ClassConfig* c : d.classes_of(qc.handle)) {
-      if (c->kind != qc.kind)
-        rejected("class " + format_handle(c->classid) + " is of kind " + quoted(c->kind) +
-                 " but its qdisc " + format_handle(qc.handle) + " is " + escape_user_text(qc.kind));
-      const ClassOptions co = class_options_of(*c);
-      const uint32_t parent_minor = c->parent == kRoot ? 0 : minor_of(c->parent);
-      add_class(*q, static_cast<uint16_t>(minor_of(c->classid)),
-                static_cast<uint16_t>(parent_minor), co.options(), e);
-      ++classes;
-    }
-    tree_bytes += q->preallocated_bytes() + kNodeBytes * (1 + classes);
-    if (tree_bytes > kMaxTreeBytes)
-      rejected("the qdisc tree of dev " + quoted(d.config.name) + " would allocate more than " +
-               std::to_string(kMaxTreeBytes >> 20) + " MiB up front (reached at qdisc " +
-               format_handle(qc.handle) + "): use fewer qdiscs or smaller limits, flows, buckets");
-    stack.push_back(Frame{&qc, std::move(q), d.qdiscs_below(qc.handle)});
-  };
-  enter(*root);
-  while (!stack.empty()) {
-    Frame& top = stack.back();
-    if (top.next < top.children.size()) {
-      enter(*top.children[top.next++]);  // may reallocate the stack: `top` is not used after
-      continue;
-    }
-    std::unique_ptr<Qdisc> done = std::move(top.qdisc);
-    const uint32_t parent = top.config->parent;
-    stack.pop_back();
-    if (stack.empty()) {
-      tree.root = std::move(done);
-    } else {
-      PacketList none;
-      graft(*stack.back().qdisc, static_cast<uint16_t>(minor_of(parent)), std::move(done), none);
-    }
-  }
-  return tree;
-}
-
-std::function<std::unique_ptr<Qdisc>(const QdiscEnv&)> Config::root_factory(
-    std::string_view dev, std::shared_ptr<Tree> tree) const {
-  const DeviceTree& d = need(dev);  // an unknown device fails now, not inside TxQueue::create
-  auto self = std::make_shared<Config>(*this);
-  std::string name = d.config.name;
-  return [self, name, tree](const QdiscEnv& env) {
-    Tree built = self->build(name, env);
-    std::unique_ptr<Qdisc> root = std::move(built.root);
-    if (tree) {
-      tree->nodes = std::move(built.nodes);
-      tree->root.reset();
-    }
-    return root;
-  };
-}
-
-namespace {
-
-// The nodes of the subtree at mq class `classid`: the qdisc attached there and everything below
-// it (nodes are in pre-order, parents first).
-std::vector<TreeNode> subtree_at(const std::vector<TreeNode>& nodes, uint32_t classid) {
-  std::vector<TreeNode> out;
-  std::set<uint32_t> inside;  // handles of the qdiscs taken so far
-  for (const TreeNode& n : nodes) {
-    const bool top = n.parent == classid;
-    if (!top && (n.parent == kRoot || !inside.count(range_first(n.parent)))) continue;
-    out.push_back(n);
-    if (n.handle != 0) inside.insert(n.handle);
-  }
-  return out;
-}
-
-// What Config::multiqueue's factory shares between its calls.
-struct QueueFactoryState {
-  std::shared_ptr<const Config> config;
-  std::string dev;
-  uint32_t tx_queues = 1;
-  bool per_queue_child = false;  // an mq or mqprio root: queue i runs child i
-  uint32_t root_handle = 0;
-  std::shared_ptr<QueueTrees> trees;
-  std::mutex lock;
-  std::optional<Tree> built;  // the whole tree, built on the first call (per_queue_child)
-};
-
-std::unique_ptr<Qdisc> build_queue_root(QueueFactoryState& st, uint32_t index, const QdiscEnv& env) {
-  const std::lock_guard guard(st.lock);
-  if (index >= st.tx_queues)
-    throw ConfigError("dev " + quoted(st.dev) + " has " + std::to_string(st.tx_queues) +
-                      " TX queues: there is no TX queue " + std::to_string(index));
-  std::unique_ptr<Qdisc> root;
-  std::vector<TreeNode> nodes;
-  if (st.per_queue_child) {
-    if (!st.built) st.built = st.config->build(st.dev, env);
-    auto& mq = dynamic_cast<MqQdisc&>(*st.built->root);
-    nodes = subtree_at(st.built->nodes, st.root_handle | (index + 1));
-    root = mq.take_child(static_cast<uint16_t>(index + 1));
-  } else {
-    Tree t = st.config->build(st.dev, env);
-    root = std::move(t.root);
-    nodes = std::move(t.nodes);
-  }
-  if (st.trees) st.trees->queues[index].nodes = std::move(nodes);
-  return root;
-}
-
-}  // namespace
-
-Config::MultiQueueSetup Config::multiqueue(std::string_view dev, std::shared_ptr<QueueTrees> trees) const {
-  const DeviceTree& d = need(dev);
-  Tree probe = build(d, QdiscEnv{});  // refuses a configuration that does not build, now
-  auto st = std::make_shared<QueueFactoryState>();
-  st->config = std::make_shared<Config>(*this);
-  st->dev = d.config.name;
-  st->tx_queues = d.config.tx_queues;
-  const auto* mq = dynamic_cast<const MqQdisc*>(probe.root.get());
-  st->per_queue_child = mq != nullptr;
-  st->root_handle = probe.nodes[0].handle;
-  st->trees = trees;
-  MultiQueueSetup setup;
-  setup.tx_queues = d.config.tx_queues;
-  setup.xps_cpus = d.config.xps_cpus;
-  if (mq) setup.traffic_classes = mq->mapping();
-  if (trees) {
-    trees->root_kind = std::string(probe.root->kind());
-    trees->root_handle = st->root_handle;
-    trees->traffic_classes = setup.traffic_classes;
-    trees->queues.clear();
-    trees->queues.resize(d.config.tx_queues);
-  }
-  setup.queue_qdisc = [st](uint32_t index, const QdiscEnv& env) { return build_queue_root(*st, index, env); };
-  return setup;
-}
-
-void Config::validate(const DeviceTree& d) const {
-  if (!state_->defer_validation) (void)build(d, QdiscEnv{});
-}
-
-bool Config::builds() const {
-  try {
-    for (const auto& d : state_->devs) (void)build(d, QdiscEnv{});
-    return true;
-  } catch (const ConfigError&) {
-    return false;
-  }
-}
-
 // ---- commands ----
 
 bool Config::execute(std::span<const std::string> args, std::ostream& out, const ShowOptions& show) {
@@ -714,133 +516,6 @@ bool Config::execute(std::span<const std::string> args, std::ostream& out, const
   if (matches(object, "class")) return class_command(cmd, rest, out, show);
   if (matches(object, "link")) return link_command(cmd, rest, out);
   throw TcArgLine("Object " + quoted(object) + " is unknown, try \"tc help\".");
-}
-
-namespace {
-
-// A decimal number of a link option (txqueuelen, mtu, txqueue): up to 32 bits, else a parse error.
-uint32_t link_number(const std::string& v, const char* what) {
-  uint64_t n = 0;
-  const bool digits = !v.empty() && v.size() <= 10 &&
-                      std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-  for (char c : digits ? v : std::string()) n = n * 10 + static_cast<uint64_t>(c - '0');
-  if (!digits || n > 0xFFFFFFFFull) throw ConfigError(std::string("invalid ") + what + " " + quoted(v));
-  return static_cast<uint32_t>(n);
-}
-
-// `link show`'s lines for one device.
-void show_link(const DeviceConfig& d, std::ostream& out) {
-  out << d.name << ": txqueuelen " << d.txqueuelen << " mtu " << d.mtu;
-  if (d.tx_queues != 1) out << " numtxqueues " << d.tx_queues;
-  out << "\n";
-  for (std::size_t q = 0; q < d.xps_cpus.size(); ++q)
-    if (!d.xps_cpus[q].empty()) out << "    tx-" << q << " xps_cpus " << format_cpu_mask(d.xps_cpus[q]) << "\n";
-}
-
-// `xps_cpus MASK`: sysfs's hex CPU mask (base/cpu_mask.hpp); a malformed one is a bad argument.
-std::vector<unsigned> parse_xps_mask(const std::string& v) {
-  auto cpus = parse_cpu_mask(v);
-  if (!cpus) throw TcArgError("argument " + quoted(v) + " is wrong: Invalid \"xps_cpus\" mask (hex words, as in sysfs)");
-  return std::move(*cpus);
-}
-
-// `link set dev D txqueue Q xps_cpus MASK`: both or neither, Q one of the device's TX queues.
-void set_xps(DeviceConfig& d, std::optional<uint32_t> txqueue, const std::optional<std::vector<unsigned>>& cpus) {
-  if (!txqueue || !cpus) throw TcArgError("xps_cpus needs txqueue Q, and txqueue needs xps_cpus MASK");
-  if (*txqueue >= d.tx_queues)
-    rejected("device " + quoted(d.name) + " has no TX queue " + std::to_string(*txqueue) + " (numtxqueues " +
-             std::to_string(d.tx_queues) + ")");
-  if (d.xps_cpus.size() < d.tx_queues) d.xps_cpus.resize(d.tx_queues);
-  d.xps_cpus[*txqueue] = *cpus;
-}
-
-// ip's `numtxqueues N`: a number (else ip's argument error, 255) in 1..kMaxTxQueues (else the
-// kernel's refusal, 2).
-uint32_t parse_tx_queues(const std::string& v) {
-  const auto n = parse_u32(v);
-  if (!n) throw TcArgError("argument " + quoted(v) + " is wrong: Invalid \"numtxqueues\" value");
-  if (*n < 1 || *n > kMaxTxQueues)
-    rejected("Invalid number of transmit queues (1.." + std::to_string(kMaxTxQueues) + ").");
-  return *n;
-}
-
-}  // namespace
-
-bool Config::link_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out) {
-  DeviceConfig dc;
-  bool have_dev = false;
-  std::optional<uint32_t> txqueuelen, mtu, tx_queues, txqueue;
-  std::optional<std::vector<unsigned>> xps;
-  const auto number = link_number;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "dev" || a == "name") {
-      dc.name = next_arg(args, i);
-      have_dev = true;
-    } else if (a == "txqueuelen" || a == "qlen" || a == "txqlen") {
-      txqueuelen = number(next_arg(args, i), "txqueuelen");
-    } else if (a == "mtu") {
-      mtu = number(next_arg(args, i), "mtu");
-      if (*mtu < 68 || *mtu > 65535) rejected("mtu " + std::to_string(*mtu) + " is out of range (68..65535)");
-    } else if (a == "numtxqueues") {
-      tx_queues = parse_tx_queues(next_arg(args, i));
-    } else if (a == "txqueue") {
-      txqueue = number(next_arg(args, i), "txqueue");
-    } else if (a == "xps_cpus") {
-      xps = parse_xps_mask(next_arg(args, i));
-    } else if (a == "type") {
-      (void)next_arg(args, i);  // dummy, veth ...: every configured device is the same to tc
-    } else if (!have_dev && !a.empty() && a[0] != '-') {
-      dc.name = a;  // ip's "ip link add NAME type dummy"
-      have_dev = true;
-    } else {
-      throw ConfigError("link: unknown argument " + quoted(a));
-    }
-  }
-  if (have_dev) check_device_name(dc.name);
-  if (matches(cmd, "show") || matches(cmd, "list")) {
-    for (const auto& d : state_->devs) {
-      if (have_dev && d.config.name != dc.name) continue;
-      show_link(d.config, out);
-    }
-    if (have_dev && !find(dc.name)) need(dc.name);
-    return false;
-  }
-  if (!have_dev) throw TcArgError("Not enough information: \"dev\" argument is required.");
-  if (cmd == "add") {
-    if (find(dc.name)) rejected("device " + quoted(dc.name) + " already exists");
-    dc.txqueuelen = txqueuelen.value_or(1000);
-    dc.mtu = mtu.value_or(1500);
-    dc.tx_queues = tx_queues.value_or(1);
-    state_->devs.emplace_back().config = dc;
-    state_->by_name.emplace(dc.name, std::prev(state_->devs.end()));
-    return true;
-  }
-  if (matches(cmd, "delete")) {
-    const auto it = state_->by_name.find(dc.name);
-    if (it == state_->by_name.end()) throw ConfigError("Cannot find device " + quoted(dc.name));
-    state_->devs.erase(it->second);
-    state_->by_name.erase(it);
-    return true;
-  }
-  if (cmd == "set" || matches(cmd, "change")) {
-    DeviceTree& d = need(dc.name);
-    if (tx_queues && *tx_queues != d.config.tx_queues)
-      rejected("the TX queues of a device are fixed when it is added (numtxqueues " +
-               std::to_string(d.config.tx_queues) + "): delete and add it again");
-    const DeviceConfig before = d.config;
-    if (xps || txqueue) set_xps(d.config, txqueue, xps);
-    if (txqueuelen) d.config.txqueuelen = *txqueuelen;
-    if (mtu) d.config.mtu = *mtu;
-    try {
-      validate(d);
-    } catch (...) {
-      d.config = before;
-      throw;
-    }
-    return true;
-  }
-  throw ConfigError("link: unknown command " + quoted(cmd) + " (add, del, set, show)");
 }
 
 namespace {
@@ -946,167 +621,6 @@ bool Config::class_command(std::string_view cmd, std::span<const std::string> ar
     if (before) d = std::move(*before);
     throw;
   }
-}
-
-// ---- the file form ----
-
-std::string Config::serialize() const {
-  std::ostringstream s;
-  s << "# txpath tc configuration: tc batch syntax (txpath tc -batch), rewritten by `txpath tc`\n";
-  for (const auto& d : state_->devs) {
-    s << "link add dev " << d.config.name << " txqueuelen " << d.config.txqueuelen << " mtu "
-      << d.config.mtu;
-    if (d.config.tx_queues != 1) s << " numtxqueues " << d.config.tx_queues;  // old files stay
-    s << "\n";
-    for (std::size_t q = 0; q < d.config.xps_cpus.size(); ++q) {
-      if (d.config.xps_cpus[q].empty()) continue;
-      s << "link set dev " << d.config.name << " txqueue " << q << " xps_cpus "
-        << format_cpu_mask(d.config.xps_cpus[q]) << "\n";
-    }
-  }
-  for (const auto& d : state_->devs) {
-    // Tree order: a qdisc, its classes, then the qdiscs on its classes — depth first with an
-    // explicit stack, never recursion on the input's depth.
-    std::vector<const QdiscConfig*> stack;
-    if (const QdiscConfig* root = d.root()) stack.push_back(root);
-    while (!stack.empty()) {
-      const QdiscConfig& q = *stack.back();
-      stack.pop_back();
-      s << "qdisc add dev " << d.config.name << " "
-        << (q.parent == kRoot ? std::string("root") : "parent " + format_handle(q.parent))
-        << " handle " << format_handle(q.handle) << " " << join(q.kind, q.options) << "\n";
-      for (const ClassConfig* c : d.classes_of(q.handle))
-        s << "class add dev " << d.config.name << " parent " << format_handle(c->parent)
-          << " classid " << format_handle(c->classid) << " " << join(c->kind, c->options) << "\n";
-      const auto below = d.qdiscs_below(q.handle);
-      stack.insert(stack.end(), below.rbegin(), below.rend());
-    }
-  }
-  return s.str();
-}
-
-namespace {
-
-// A batch line split the way tc's makeargs does: whitespace-separated words, double quotes group,
-// '#' starts a comment.
-std::vector<std::string> split_line(std::string_view line) {
-  // isspace() of the "C" locale, without a call per byte.
-  const auto space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
-  std::vector<std::string> out;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && space(line[i])) ++i;
-    if (i >= line.size() || line[i] == '#') break;
-    std::size_t end = i;
-    if (line[i] == '"') {
-      end = line.find('"', ++i);
-      if (end == std::string_view::npos) end = line.size();
-      out.emplace_back(line.substr(i, end - i));
-      i = end < line.size() ? end + 1 : end;
-    } else {
-      while (end < line.size() && !space(line[end])) ++end;
-      out.emplace_back(line.substr(i, end - i));
-      i = end;
-    }
-  }
-  return out;
-}
-
-std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  while (!text.empty()) {
-    const std::size_t nl = text.find('\n');
-    lines.push_back(text.substr(0, nl));
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-  }
-  return lines;
-}
-
-}  // namespace
-
-std::vector<std::string> batch_words(std::string_view line) { return split_line(line); }
-
-bool is_tc_command(std::span<const std::string> words) {
-  return !words.empty() && is_object_word(words[0]);
-}
-
-void Config::run_file_line(std::string_view line, std::size_t line_no, std::string_view origin) {
-  const auto words = split_line(line);
-  if (words.empty()) return;
-  const std::string where = escape_user_text(origin) + ":" + std::to_string(line_no) + ": ";
-  try {
-    // A file that is not a tc configuration (a secret, a binary) is named, never quoted.
-    if (!is_object_word(words[0]))
-      throw ConfigError("line " + std::to_string(line_no) + " is not a tc command (qdisc, class or link)");
-    if (words.size() > 1 && (matches(words[1], "show") || matches(words[1], "list")))
-      throw ConfigError("a configuration holds no show commands");
-    std::ostringstream none;  // never written: show commands are refused above
-    execute(words, none, {});
-  } catch (const TcArgError& e) {
-    throw TcArgError(where + e.what());
-  } catch (const ConfigRejected& e) {
-    throw ConfigRejected(where + e.what());
-  } catch (const ConfigError& e) {
-    throw ConfigError(where + e.what());
-  }
-}
-
-Config Config::run_prefix(std::span<const std::string_view> lines, std::size_t count,
-                          std::string_view origin, std::size_t& failed) {
-  Config cfg;
-  cfg.state_->defer_validation = true;
-  failed = count;
-  for (std::size_t i = 0; i < count; ++i) {
-    try {
-      cfg.run_file_line(lines[i], i + 1, origin);
-    } catch (const ConfigError&) {
-      failed = i;
-      break;
-    }
-  }
-  cfg.state_->defer_validation = false;
-  return cfg;
-}
-
-// Reads every line without building trees, then builds each device once: O(n log n). Only a file
-// that fails is looked at again, to name the first line at fault as reading it line by line
-// (building after every line) would: a binary search for the line after which the configuration
-// stops building, then that line run with every check — O(n log^2 n), still no quadratic path.
-Config Config::parse(std::string_view text, std::string_view origin) {
-  const std::vector<std::string_view> lines = split_lines(text);
-  std::size_t failed = 0;
-  Config cfg = run_prefix(lines, lines.size(), origin, failed);
-  std::size_t good = 0;            // the configuration of the first `good` lines builds
-  std::size_t bad = lines.size();  // that of the first `bad` lines does not, or line `bad` fails
-  if (failed == lines.size()) {
-    if (cfg.builds()) return cfg;
-  } else if (std::size_t unused = 0; run_prefix(lines, failed, origin, unused).builds()) {
-    good = failed;
-    bad = failed + 1;
-  } else {
-    bad = failed;
-  }
-  while (bad - good > 1) {
-    const std::size_t mid = good + (bad - good) / 2;
-    std::size_t unused = 0;
-    (run_prefix(lines, mid, origin, unused).builds() ? good : bad) = mid;
-  }
-  // Line `bad` (1-based) is the first at fault: run it with every check to get its error.
-  cfg = run_prefix(lines, good, origin, failed);
-  cfg.run_file_line(lines[bad - 1], bad, origin);
-  // Not expected: the line passed its own checks. Its tree's error is the file's, and a partial
-  // configuration is never returned.
-  const std::string where = escape_user_text(origin) + ":" + std::to_string(bad) + ": ";
-  for (const auto& d : cfg.state_->devs) {
-    try {
-      (void)cfg.build(d, QdiscEnv{});
-    } catch (const ConfigRejected& e) {
-      throw ConfigRejected(where + e.what());
-    } catch (const ConfigError& e) {
-      throw ConfigError(where + e.what());
-    }
-  }
-  throw ConfigError(where + "the configuration does not build from this line on");
 }
 
 }  // namespace txpath::tc
