@@ -191,13 +191,26 @@ class Device {
 // "fault:busy=P,stop=P,seed=N". Throws ConfigError (one line) for an unknown or malformed spec.
 std::unique_ptr<Device> make_device(std::string_view spec);
 
-// A kind of device make_device() builds: its name, the form of its --device spec, one line on it.
+// A kind of device make_device() builds: its name, the form of its --device spec, one line on it,
+// and what it can do. `spec` and `what` are for people; a program asks the capabilities, never
+// the text.
 struct DeviceKind {
   std::string_view name;  // "udp"
   std::string_view spec;  // "udp:HOST:PORT[,batch=N]"
   std::string_view what;  // "a connected UDP socket, one sendmmsg per doorbell"
+  // The spec takes queues=N for N > 1: make_net_device() builds N TX queues. False: one TX queue
+  // (pcap takes queues=1 and no more).
+  bool takes_queues = false;
+  // Its frames leave through the kernel for a peer: on an Ethernet link (afpacket, afxdp:
+  // link_interface()) or to a UDP socket's destination (udp: socket_peer()), where a sink can
+  // count them and the kernel's own UDP path can send the same way (the bench's kernel row).
+  // False for the model kinds, a pcap file and a TUN interface (what it writes enters this host).
+  bool reaches_peer = false;
 };
 // Every kind make_device() knows, in the order its errors list them.
 std::span<const DeviceKind> device_kinds() noexcept;
+// The kind a --device spec names (its text before the first ':'); nullptr when make_device()
+// knows no such kind.
+const DeviceKind* find_device_kind(std::string_view spec) noexcept;
 
 }  // namespace txpath

@@ -390,34 +390,45 @@ Queues make_fault(const KindSpec& s) {
 }
 
 // Every device kind make_device() knows, in the order help texts and error messages list them:
-// the one list (device_kinds() and the "known: ..." text come from it).
+// the one list (device_kinds() and the "known: ..." text come from it). Each kind's capabilities
+// (DeviceKind::takes_queues, ...) say what its factory accepts; tests/test_device_kinds.cpp
+// builds every kind to check them.
 struct KindEntry {
   DeviceKind about;
   Queues (*make)(const KindSpec&);
 };
 constexpr KindEntry kDeviceKinds[] = {
-    {{"null", "null[:mtu=N,queues=N]", "accepts every packet at no cost, completes it at the doorbell"},
+    {{.name = "null", .spec = "null[:mtu=N,queues=N]",
+      .what = "accepts every packet at no cost, completes it at the doorbell",
+      .takes_queues = true},
      make_null},
-    {{"nic",
-      "nic[:pkt=NS,doorbell=NS,ring=N,rate=GBIT,clean=N,bql=0|1,irq=NS,mtu=N,queues=N,"
-      "wire=shared|queue]",
-      "a modelled NIC: descriptor and doorbell costs, TX rings on one wire, completions, BQL"},
+    {{.name = "nic",
+      .spec = "nic[:pkt=NS,doorbell=NS,ring=N,rate=GBIT,clean=N,bql=0|1,irq=NS,mtu=N,queues=N,"
+              "wire=shared|queue]",
+      .what = "a modelled NIC: descriptor and doorbell costs, TX rings on one wire, completions, BQL",
+      .takes_queues = true},
      make_nic},
-    {{"fault", "fault[:busy=P,stop=P,stop_ns=NS,seed=N,mtu=N,queues=N]",
-      "answers busy and stops its queue at random (for testing the driver loop)"},
+    {{.name = "fault", .spec = "fault[:busy=P,stop=P,stop_ns=NS,seed=N,mtu=N,queues=N]",
+      .what = "answers busy and stops its queue at random (for testing the driver loop)",
+      .takes_queues = true},
      make_fault},
-    {{"pcap", "pcap:FILE", "frames appended to a nanosecond pcap file (one TX queue)"}, make_pcap},
-    {{"tun", "tun:IFNAME[,queues=N]",
-      "a TUN interface (IP packets, no Ethernet header); queues=N: IFF_MULTI_QUEUE, one fd each"},
+    {{.name = "pcap", .spec = "pcap:FILE", .what = "frames appended to a nanosecond pcap file (one TX queue)"},
+     make_pcap},
+    {{.name = "tun", .spec = "tun:IFNAME[,queues=N]",
+      .what = "a TUN interface (IP packets, no Ethernet header); queues=N: IFF_MULTI_QUEUE, one fd each",
+      .takes_queues = true},
      make_tun},
-    {{"afpacket", "afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,queues=N]",
-      "AF_PACKET TX ring (PACKET_TX_RING) per queue, past the kernel's qdisc unless bypass=0"},
+    {{.name = "afpacket", .spec = "afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,queues=N]",
+      .what = "AF_PACKET TX ring (PACKET_TX_RING) per queue, past the kernel's qdisc unless bypass=0",
+      .takes_queues = true, .reaches_peer = true},
      make_afpacket},
-    {{"udp", "udp:HOST:PORT[,batch=N,queues=N]",
-      "a connected UDP socket per queue, one sendmmsg per doorbell"},
+    {{.name = "udp", .spec = "udp:HOST:PORT[,batch=N,queues=N]",
+      .what = "a connected UDP socket per queue, one sendmmsg per doorbell",
+      .takes_queues = true, .reaches_peer = true},
      make_udp},
-    {{"afxdp", "afxdp:IFNAME[:QUEUE][,umem=N,queues=N]",
-      "an AF_XDP socket per queue id QUEUE.., TX only; sends its UMEM pool's N frames without a copy"},
+    {{.name = "afxdp", .spec = "afxdp:IFNAME[:QUEUE][,umem=N,queues=N]",
+      .what = "an AF_XDP socket per queue id QUEUE.., TX only; sends its UMEM pool's N frames without a copy",
+      .takes_queues = true, .reaches_peer = true},
      make_afxdp},
 };
 constexpr auto kAbout = [] {
@@ -436,6 +447,13 @@ std::string known_kinds() {
 }  // namespace
 
 std::span<const DeviceKind> device_kinds() noexcept { return kAbout; }
+
+const DeviceKind* find_device_kind(std::string_view spec) noexcept {
+  const std::string_view kind = spec.substr(0, spec.find(':'));
+  for (const DeviceKind& k : kAbout)
+    if (k.name == kind) return &k;
+  return nullptr;
+}
 
 namespace {
 
