@@ -146,10 +146,11 @@ bench_detail::Capture load_source(const BenchConfig& cfg, const Device& device);
 // True when a --device spec names its own queue count (an option "queues=N" after the ':').
 bool names_queues(std::string_view spec);
 
-// The kinds whose spec takes queues=N (device_kinds() documents the options of each), listed.
+// The kinds that take queues=N (DeviceKind::takes_queues), listed: "null, nic, ...".
 std::string kinds_with_queues();
 
-// True when the kind of a --device spec takes queues=N; false for an unknown kind.
+// True when the kind of a --device spec takes queues=N (DeviceKind::takes_queues); false for an
+// unknown kind.
 bool kind_takes_queues(std::string_view spec);
 
 // The --device spec of the run's device with `queues` TX queues.

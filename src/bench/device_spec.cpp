@@ -37,15 +37,13 @@ bool names_queues(std::string_view spec) {
 std::string kinds_with_queues() {
   std::string list;
   for (const DeviceKind& k : device_kinds())
-    if (k.spec.find("queues=") != std::string_view::npos) list += (list.empty() ? "" : ", ") + std::string(k.name);
+    if (k.takes_queues) list += (list.empty() ? "" : ", ") + std::string(k.name);
   return list;
 }
 
 bool kind_takes_queues(std::string_view spec) {
-  const std::string_view kind = spec.substr(0, spec.find(':'));
-  for (const DeviceKind& k : device_kinds())
-    if (k.name == kind) return k.spec.find("queues=") != std::string_view::npos;
-  return false;  // an unknown kind: make_device() says so
+  const DeviceKind* kind = find_device_kind(spec);
+  return kind != nullptr && kind->takes_queues;  // an unknown kind: make_device() says so
 }
 
 std::string spec_with_queues(const std::string& spec, uint32_t queues) {

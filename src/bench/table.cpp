@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "txpath/device.hpp"
+
 namespace txpath {
 
 namespace {
@@ -206,9 +208,8 @@ TableLayout table_layout(const BenchConfig& cfg, bool wide) {
   l.repeat = cfg.repeat;
   l.queues = std::any_of(cfg.queues.begin(), cfg.queues.end(), [](uint32_t q) { return q != 1; });
   l.kernel = std::find(cfg.strategies.begin(), cfg.strategies.end(), kKernelStrategy) != cfg.strategies.end();
-  const std::string_view dev = cfg.device;
-  const bool real = dev.starts_with("afpacket:") || dev.starts_with("afxdp:") || dev.starts_with("udp:");
-  l.sink = real && cfg.sink != "none";
+  const DeviceKind* kind = find_device_kind(cfg.device);  // a sink counts what reaches a peer
+  l.sink = kind != nullptr && kind->reaches_peer && cfg.sink != "none";
   return l;
 }
 
