@@ -52,11 +52,6 @@ bench_detail::Pacer pacer_for(const BenchConfig& cfg, int threads, const bench_d
   return {};
 }
 
-uint64_t due_now(bench_detail::Pacer& pacer, uint64_t most, const RunFlags& flags) {
-  if (!pacer.paced()) return most;
-  return std::min(most, bench_detail::pace_wait(pacer, [&] { return flags.running(); }));
-}
-
 double offered_mpps(const BenchConfig& cfg, int threads) {
   if (cfg.rate_per_sender_pps > 0) return cfg.rate_per_sender_pps * threads / 1e6;
   return cfg.rate_pps / 1e6;
