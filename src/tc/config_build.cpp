@@ -34,6 +34,22 @@ namespace txpath::tc {
 
 using namespace config_detail;
 
+namespace {
+
+// TX queue i's default child of an mq or mqprio qdisc `q` (handle `handle`), one node per queue
+// whose class has no configured qdisc (`grafted`): Linux lists them (handle 0, parent MAJ:i).
+template <class Grafted>
+void add_default_children(Tree& tree, Qdisc& q, uint32_t handle, Grafted&& grafted) {
+  auto* mq = dynamic_cast<MqQdisc*>(&q);
+  if (!mq) return;
+  for (uint32_t i = 1; i <= mq->queues(); ++i) {
+    const uint32_t classid = handle | i;
+    if (!grafted(classid)) tree.nodes.push_back({0, classid, mq->child(static_cast<uint16_t>(i))});
+  }
+}
+
+}  // namespace
+
 // ---- building trees ----
 
 Tree Config::build(std::string_view dev, QdiscEnv env) const { return build(need(dev), env); }
