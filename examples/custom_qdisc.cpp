@@ -27,7 +27,8 @@ class UrgentFirst final : public txpath::Qdisc {
   explicit UrgentFirst(uint32_t limit) : limit_(limit) {}
 
   std::string_view kind() const noexcept override { return "urgent_first"; }
-  std::string options() const override { return "limit " + std::to_string(limit_) + "p"; }
+  // What it reports of itself (tc prints a kind it does not know as "limit 3").
+  txpath::DumpAttrs dump_options() const override { return txpath::DumpAttrs().number("limit", limit_); }
 
   txpath::Verdict enqueue(txpath::Packet* p, txpath::PacketList& to_free) noexcept override {
     if (qlen() >= limit_) return drop(p, to_free);  // tail drop: counted, freed by the caller

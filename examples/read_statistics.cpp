@@ -8,6 +8,7 @@
 // Exit status 0 when the conservation law holds and fq_codel's xstats were read.
 #include <txpath/frame.hpp>
 #include <txpath/pool.hpp>
+#include <txpath/tc.hpp>
 #include <txpath/txqueue.hpp>
 
 #include <atomic>
@@ -61,7 +62,7 @@ int main() {
   // The qdisc's own statistics, read in its serialised context.
   std::string xstats;
   const bool inspected = queue->inspect_qdisc(
-      [&](const txpath::Qdisc& q) { xstats = q.format_xstats(q.xstats()); },
+      [&](const txpath::Qdisc& q) { xstats = txpath::tc::xstats_text(q, q.xstats()); },
       std::chrono::seconds(5));
   std::printf("fq_codel xstats:\n%s", xstats.c_str());
 

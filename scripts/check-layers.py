@@ -56,7 +56,7 @@ PUBLIC_LAYER = {
     "file.hpp": "core", "queue_select.hpp": "core", "version.hpp": "core",
     "histogram.hpp": "core",
     "traffic_classes.hpp": "core",
-    "qdisc.hpp": "qdisc", "qdisc_options.hpp": "qdisc",
+    "qdisc.hpp": "qdisc", "qdisc_dump.hpp": "qdisc", "qdisc_options.hpp": "qdisc",
     "device.hpp": "device", "dql.hpp": "device", "tx_lock.hpp": "device",
     "netdev.hpp": "device", "real_device.hpp": "device",
     "txqueue.hpp": "engine",

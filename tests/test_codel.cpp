@@ -22,6 +22,7 @@
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/qdisc.hpp"
+#include "txpath/tc.hpp"
 
 namespace txpath {
 namespace {
@@ -55,8 +56,8 @@ TEST(CodelSpec, DefaultsPrintLikeTc) {
   auto q = make("codel");
   ASSERT_TRUE(q);
   EXPECT_EQ(q->kind(), "codel");
-  EXPECT_EQ(q->options(), "limit 1000p target 5ms interval 100ms");
-  EXPECT_EQ(q->options_json(), R"({"limit":1000,"target":4999,"interval":99999})");
+  EXPECT_EQ(txpath::tc::options_text(*q), "limit 1000p target 5ms interval 100ms");
+  EXPECT_EQ(txpath::tc::options_json(*q), R"({"limit":1000,"target":4999,"interval":99999})");
   EXPECT_FALSE(q->config().ecn);  // codel's default, unlike fq_codel's
   EXPECT_TRUE(q->can_bypass());
   EXPECT_EQ(q->params().mtu, QdiscEnv{}.psched_mtu());
@@ -64,18 +65,18 @@ TEST(CodelSpec, DefaultsPrintLikeTc) {
 
 TEST(CodelSpec, OptionsTextFollowsTc) {
   // The tdc codel cases' texts.
-  EXPECT_EQ(make("codel limit 1500")->options(), "limit 1500p target 5ms interval 100ms");
-  EXPECT_EQ(make("codel target 100ms")->options(), "limit 1000p target 100ms interval 100ms");
-  EXPECT_EQ(make("codel interval 20ms")->options(), "limit 1000p target 5ms interval 20ms");
-  EXPECT_EQ(make("codel ecn")->options(), "limit 1000p target 5ms interval 100ms ecn");
-  EXPECT_EQ(make("codel ce_threshold 20ms")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("codel limit 1500")), "limit 1500p target 5ms interval 100ms");
+  EXPECT_EQ(txpath::tc::options_text(*make("codel target 100ms")), "limit 1000p target 100ms interval 100ms");
+  EXPECT_EQ(txpath::tc::options_text(*make("codel interval 20ms")), "limit 1000p target 5ms interval 20ms");
+  EXPECT_EQ(txpath::tc::options_text(*make("codel ecn")), "limit 1000p target 5ms interval 100ms ecn");
+  EXPECT_EQ(txpath::tc::options_text(*make("codel ce_threshold 20ms")),
             "limit 1000p target 5ms ce_threshold 20ms interval 100ms");
-  EXPECT_EQ(make("codel ce_threshold 20ms ecn")->options_json(),
+  EXPECT_EQ(txpath::tc::options_json(*make("codel ce_threshold 20ms ecn")),
             R"({"limit":1000,"target":4999,"ce_threshold":19999,"interval":99999,"ecn":true})");
   EXPECT_EQ(make("codel ecn noecn")->config().ecn, false);  // the last one wins
   EXPECT_EQ(make("codel limit 0x10")->config().limit, 16u);  // tc's get_unsigned reads C prefixes
   EXPECT_EQ(make("codel limit 0")->config().limit, 1000u);   // tc does not send a 0 limit
-  EXPECT_EQ(make("codel target 0")->options(), "limit 1000p target 5ms interval 100ms");
+  EXPECT_EQ(txpath::tc::options_text(*make("codel target 0")), "limit 1000p target 5ms interval 100ms");
 }
 
 TEST(CodelSpec, ErrorsAreOneLine) {
@@ -99,16 +100,16 @@ TEST(CodelSpec, ErrorsAreOneLine) {
 
 TEST(CodelXstats, PrintLikeTc) {
   auto q = make("codel");
-  EXPECT_EQ(q->format_xstats(q->xstats()),
+  EXPECT_EQ(txpath::tc::xstats_text(*q, q->xstats()),
             "  count 0 lastcount 0 ldelay 0us drop_next 0us\n"
             "  maxpacket 0 ecn_mark 0 drop_overlimit 0\n");
   const Xstats dropping = {{"count", 7},       {"lastcount", 2},  {"ldelay", 12000},
                            {"dropping", 1},    {"drop_next", -1500}, {"maxpacket", 1514},
                            {"ecn_mark", 3},    {"drop_overlimit", 4}, {"ce_mark", 5}};
-  EXPECT_EQ(q->format_xstats(dropping),
+  EXPECT_EQ(txpath::tc::xstats_text(*q, dropping),
             "  count 7 lastcount 2 ldelay 12ms dropping drop_next -1.5ms\n"
             "  maxpacket 1514 ecn_mark 3 drop_overlimit 4 ce_mark 5\n");
-  EXPECT_EQ(q->format_xstats({}), "");
+  EXPECT_EQ(txpath::tc::xstats_text(*q, {}), "");
 }
 
 // ---- the queue -------------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include "txpath/packet.hpp"
 #include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
+#include "txpath/tc.hpp"
 
 namespace txpath {
 namespace {
@@ -43,7 +44,7 @@ std::unique_ptr<FqQdisc> make(const std::string& opts) {
   return std::unique_ptr<FqQdisc>(f);
 }
 
-std::string text(const std::string& opts) { return make_qdisc("fq " + opts, fake_env())->options(); }
+std::string text(const std::string& opts) { return txpath::tc::options_text(*make_qdisc("fq " + opts, fake_env())); }
 
 const std::string kDefault =
     "limit 10000p flow_limit 100p buckets 1024 orphan_mask 1023 bands 3 priomap 1 2 2 2 1 2 0 0 "
@@ -105,7 +106,7 @@ std::vector<Departure> drain(FqQdisc& q, Packets& pk, std::size_t n) {
 
 TEST(FqSpec, DefaultsPrintLikeTc) {
   EXPECT_EQ(text(""), kDefault);
-  EXPECT_EQ(make_qdisc("fq", fake_env())->options_json(),
+  EXPECT_EQ(txpath::tc::options_json(*make_qdisc("fq", fake_env())),
             "{\"limit\":10000,\"flow_limit\":100,\"buckets\":1024,\"orphan_mask\":1023,"
             "\"bands\":3,\"priomap \":[1,2,2,2,1,2,0,0,1,1,1,1,1,1,1,1],"
             "\"weights \":[589824,196608,65536],\"quantum\":3028,\"initial_quantum\":15140,"
@@ -119,7 +120,7 @@ TEST(FqSpec, DefaultsPrintLikeTc) {
   // Defaults follow the device MTU (2 and 10 psched_mtu).
   QdiscEnv jumbo = fake_env();
   jumbo.mtu = 9000;
-  EXPECT_EQ(make_qdisc("fq", jumbo)->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("fq", jumbo)),
             with(with(kDefault, "quantum 3028b", "quantum 18028b"), "initial_quantum 15140b",
                  "initial_quantum 90140b"));
 }
@@ -158,8 +159,8 @@ TEST(FqSpec, EachOptionPrintsLikeTc) {
             with(with(kDefault, "limit 10000p", "limit 16p"), "flow_limit 100p", "flow_limit 8p"));
   EXPECT_EQ(text("initial_quantum 0x7fffffff"),
             with(kDefault, "initial_quantum 15140b", "initial_quantum 2048Mb"));
-  const std::string json = make_qdisc("fq nopacing maxrate 1mbit ce_threshold 2ms horizon_cap",
-                                      fake_env())->options_json();
+  const std::string json = txpath::tc::options_json(*make_qdisc("fq nopacing maxrate 1mbit ce_threshold 2ms horizon_cap",
+                                      fake_env()));
   EXPECT_NE(json.find("\"orphan_mask\":1023,\"pacing\":false,"), std::string::npos) << json;
   EXPECT_NE(json.find("\"maxrate\":125000,"), std::string::npos) << json;
   EXPECT_NE(json.find("\"ce_threshold\":2000,"), std::string::npos) << json;
@@ -638,7 +639,7 @@ TEST(Fq, PeekedPacketIsTheNextDequeuedAndResetReturnsEverything) {
 
 TEST(FqXstats, PrintLikeTc) {
   auto q = make("horizon 1000");
-  EXPECT_EQ(q->format_xstats(q->xstats()),
+  EXPECT_EQ(txpath::tc::xstats_text(*q, q->xstats()),
             "  flows 0 (inactive 0 throttled 0) band0_pkts 0 band1_pkts 0 band2_pkts 0\n"
             "  gc 0 highprio 0 throttled 0\n");
   Packets pk(200);
@@ -650,7 +651,7 @@ TEST(FqXstats, PrintLikeTc) {
   q->enqueue(pk.get(100, 8), to_free);
   const Xstats x = q->xstats();
   EXPECT_EQ(x.front().first, "flows");
-  EXPECT_EQ(q->format_xstats(x),
+  EXPECT_EQ(txpath::tc::xstats_text(*q, x),
             "  flows 3 (inactive 0 throttled 1) band0_pkts 0 band1_pkts 101 band2_pkts 0"
             " next_packet_delay 1ms\n"
             "  gc 0 highprio 0 throttled 1 flows_plimit 1\n"

@@ -22,6 +22,7 @@
 #include "txpath/packet.hpp"
 #include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
+#include "txpath/tc.hpp"
 
 namespace txpath {
 namespace {
@@ -100,7 +101,7 @@ TEST(FqCodelSpec, DefaultsPrintLikeTc) {
   auto q = make("fq_codel");
   ASSERT_TRUE(q);
   EXPECT_EQ(q->kind(), "fq_codel");
-  EXPECT_EQ(q->options(),
+  EXPECT_EQ(txpath::tc::options_text(*q),
             "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn "
             "drop_batch 64");
   EXPECT_TRUE(q->can_bypass());
@@ -109,29 +110,29 @@ TEST(FqCodelSpec, DefaultsPrintLikeTc) {
 
 TEST(FqCodelSpec, OptionsTextFollowsTc) {
   const std::string tail = " memory_limit 32Mb ecn drop_batch 64";
-  EXPECT_EQ(make("fq_codel limit 1000")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("fq_codel limit 1000")),
             "limit 1000p flows 1024 quantum 1514 target 5ms interval 100ms" + tail);
-  EXPECT_EQ(make("fq_codel memory_limit 100000")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("fq_codel memory_limit 100000")),
             "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 100000b "
             "ecn drop_batch 64");
-  EXPECT_EQ(make("fq_codel target 2000")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("fq_codel target 2000")),
             "limit 10240p flows 1024 quantum 1514 target 2ms interval 100ms" + tail);
-  EXPECT_EQ(make("fq_codel interval 5000")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("fq_codel interval 5000")),
             "limit 10240p flows 1024 quantum 1514 target 5ms interval 5ms" + tail);
-  EXPECT_EQ(make("fq_codel quantum 9000")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("fq_codel quantum 9000")),
             "limit 10240p flows 1024 quantum 9000 target 5ms interval 100ms" + tail);
-  EXPECT_EQ(make("fq_codel noecn")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("fq_codel noecn")),
             "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms memory_limit 32Mb "
             "drop_batch 64");
-  EXPECT_EQ(make("fq_codel ce_threshold 1024000")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("fq_codel ce_threshold 1024000")),
             "limit 10240p flows 1024 quantum 1514 target 5ms ce_threshold 1.02s interval 100ms" +
                 tail);
-  EXPECT_EQ(make("fq_codel limit 1000 flows 256 drop_batch 100")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("fq_codel limit 1000 flows 256 drop_batch 100")),
             "limit 1000p flows 256 quantum 1514 target 5ms interval 100ms memory_limit 32Mb ecn "
             "drop_batch 100");
   EXPECT_EQ(make("fq_codel noecn ecn")->config().ecn, true);  // last one wins, as in tc
   // tc sends no target or interval of 0: the kernel's defaults stay.
-  EXPECT_EQ(make("fq_codel target 0 interval 0")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("fq_codel target 0 interval 0")),
             "limit 10240p flows 1024 quantum 1514 target 5ms interval 100ms" + tail);
 }
 

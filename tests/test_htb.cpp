@@ -26,6 +26,7 @@
 #include "support/test_child_qdisc.hpp"
 #include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
+#include "txpath/tc.hpp"
 
 namespace txpath {
 namespace {
@@ -141,27 +142,27 @@ TEST(HtbSpec, QdiscDefaultsAndTcText) {
   auto q = make("");
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->kind(), "htb");
-  EXPECT_EQ(q->options(), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 1000");
-  EXPECT_EQ(q->options_json(),
+  EXPECT_EQ(txpath::tc::options_text(*q), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 1000");
+  EXPECT_EQ(txpath::tc::options_json(*q),
             "{\"r2q\":10,\"default\":\"0\",\"direct_packets_stat\":0,\"direct_qlen\":1000}");
   EXPECT_FALSE(q->can_bypass());
   EXPECT_TRUE(q->classes().empty());
 
   // tdc 3906: default is hexadecimal.
-  EXPECT_EQ(make("default 10")->options(), "r2q 10 default 0x10 direct_packets_stat 0 direct_qlen 1000");
+  EXPECT_EQ(txpath::tc::options_text(*make("default 10")), "r2q 10 default 0x10 direct_packets_stat 0 direct_qlen 1000");
   EXPECT_EQ(make("default 10")->default_minor(), 0x10u);
   EXPECT_EQ(make("default 0x1f")->default_minor(), 0x1fu);
-  EXPECT_EQ(make("default 10")->options_json(),
+  EXPECT_EQ(txpath::tc::options_json(*make("default 10")),
             "{\"r2q\":10,\"default\":\"0x10\",\"direct_packets_stat\":0,\"direct_qlen\":1000}");
-  EXPECT_EQ(make("r2q 5")->options(), "r2q 5 default 0 direct_packets_stat 0 direct_qlen 1000");
-  EXPECT_EQ(make("direct_qlen 1024")->options(), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 1024");
-  EXPECT_EQ(make("", env_for(1, 77))->options(), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 77");
+  EXPECT_EQ(txpath::tc::options_text(*make("r2q 5")), "r2q 5 default 0 direct_packets_stat 0 direct_qlen 1000");
+  EXPECT_EQ(txpath::tc::options_text(*make("direct_qlen 1024")), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 1024");
+  EXPECT_EQ(txpath::tc::options_text(*make("", env_for(1, 77))), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 77");
   // The kernel's default is the txqueuelen as it is, 1 included; -d adds the htb version.
-  EXPECT_EQ(make("", env_for(1, 1))->options(), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 1");
-  EXPECT_EQ(make("")->details_options(), "r2q 10 default 0 direct_packets_stat 0 ver 3.17 direct_qlen 1000");
-  EXPECT_EQ(make("")->details_options_json(),
+  EXPECT_EQ(txpath::tc::options_text(*make("", env_for(1, 1))), "r2q 10 default 0 direct_packets_stat 0 direct_qlen 1");
+  EXPECT_EQ(txpath::tc::options_text(*make(""), true), "r2q 10 default 0 direct_packets_stat 0 ver 3.17 direct_qlen 1000");
+  EXPECT_EQ(txpath::tc::options_json(*make(""), true),
             "{\"r2q\":10,\"default\":\"0\",\"direct_packets_stat\":0,\"ver\":\"3.17\",\"direct_qlen\":1000}");
-  EXPECT_EQ(make("r2q 1 direct_qlen 5 default ab")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("r2q 1 direct_qlen 5 default ab")),
             "r2q 1 default 0xab direct_packets_stat 0 direct_qlen 5");
 }
 
@@ -179,16 +180,16 @@ TEST(HtbSpec, QdiscErrorsAreOneLineParseOrReject) {
   EXPECT_EQ(err("default 10 r2q 5 direct_qlen 3"), "");
   // As tc reads them: a later value overrides an earlier one, an option may be a prefix.
   EXPECT_EQ(make("default 10 default 11")->default_minor(), 0x11u);
-  EXPECT_EQ(make("r2 7 def 12 di 3 deb 1")->options(), "r2q 7 default 0x12 direct_packets_stat 0 direct_qlen 3");
+  EXPECT_EQ(txpath::tc::options_text(*make("r2 7 def 12 di 3 deb 1")), "r2q 7 default 0x12 direct_packets_stat 0 direct_qlen 3");
   // tc's "unset" direct_qlen is the kernel's default, the device's txqueuelen; r2q is the
   // kernel's int, where below 1 is 1.
-  EXPECT_EQ(make("direct_qlen 4294967295", env_for(1, 32))->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("direct_qlen 4294967295", env_for(1, 32))),
             "r2q 10 default 0 direct_packets_stat 0 direct_qlen 32");
-  EXPECT_EQ(make("r2q 4294967295")->options(), "r2q 1 default 0 direct_packets_stat 0 direct_qlen 1000");
-  EXPECT_EQ(make("r2q 0")->options(), "r2q 1 default 0 direct_packets_stat 0 direct_qlen 1000");
-  EXPECT_EQ(make("r2q 2147483647")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("r2q 4294967295")), "r2q 1 default 0 direct_packets_stat 0 direct_qlen 1000");
+  EXPECT_EQ(txpath::tc::options_text(*make("r2q 0")), "r2q 1 default 0 direct_packets_stat 0 direct_qlen 1000");
+  EXPECT_EQ(txpath::tc::options_text(*make("r2q 2147483647")),
             "r2q 2147483647 default 0 direct_packets_stat 0 direct_qlen 1000");
-  EXPECT_EQ(make("r2q 2147483648")->options(), "r2q 1 default 0 direct_packets_stat 0 direct_qlen 1000");
+  EXPECT_EQ(txpath::tc::options_text(*make("r2q 2147483648")), "r2q 1 default 0 direct_packets_stat 0 direct_qlen 1000");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -210,7 +211,7 @@ TEST(HtbClassSpec, TdcClassStrings) {
   for (const Case& c : cases) {
     auto q = make("");
     add(*q, 1, 0, c.opts);
-    EXPECT_EQ(q->class_options(1), c.text) << c.opts;
+    EXPECT_EQ(txpath::tc::class_options_text(*q, 1), c.text) << c.opts;
     const auto cls = q->classes();
     ASSERT_EQ(cls.size(), 1u);
     EXPECT_EQ(cls[0].minor, 1);
@@ -221,9 +222,9 @@ TEST(HtbClassSpec, TdcClassStrings) {
   }
   auto q = make("");
   add(*q, 1, 0, "rate 20kbit burst 1000");
-  EXPECT_EQ(q->class_options_json(1), "{\"prio\":0,\"rate\":2500,\"ceil\":2500,\"burst\":1000,\"cburst\":1600}");
-  EXPECT_EQ(q->class_options(2), "");
-  EXPECT_EQ(q->class_options_json(2), "{}");
+  EXPECT_EQ(txpath::tc::class_options_json(*q, 1), "{\"prio\":0,\"rate\":2500,\"ceil\":2500,\"burst\":1000,\"cburst\":1600}");
+  EXPECT_EQ(txpath::tc::class_options_text(*q, 2), "");
+  EXPECT_EQ(txpath::tc::class_options_json(*q, 2), "{}");
 }
 
 TEST(HtbClassSpec, QuantumFromR2qClampedOrExplicit) {
@@ -275,7 +276,7 @@ TEST(HtbClassSpec, ErrorsParseVersusReject) {
   EXPECT_TRUE(starts_with(outcome([&] { change(*q, 2, "ceil 1mbit"); }), "parse: "));
   change(*q, 2, "rate 2mbit ceil 3mbit prio 3");
   // 1600 B at 3 Mbit is 4266.67 us: tc sends 4266 us as 66656 ticks and prints them as 1599 B.
-  EXPECT_EQ(q->class_options(2), "prio 3 rate 2Mbit ceil 3Mbit burst 1600b cburst 1599b");
+  EXPECT_EQ(txpath::tc::class_options_text(*q, 2), "prio 3 rate 2Mbit ceil 3Mbit burst 1600b cburst 1599b");
   // Delete: not with children; not twice.
   EXPECT_THROW(q->delete_class(1), ConfigRejected);
   q->delete_class(2);
@@ -315,7 +316,7 @@ TEST(HtbClassSpec, XstatsAndTheirText) {
   const Xstats x = q->class_xstats(1);
   // 1600 B at 2500 B/s = 0.64 s = 640e6 ns = 10e6 ticks of 64 ns; cburst twice that.
   // tc ends a class's xstats with an empty line.
-  EXPECT_EQ(q->format_class_xstats(x), " lended: 0 borrowed: 0 giants: 0\n tokens: 10000000 ctokens: 20000000\n\n");
+  EXPECT_EQ(txpath::tc::class_xstats_text(*q, x), " lended: 0 borrowed: 0 giants: 0\n tokens: 10000000 ctokens: 20000000\n\n");
   ASSERT_EQ(x.size(), 5u);
   EXPECT_EQ(x[0].first, "lended");
   EXPECT_EQ(x[1].first, "borrowed");
@@ -335,15 +336,15 @@ TEST(HtbClassSpec, RunsWithTheQuantisedBucket) {
   // The bucket the class runs with is what the kernel holds: the 66656 ticks tc sends for
   // 1600 B at 3 Mbit (src/tc/psched.hpp), not 1600 B exactly (66666 ticks).
   EXPECT_EQ(xstat(q->class_xstats(0x10), "tokens"), 66656);
-  EXPECT_EQ(q->class_options(0x10), "prio 0 rate 3Mbit ceil 3Mbit burst 1599b cburst 1599b");
-  EXPECT_EQ(q->class_details_options(0x10),
+  EXPECT_EQ(txpath::tc::class_options_text(*q, 0x10), "prio 0 rate 3Mbit ceil 3Mbit burst 1599b cburst 1599b");
+  EXPECT_EQ(txpath::tc::class_options_text(*q, 0x10, true),
             "prio 0 quantum 37500 rate 3Mbit ceil 3Mbit linklayer ethernet burst 1599b/1 mpu 0b "
             "cburst 1599b/1 mpu 0b level 0");
   // An inner class prints no prio (and no quantum); overhead and linklayer are printed.
   add(*q, 0x11, 0x10, "rate 1mbit");
   add(*q, 0x12, 0, "rate 1mbit overhead 20 linklayer atm prio 2");
-  EXPECT_EQ(q->class_options(0x10), "rate 3Mbit ceil 3Mbit burst 1599b cburst 1599b");
-  EXPECT_EQ(q->class_options(0x12), "prio 2 rate 1Mbit overhead 20 ceil 1Mbit linklayer atm burst 1600b cburst 1600b");
+  EXPECT_EQ(txpath::tc::class_options_text(*q, 0x10), "rate 3Mbit ceil 3Mbit burst 1599b cburst 1599b");
+  EXPECT_EQ(txpath::tc::class_options_text(*q, 0x12), "prio 2 rate 1Mbit overhead 20 ceil 1Mbit linklayer atm burst 1600b cburst 1600b");
   EXPECT_EQ(q->class_warning(0x12), "");
   add(*q, 0x13, 0, "rate 900mbit");
   EXPECT_EQ(q->class_warning(0x13), "Warning: sch_htb: quantum of class 10013 is big. Consider r2q change.");
@@ -395,7 +396,7 @@ TEST(Htb, ClassificationDirectAndDefault) {
   EXPECT_EQ(to_free.size(), 4u);
   EXPECT_EQ(q->stats().drops, 4u);  // 3 purged with 1:20, 1 tail drop
   EXPECT_EQ(q->direct_packets(), 2u);
-  EXPECT_EQ(q->options(), "r2q 10 default 0x20 direct_packets_stat 2 direct_qlen 2");
+  EXPECT_EQ(txpath::tc::options_text(*q), "r2q 10 default 0x20 direct_packets_stat 2 direct_qlen 2");
   // The direct queue goes first, unshaped.
   EXPECT_EQ(q->dequeue()->priority, 0x10000u);
   EXPECT_EQ(q->dequeue()->priority, 5u);

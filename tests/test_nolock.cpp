@@ -24,6 +24,7 @@
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/txqueue.hpp"
+#include "txpath/tc.hpp"
 
 using namespace std::chrono_literals;
 
@@ -263,7 +264,7 @@ TEST(NolockFifo, CountersAreKeptPerThreadAndSummed) {
   EXPECT_EQ(q.lockless_stats().qlen, kThreads * kEach);
   EXPECT_EQ(q.lockless_stats().backlog, kThreads * kEach * 100);
   EXPECT_EQ(q.kind(), "pfifo");
-  EXPECT_EQ(q.options(), "limit 4096p");
+  EXPECT_EQ(txpath::tc::options_text(q), "limit 4096p");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -292,7 +293,7 @@ TEST_F(NolockQueueTest, IsRegisteredAndRunsTheLocklessTwinOfTheQdisc) {
   EXPECT_EQ(txq->strategy(), "nolock");
   ASSERT_NE(txq->qdisc(), nullptr);
   EXPECT_EQ(txq->qdisc()->kind(), "pfifo");
-  EXPECT_EQ(txq->qdisc()->options(), "limit 7p");
+  EXPECT_EQ(txpath::tc::options_text(*txq->qdisc()), "limit 7p");
   EXPECT_NE(dynamic_cast<const NolockFifoQdisc*>(txq->qdisc()), nullptr);
 }
 

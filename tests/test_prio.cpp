@@ -27,6 +27,7 @@
 #include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
 #include "txpath/txqueue.hpp"
+#include "txpath/tc.hpp"
 
 using namespace std::chrono_literals;
 
@@ -92,7 +93,7 @@ using TestChild = test::TestChildQdisc;
 TEST(PrioSpec, DefaultsAndTcOutput) {
   auto q = make_qdisc("prio");
   EXPECT_EQ(q->kind(), "prio");
-  EXPECT_EQ(q->options(), "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1");
+  EXPECT_EQ(txpath::tc::options_text(*q), "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1");
   EXPECT_FALSE(q->can_bypass());
   EXPECT_EQ(q->watchdog_ns(), 0u);
   PrioQdisc& p = as_prio(*q);
@@ -100,28 +101,28 @@ TEST(PrioSpec, DefaultsAndTcOutput) {
   EXPECT_EQ(p.handle_major(), 0u);
   for (std::size_t b = 0; b < 3; ++b) {
     EXPECT_EQ(p.band_child(b).kind(), "pfifo");
-    EXPECT_EQ(p.band_child(b).options(), "limit 1000p");  // default env txqueuelen
+    EXPECT_EQ(txpath::tc::options_text(p.band_child(b)), "limit 1000p");  // default env txqueuelen
   }
   QdiscEnv env;
   env.txqueuelen = 7;
   auto q7 = make_qdisc("prio bands 2 priomap 0 1 1 1 0 1 0 0 0 0 0 0 0 0 0 0", env);
-  EXPECT_EQ(as_prio(*q7).band_child(1).options(), "limit 7p");
+  EXPECT_EQ(txpath::tc::options_text(as_prio(*q7).band_child(1)), "limit 7p");
 }
 
 TEST(PrioSpec, BandsAndPriomap) {
-  EXPECT_EQ(make_qdisc("prio bands 4 priomap 1 1 2 2 3 3 0 0 1 2 3 0 0 0 0 0")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("prio bands 4 priomap 1 1 2 2 3 3 0 0 1 2 3 0 0 0 0 0")),
             "bands 4 priomap 1 1 2 2 3 3 0 0 1 2 3 0 0 0 0 0");
-  EXPECT_EQ(make_qdisc("prio  bands 8 priomap 1 1 2 2 3 3 4 4 5 5 6 6 7 7 0 0")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("prio  bands 8 priomap 1 1 2 2 3 3 4 4 5 5 6 6 7 7 0 0")),
             "bands 8 priomap 1 1 2 2 3 3 4 4 5 5 6 6 7 7 0 0");
   auto q16 = make_qdisc("prio bands 16 priomap 15 14 13 12 11 10 9 8 7 6 5 4 3 2 1 0");
-  EXPECT_EQ(q16->options(), "bands 16 priomap 15 14 13 12 11 10 9 8 7 6 5 4 3 2 1 0");
+  EXPECT_EQ(txpath::tc::options_text(*q16), "bands 16 priomap 15 14 13 12 11 10 9 8 7 6 5 4 3 2 1 0");
   EXPECT_EQ(as_prio(*q16).bands(), 16u);
   // Bands alone keep the default map; priomap may come before bands.
-  EXPECT_EQ(make_qdisc("prio bands 5")->options(), "bands 5 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1");
-  EXPECT_EQ(make_qdisc("prio priomap 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3 bands 4")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("prio bands 5")), "bands 5 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("prio priomap 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3 bands 4")),
             "bands 4 priomap 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3 3");
   // A short priomap overrides the first entries only (tc starts from the default map).
-  EXPECT_EQ(make_qdisc("prio priomap 0 0")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("prio priomap 0 0")),
             "bands 3 priomap 0 0 2 2 1 2 0 0 1 1 1 1 1 1 1 1");
 }
 
@@ -317,7 +318,7 @@ TEST(Prio, GraftPurgesOldChildAndKeepsAccounting) {
   q.graft_band(2, make_qdisc("pfifo limit 1"), to_free);
   EXPECT_EQ(ids(pk, to_free), (std::vector<std::size_t>{0, 2, 4}));
   EXPECT_EQ(q.stats().drops, 0u);  // purged, not dropped
-  EXPECT_EQ(q.band_child(2).options(), "limit 1p");
+  EXPECT_EQ(txpath::tc::options_text(q.band_child(2)), "limit 1p");
   expect_sums(q, 3, 309);
   // The new child's limit applies.
   EXPECT_EQ(q.enqueue(pk.with(6, 10, 2), to_free), Verdict::success);
@@ -340,7 +341,7 @@ TEST(Prio, GraftPurgesOldChildAndKeepsAccounting) {
   // A null child installs a default pfifo; a bad band throws and changes nothing.
   q.graft_band(0, nullptr, to_free);
   EXPECT_EQ(q.band_child(0).kind(), "pfifo");
-  EXPECT_EQ(q.band_child(0).options(), "limit 1000p");
+  EXPECT_EQ(txpath::tc::options_text(q.band_child(0)), "limit 1000p");
   EXPECT_THROW(q.graft_band(3, make_qdisc("pfifo"), to_free), std::out_of_range);
   expect_sums(q, 0, 0);
 }

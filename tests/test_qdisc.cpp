@@ -10,10 +10,12 @@
 
 #include "qdisc/fifo.hpp"
 #include "qdisc/pfifo_fast.hpp"
+#include "tc/tc_units.hpp"
 #include "txpath/error.hpp"
 #include "txpath/packet.hpp"
 #include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
+#include "txpath/tc.hpp"
 
 namespace txpath {
 namespace {
@@ -238,7 +240,7 @@ TEST(PfifoFast, ResetMovesEverythingToFreeWithoutDrops) {
 TEST(PfifoFast, KindOptionsBypass) {
   PfifoFastQdisc q(1000);
   EXPECT_EQ(q.kind(), "pfifo_fast");
-  EXPECT_EQ(q.options(), "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1");
+  EXPECT_EQ(txpath::tc::options_text(q), "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1");
   EXPECT_TRUE(q.can_bypass());
   EXPECT_EQ(q.band_limit(), 1000u);
 }
@@ -340,9 +342,9 @@ TEST(Pfifo, ResetDoesNotCountDrops) {
 }
 
 TEST(Pfifo, KindOptionsBypass) {
-  EXPECT_EQ(PfifoQdisc(100).options(), "limit 100p");
-  EXPECT_EQ(PfifoQdisc(0).options(), "limit 0p");
-  EXPECT_EQ(PfifoQdisc(4294967295u).options(), "limit 4294967295p");
+  EXPECT_EQ(txpath::tc::options_text(PfifoQdisc(100)), "limit 100p");
+  EXPECT_EQ(txpath::tc::options_text(PfifoQdisc(0)), "limit 0p");
+  EXPECT_EQ(txpath::tc::options_text(PfifoQdisc(4294967295u)), "limit 4294967295p");
   EXPECT_EQ(PfifoQdisc(1).kind(), "pfifo");
   EXPECT_FALSE(PfifoQdisc(0).can_bypass());
   EXPECT_TRUE(PfifoQdisc(1).can_bypass());
@@ -413,34 +415,34 @@ TEST(Bfifo, BypassNeedsRoomForOneFullFrame) {
 }
 
 TEST(Bfifo, KindAndOptions) {
-  EXPECT_EQ(BfifoQdisc(151400, 1514).options(), "limit 151400b");
-  EXPECT_EQ(BfifoQdisc(1514000, 1514).options(), "limit 1514000b");
-  EXPECT_EQ(BfifoQdisc(30720, 1514).options(), "limit 30Kb");
-  EXPECT_EQ(BfifoQdisc(2 * 1048576, 1514).options(), "limit 2Mb");
+  EXPECT_EQ(txpath::tc::options_text(BfifoQdisc(151400, 1514)), "limit 151400b");
+  EXPECT_EQ(txpath::tc::options_text(BfifoQdisc(1514000, 1514)), "limit 1514000b");
+  EXPECT_EQ(txpath::tc::options_text(BfifoQdisc(30720, 1514)), "limit 30Kb");
+  EXPECT_EQ(txpath::tc::options_text(BfifoQdisc(2 * 1048576, 1514)), "limit 2Mb");
   EXPECT_EQ(BfifoQdisc(1, 1514).kind(), "bfifo");
 }
 
 TEST(TcSize, PrinterRule) {
-  EXPECT_EQ(format_tc_size(0), "0b");
-  EXPECT_EQ(format_tc_size(1), "1b");
-  EXPECT_EQ(format_tc_size(1023), "1023b");
-  EXPECT_EQ(format_tc_size(1024), "1Kb");
-  EXPECT_EQ(format_tc_size(1025), "1Kb");  // within 16 B of 1 KiB, as tc rounds
-  EXPECT_EQ(format_tc_size(1536), "1536b");
-  EXPECT_EQ(format_tc_size(2048), "2Kb");
-  EXPECT_EQ(format_tc_size(1048575), "1024Kb");
-  EXPECT_EQ(format_tc_size(1040), "1040b");
-  EXPECT_EQ(format_tc_size(1039), "1Kb");
-  EXPECT_EQ(format_tc_size(65535), "64Kb");
-  EXPECT_EQ(format_tc_size(1048000), "1048000b");
-  EXPECT_EQ(format_tc_size(1047553), "1023Kb");
-  EXPECT_EQ(format_tc_size(1049599), "1Mb");
-  EXPECT_EQ(format_tc_size(1048576), "1Mb");
-  EXPECT_EQ(format_tc_size(1048576 + 1024), "1025Kb");
-  EXPECT_EQ(format_tc_size(3 * 1048576), "3Mb");
-  EXPECT_EQ(format_tc_size(1024ull * 1048576), "1024Mb");
-  EXPECT_EQ(format_tc_size(4294966272ull), "4194303Kb");
-  EXPECT_EQ(format_tc_size(4294967295ull), "4096Mb");
+  EXPECT_EQ(tc::format_size(0), "0b");
+  EXPECT_EQ(tc::format_size(1), "1b");
+  EXPECT_EQ(tc::format_size(1023), "1023b");
+  EXPECT_EQ(tc::format_size(1024), "1Kb");
+  EXPECT_EQ(tc::format_size(1025), "1Kb");  // within 16 B of 1 KiB, as tc rounds
+  EXPECT_EQ(tc::format_size(1536), "1536b");
+  EXPECT_EQ(tc::format_size(2048), "2Kb");
+  EXPECT_EQ(tc::format_size(1048575), "1024Kb");
+  EXPECT_EQ(tc::format_size(1040), "1040b");
+  EXPECT_EQ(tc::format_size(1039), "1Kb");
+  EXPECT_EQ(tc::format_size(65535), "64Kb");
+  EXPECT_EQ(tc::format_size(1048000), "1048000b");
+  EXPECT_EQ(tc::format_size(1047553), "1023Kb");
+  EXPECT_EQ(tc::format_size(1049599), "1Mb");
+  EXPECT_EQ(tc::format_size(1048576), "1Mb");
+  EXPECT_EQ(tc::format_size(1048576 + 1024), "1025Kb");
+  EXPECT_EQ(tc::format_size(3 * 1048576), "3Mb");
+  EXPECT_EQ(tc::format_size(1024ull * 1048576), "1024Mb");
+  EXPECT_EQ(tc::format_size(4294966272ull), "4194303Kb");
+  EXPECT_EQ(tc::format_size(4294967295ull), "4096Mb");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -507,7 +509,7 @@ TEST(PfifoHeadDrop, ResetAndOptions) {
   EXPECT_EQ(q.stats().drops, 1u);
   expect_consistent(q, 0, 0);
   EXPECT_EQ(q.kind(), "pfifo_head_drop");
-  EXPECT_EQ(q.options(), "limit 2p");
+  EXPECT_EQ(txpath::tc::options_text(q), "limit 2p");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -519,15 +521,15 @@ TEST(Registry, BuildsEachKindWithDefaults) {
   env.mtu = 1500;
   auto fast = make_qdisc("pfifo_fast", env);
   EXPECT_EQ(fast->kind(), "pfifo_fast");
-  EXPECT_EQ(fast->options(), "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1");
+  EXPECT_EQ(txpath::tc::options_text(*fast), "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1");
   EXPECT_TRUE(fast->can_bypass());
-  EXPECT_EQ(make_qdisc("pfifo", env)->options(), "limit 100p");
-  EXPECT_EQ(make_qdisc("pfifo_head_drop", env)->options(), "limit 100p");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("pfifo", env)), "limit 100p");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("pfifo_head_drop", env)), "limit 100p");
   auto b = make_qdisc("bfifo", env);
   EXPECT_EQ(b->kind(), "bfifo");
-  EXPECT_EQ(b->options(), "limit 151400b");  // 100 * (1500 + 14)
-  EXPECT_EQ(make_qdisc("bfifo")->options(), "limit 1514000b");  // default env: 1000 * 1514
-  EXPECT_EQ(make_qdisc("pfifo")->options(), "limit 1000p");
+  EXPECT_EQ(txpath::tc::options_text(*b), "limit 151400b");  // 100 * (1500 + 14)
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo")), "limit 1514000b");  // default env: 1000 * 1514
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("pfifo")), "limit 1000p");
 }
 
 TEST(Registry, PfifoFastBandLimitIsTxqueuelen) {
@@ -546,19 +548,19 @@ TEST(Registry, BfifoDefaultClampsToU32) {
   QdiscEnv env;
   env.txqueuelen = 4000000;
   env.mtu = 9000;
-  EXPECT_EQ(make_qdisc("bfifo", env)->options(), "limit 4096Mb");  // tc's rounding
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo", env)), "limit 4096Mb");  // tc's rounding
 }
 
 TEST(Registry, ExplicitLimitsAndWhitespace) {
-  EXPECT_EQ(make_qdisc("pfifo limit 5")->options(), "limit 5p");
-  EXPECT_EQ(make_qdisc("  pfifo \t limit\n 7  ")->options(), "limit 7p");
-  EXPECT_EQ(make_qdisc("pfifo limit 0")->options(), "limit 0p");
-  EXPECT_EQ(make_qdisc("pfifo limit 007")->options(), "limit 7p");
-  EXPECT_EQ(make_qdisc("pfifo limit 4294967295")->options(), "limit 4294967295p");
-  EXPECT_EQ(make_qdisc("pfifo_head_drop limit 5")->options(), "limit 5p");
-  EXPECT_EQ(make_qdisc("bfifo limit 30000")->options(), "limit 30000b");
-  EXPECT_EQ(make_qdisc("bfifo limit 0")->options(), "limit 0b");
-  EXPECT_EQ(make_qdisc("bfifo limit 4294967295")->options(), "limit 4096Mb");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("pfifo limit 5")), "limit 5p");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("  pfifo \t limit\n 7  ")), "limit 7p");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("pfifo limit 0")), "limit 0p");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("pfifo limit 007")), "limit 7p");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("pfifo limit 4294967295")), "limit 4294967295p");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("pfifo_head_drop limit 5")), "limit 5p");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 30000")), "limit 30000b");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 0")), "limit 0b");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 4294967295")), "limit 4096Mb");
   // The limit given is the limit used.
   auto q = make_qdisc("pfifo limit 2");
   Packets pk(3);
@@ -569,19 +571,19 @@ TEST(Registry, ExplicitLimitsAndWhitespace) {
 }
 
 TEST(Registry, BfifoSizeUnits) {
-  EXPECT_EQ(make_qdisc("bfifo limit 100b")->options(), "limit 100b");
-  EXPECT_EQ(make_qdisc("bfifo limit 10k")->options(), "limit 10Kb");
-  EXPECT_EQ(make_qdisc("bfifo limit 10kb")->options(), "limit 10Kb");
-  EXPECT_EQ(make_qdisc("bfifo limit 10KB")->options(), "limit 10Kb");
-  EXPECT_EQ(make_qdisc("bfifo limit 2m")->options(), "limit 2Mb");
-  EXPECT_EQ(make_qdisc("bfifo limit 2Mb")->options(), "limit 2Mb");
-  EXPECT_EQ(make_qdisc("bfifo limit 1g")->options(), "limit 1024Mb");
-  EXPECT_EQ(make_qdisc("bfifo limit 3GB")->options(), "limit 3072Mb");
-  EXPECT_EQ(make_qdisc("bfifo limit 8kbit")->options(), "limit 1Kb");     // 8 * 128
-  EXPECT_EQ(make_qdisc("bfifo limit 1kbit")->options(), "limit 128b");
-  EXPECT_EQ(make_qdisc("bfifo limit 8mbit")->options(), "limit 1Mb");     // 8 * 131072
-  EXPECT_EQ(make_qdisc("bfifo limit 1gbit")->options(), "limit 128Mb");
-  EXPECT_EQ(make_qdisc("bfifo limit 0k")->options(), "limit 0b");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 100b")), "limit 100b");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 10k")), "limit 10Kb");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 10kb")), "limit 10Kb");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 10KB")), "limit 10Kb");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 2m")), "limit 2Mb");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 2Mb")), "limit 2Mb");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 1g")), "limit 1024Mb");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 3GB")), "limit 3072Mb");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 8kbit")), "limit 1Kb");     // 8 * 128
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 1kbit")), "limit 128b");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 8mbit")), "limit 1Mb");     // 8 * 131072
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 1gbit")), "limit 128Mb");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 0k")), "limit 0b");
   auto q = make_qdisc("bfifo limit 1k");
   Packets pk(2);
   PacketList to_free;
@@ -641,7 +643,7 @@ TEST(Registry, LimitTakesTcNumbers) {
       {"bfifo limit 1.5k", "limit 1536b"},  {"pfifo_head_drop limit 7e0", "limit 7p"},
       {"bfifo limit 10kbit", "limit 1280b"}, {"pfifo limit 0x1p4", "limit 16p"},
   };
-  for (const auto& [spec, shown] : cases) EXPECT_EQ(make_qdisc(spec)->options(), shown) << spec;
+  for (const auto& [spec, shown] : cases) EXPECT_EQ(txpath::tc::options_text(*make_qdisc(spec)), shown) << spec;
 }
 
 TEST(Registry, InvalidLimit) {
@@ -657,8 +659,8 @@ TEST(Registry, InvalidLimit) {
     const std::string spec = std::string("bfifo limit ") + bad;
     EXPECT_EQ(config_error(spec), "qdisc \"" + spec + "\": bfifo: Illegal value for \"limit\": \"" + bad + "\"");
   }
-  EXPECT_EQ(make_qdisc("bfifo limit 4194303k")->options(), "limit 4194303Kb");
-  EXPECT_EQ(make_qdisc("bfifo limit 31gbit")->options(), "limit 3968Mb");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 4194303k")), "limit 4194303Kb");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo limit 31gbit")), "limit 3968Mb");
 }
 
 TEST(Registry, UnknownOptionsAndHelp) {
@@ -675,8 +677,8 @@ TEST(Registry, PfifoFastNeedsNonZeroTxqueuelen) {
   expect_error("pfifo_fast",
                "qdisc \"pfifo_fast\": pfifo_fast needs a device txqueuelen of at least 1 (got 0)", env);
   // The fifos take txqueuelen 0 as their default limit (and then drop everything).
-  EXPECT_EQ(make_qdisc("pfifo", env)->options(), "limit 0p");
-  EXPECT_EQ(make_qdisc("bfifo", env)->options(), "limit 0b");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("pfifo", env)), "limit 0p");
+  EXPECT_EQ(txpath::tc::options_text(*make_qdisc("bfifo", env)), "limit 0b");
 }
 
 TEST(Registry, MessagesStayOnOneLine) {

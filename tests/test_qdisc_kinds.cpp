@@ -55,8 +55,12 @@ TEST(QdiscKinds, RowsSayWhatTheKernelDoes) {
   EXPECT_TRUE(qdisc_kind("mqprio").multiqueue_root);
   EXPECT_FALSE(qdisc_kind("mqprio").change_op);
   EXPECT_EQ(qdisc_kind("pfifo_fast").classes, ClassModel::classless);
-  EXPECT_EQ(qdisc_kind("fq").merge, &tc::kFqMerge);
-  EXPECT_EQ(qdisc_kind("codel").merge, &tc::kFqCodelMerge);
+  ASSERT_NE(qdisc_kind("fq").merge, nullptr);
+  EXPECT_EQ(qdisc_kind("fq").merge->count("horizon_cap"), 1u);
+  EXPECT_EQ(qdisc_kind("fq").merge->at("nopacing").group, "pacing");
+  // codel's options are a subset of fq_codel's: one merge table for both.
+  EXPECT_EQ(qdisc_kind("codel").merge, &tc::kCodelMerge);
+  EXPECT_EQ(qdisc_kind("fq_codel").merge, &tc::kCodelMerge);
   ASSERT_EQ(qdisc_kind("fq_codel").fixed_on_change.size(), 1u);
   EXPECT_EQ(qdisc_kind("fq_codel").fixed_on_change[0], "flows");
 }

@@ -22,6 +22,7 @@
 #include "txpath/error.hpp"
 #include "txpath/packet.hpp"
 #include "txpath/qdisc.hpp"
+#include "txpath/tc.hpp"
 
 namespace txpath {
 namespace {
@@ -39,7 +40,7 @@ QdiscEnv fake_env() {
 
 // What `tc qdisc show` prints for a root qdisc with handle 1:.
 std::string show_line(const Qdisc& q) {
-  return "qdisc " + std::string(q.kind()) + " 1: root refcnt 2 " + q.options();
+  return "qdisc " + std::string(q.kind()) + " 1: root refcnt 2 " + txpath::tc::options_text(q);
 }
 
 // Packets with no buffer (fq_codel's truesize is then len + sizeof(Packet)).
@@ -142,12 +143,12 @@ TEST(QdiscTcShow, PatternsCanFail) {
 // ---- tc -j options -----------------------------------------------------------------------------
 
 TEST(QdiscTcJson, FifosPrintTheLimitAsANumber) {
-  EXPECT_EQ(json::parse(make_qdisc("pfifo limit 3000")->options_json()), json({{"limit", 3000}}));
-  EXPECT_EQ(json::parse(make_qdisc("pfifo")->options_json()), json({{"limit", 1000}}));
-  EXPECT_EQ(json::parse(make_qdisc("bfifo limit 3000b")->options_json()), json({{"limit", 3000}}));
-  EXPECT_EQ(json::parse(make_qdisc("bfifo limit 3kb")->options_json()), json({{"limit", 3072}}));
-  EXPECT_EQ(json::parse(make_qdisc("bfifo")->options_json()), json({{"limit", 1000 * 1514}}));
-  EXPECT_EQ(json::parse(make_qdisc("pfifo_head_drop limit 5")->options_json()),
+  EXPECT_EQ(json::parse(txpath::tc::options_json(*make_qdisc("pfifo limit 3000"))), json({{"limit", 3000}}));
+  EXPECT_EQ(json::parse(txpath::tc::options_json(*make_qdisc("pfifo"))), json({{"limit", 1000}}));
+  EXPECT_EQ(json::parse(txpath::tc::options_json(*make_qdisc("bfifo limit 3000b"))), json({{"limit", 3000}}));
+  EXPECT_EQ(json::parse(txpath::tc::options_json(*make_qdisc("bfifo limit 3kb"))), json({{"limit", 3072}}));
+  EXPECT_EQ(json::parse(txpath::tc::options_json(*make_qdisc("bfifo"))), json({{"limit", 1000 * 1514}}));
+  EXPECT_EQ(json::parse(txpath::tc::options_json(*make_qdisc("pfifo_head_drop limit 5"))),
             json({{"limit", 5}}));
 }
 
@@ -155,10 +156,10 @@ TEST(QdiscTcJson, PfifoFastAndPrioPrintBandsPriomapMultiqueue) {
   const json expected_default = {{"bands", 3},
                                  {"priomap", {1, 2, 2, 2, 1, 2, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}},
                                  {"multiqueue", false}};
-  EXPECT_EQ(json::parse(make_qdisc("pfifo_fast")->options_json()), expected_default);
-  EXPECT_EQ(json::parse(make_qdisc("prio")->options_json()), expected_default);
+  EXPECT_EQ(json::parse(txpath::tc::options_json(*make_qdisc("pfifo_fast"))), expected_default);
+  EXPECT_EQ(json::parse(txpath::tc::options_json(*make_qdisc("prio"))), expected_default);
   const json p16 = json::parse(
-      make_qdisc("prio bands 16 priomap 15 14 13 12 11 10 9 8 7 6 5 4 3 2 1 0")->options_json());
+      txpath::tc::options_json(*make_qdisc("prio bands 16 priomap 15 14 13 12 11 10 9 8 7 6 5 4 3 2 1 0")));
   EXPECT_EQ(p16["bands"], 16);
   EXPECT_EQ(p16["priomap"], json({15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}));
   EXPECT_EQ(p16["multiqueue"], false);
@@ -169,41 +170,41 @@ TEST(QdiscTcJson, LocklessTwinsPrintLikeTheLockedKinds) {
     SCOPED_TRACE(spec);
     const auto locked = make_qdisc(spec);
     const auto twin = NolockFifoQdisc::lockless_twin(*locked, 1514);
-    EXPECT_EQ(twin->options_json(), locked->options_json());
-    EXPECT_TRUE(json::accept(twin->options_json()));
+    EXPECT_EQ(txpath::tc::options_json(*twin), txpath::tc::options_json(*locked));
+    EXPECT_TRUE(json::accept(txpath::tc::options_json(*twin)));
   }
 }
 
 TEST(QdiscTcJson, TbfPrintsRawNumbers) {
   // rate 10000 bit/s = 1250 bytes/s; limit below the burst -> "limit", no "lat".
-  EXPECT_EQ(json::parse(make_qdisc("tbf limit 1000 burst 1500 rate 10000")->options_json()),
+  EXPECT_EQ(json::parse(txpath::tc::options_json(*make_qdisc("tbf limit 1000 burst 1500 rate 10000"))),
             json({{"rate", 1250}, {"burst", 1500}, {"limit", 1000}}));
   // latency 100ms -> limit 1750 -> lat 100 ms = 100000 usec.
-  EXPECT_EQ(json::parse(make_qdisc("tbf burst 1500 rate 20000 latency 100ms")->options_json()),
+  EXPECT_EQ(json::parse(txpath::tc::options_json(*make_qdisc("tbf burst 1500 rate 20000 latency 100ms"))),
             json({{"rate", 2500}, {"burst", 1500}, {"lat", 100000}}));
   // peakrate: minburst in the JSON, the peak rate itself only in the text (tc's PRINT_FP).
   const json peak = json::parse(
-      make_qdisc("tbf limit 1000 burst 1500 rate 20000 mtu 1510 peakrate 30000")->options_json());
+      txpath::tc::options_json(*make_qdisc("tbf limit 1000 burst 1500 rate 20000 mtu 1510 peakrate 30000")));
   EXPECT_EQ(keys_of(peak), (std::set<std::string>{"rate", "burst", "minburst", "limit"}));
   EXPECT_EQ(peak["minburst"], 1509);  // 1510 B at 30 kbit in ticks, back to bytes
   EXPECT_EQ(json::parse(
-                make_qdisc("tbf limit 1000 burst 1500 rate 20000 overhead 300")->options_json()),
+                txpath::tc::options_json(*make_qdisc("tbf limit 1000 burst 1500 rate 20000 overhead 300"))),
             json({{"rate", 2500}, {"burst", 1800}, {"limit", 1000}, {"overhead", 300}}));
   EXPECT_EQ(json::parse(
-                make_qdisc("tbf limit 1000 burst 1500 rate 20000 linklayer atm")->options_json()),
+                txpath::tc::options_json(*make_qdisc("tbf limit 1000 burst 1500 rate 20000 linklayer atm"))),
             json({{"rate", 2500}, {"burst", 1696}, {"limit", 1000}, {"linklayer", "atm"}}));
 }
 
 TEST(QdiscTcJson, FqCodelDefaultsAreTheKernelsUsec) {
   // The exact text, in tc's key order (docs/background.md, "tc's JSON").
-  EXPECT_EQ(make_qdisc("fq_codel")->options_json(),
+  EXPECT_EQ(txpath::tc::options_json(*make_qdisc("fq_codel")),
             R"({"limit":10240,"flows":1024,"quantum":1514,"target":4999,"interval":99999,)"
             R"("memory_limit":33554432,"ecn":true,"drop_batch":64})");
-  const json noecn = json::parse(make_qdisc("fq_codel noecn")->options_json());
+  const json noecn = json::parse(txpath::tc::options_json(*make_qdisc("fq_codel noecn")));
   EXPECT_FALSE(noecn.contains("ecn"));
   EXPECT_FALSE(noecn.contains("ce_threshold"));
   const json ce = json::parse(
-      make_qdisc("fq_codel ce_threshold 1024000 memory_limit 100000 target 2000")->options_json());
+      txpath::tc::options_json(*make_qdisc("fq_codel ce_threshold 1024000 memory_limit 100000 target 2000")));
   EXPECT_EQ(ce["ce_threshold"], 1024000);
   EXPECT_EQ(ce["memory_limit"], 100000);
   EXPECT_EQ(ce["target"], 1999);  // 2000 us -> 1953 CoDel units -> 1999 us
@@ -216,7 +217,7 @@ TEST(QdiscTcJson, EveryKindPrintsOneValidObject) {
         "tbf rate 1mbit burst 10k latency 50ms", "tbf rate 1mbit burst 10k limit 1 peakrate 2mbit mtu 2000",
         "fq_codel", "fq_codel noecn ce_threshold 3ms"}) {
     SCOPED_TRACE(spec);
-    const std::string text = make_qdisc(spec, fake_env())->options_json();
+    const std::string text = txpath::tc::options_json(*make_qdisc(spec, fake_env()));
     json j;
     ASSERT_NO_THROW(j = json::parse(text)) << text;
     EXPECT_TRUE(j.is_object()) << text;
@@ -238,10 +239,10 @@ TEST(FqCodelTcXstats, IdleQdiscPrintsTheMandatoryFields) {
   EXPECT_EQ(names_of(x), (std::vector<std::string>{"maxpacket", "drop_overlimit", "new_flow_count",
                                                    "ecn_mark", "new_flows_len", "old_flows_len"}));
   for (const auto& [k, v] : x) EXPECT_EQ(v, 0) << k;
-  EXPECT_EQ(q->format_xstats(x),
+  EXPECT_EQ(txpath::tc::xstats_text(*q, x),
             "  maxpacket 0 drop_overlimit 0 new_flow_count 0 ecn_mark 0\n"
             "  new_flows_len 0 old_flows_len 0\n");
-  EXPECT_EQ(q->format_xstats({}), "");
+  EXPECT_EQ(txpath::tc::xstats_text(*q, {}), "");
 }
 
 TEST(FqCodelTcXstats, AfterTrafficShowsCountsAndMemory) {
@@ -263,7 +264,7 @@ TEST(FqCodelTcXstats, AfterTrafficShowsCountsAndMemory) {
   EXPECT_EQ(names_of(x), (std::vector<std::string>{"maxpacket", "drop_overlimit", "new_flow_count",
                                                    "ecn_mark", "memory_used", "new_flows_len",
                                                    "old_flows_len"}));
-  EXPECT_EQ(q->format_xstats(x),
+  EXPECT_EQ(txpath::tc::xstats_text(*q, x),
             "  maxpacket 1000 drop_overlimit 0 new_flow_count 2 ecn_mark 0 memory_used " +
                 std::to_string(used) + "\n  new_flows_len 2 old_flows_len 0\n");
   // The detail view agrees.
@@ -274,7 +275,7 @@ TEST(FqCodelTcXstats, AfterTrafficShowsCountsAndMemory) {
   // Drain: flow 0's quantum is spent after its second packet, so it moves to old flows.
   while (q->dequeue() != nullptr) {
   }
-  EXPECT_EQ(q->format_xstats(q->xstats()),
+  EXPECT_EQ(txpath::tc::xstats_text(*q, q->xstats()),
             "  maxpacket 1000 drop_overlimit 0 new_flow_count 2 ecn_mark 0\n"
             "  new_flows_len 0 old_flows_len 0\n");
   q->reset(to_free);
@@ -289,7 +290,7 @@ TEST(FqCodelTcXstats, OverlimitAndOvermemoryDrops) {
   PacketList to_free;
   for (std::size_t i = 0; i < 3; ++i) (void)q->enqueue(pk.with(i, 1000, 7), to_free);
   EXPECT_EQ(to_free.size(), 2u);
-  std::string text = q->format_xstats(q->xstats());
+  std::string text = txpath::tc::xstats_text(*q, q->xstats());
   EXPECT_TRUE(text.starts_with("  maxpacket 0 drop_overlimit 2 new_flow_count 1 ecn_mark 0 memory_used "))
       << text;
   EXPECT_EQ(text.find("drop_overmemory"), std::string::npos) << text;
@@ -300,7 +301,7 @@ TEST(FqCodelTcXstats, OverlimitAndOvermemoryDrops) {
   // memory_limit 1: every packet is over memory and is itself the victim.
   const auto m = make_qdisc("fq_codel memory_limit 1", fake_env());
   EXPECT_EQ(m->enqueue(pk.with(4, 100, 7), to_free), Verdict::drop);
-  text = m->format_xstats(m->xstats());
+  text = txpath::tc::xstats_text(*m, m->xstats());
   EXPECT_EQ(text,
             "  maxpacket 0 drop_overlimit 1 new_flow_count 1 ecn_mark 0 drop_overmemory 1\n"
             "  new_flows_len 1 old_flows_len 0\n");
@@ -316,14 +317,14 @@ TEST(FqCodelTcXstats, FormatsOptionalFieldsInTcsOrder) {
   const Xstats x = {{"old_flows_len", 4},   {"drop_overmemory", 2}, {"ce_mark", 3},
                     {"maxpacket", 1514},    {"memory_used", 10},    {"ecn_mark", 1},
                     {"new_flow_count", 9},  {"drop_overlimit", 5},  {"new_flows_len", 1}};
-  EXPECT_EQ(q->format_xstats(x),
+  EXPECT_EQ(txpath::tc::xstats_text(*q, x),
             "  maxpacket 1514 drop_overlimit 5 new_flow_count 9 ecn_mark 1 ce_mark 3 memory_used 10 "
             "drop_overmemory 2\n  new_flows_len 1 old_flows_len 4\n");
   // Zero optional fields are not printed.
   const Xstats z = {{"maxpacket", 1}, {"drop_overlimit", 0}, {"new_flow_count", 0},
                     {"ecn_mark", 0},  {"ce_mark", 0},        {"memory_used", 0},
                     {"new_flows_len", 0}, {"old_flows_len", 0}};
-  EXPECT_EQ(q->format_xstats(z),
+  EXPECT_EQ(txpath::tc::xstats_text(*q, z),
             "  maxpacket 1 drop_overlimit 0 new_flow_count 0 ecn_mark 0\n"
             "  new_flows_len 0 old_flows_len 0\n");
 }
@@ -332,7 +333,7 @@ TEST(QdiscTcXstats, OtherKindsHaveNone) {
   for (const char* spec : {"pfifo", "bfifo", "pfifo_fast", "prio", "tbf rate 1mbit burst 10k limit 10k"}) {
     const auto q = make_qdisc(spec);
     EXPECT_TRUE(q->xstats().empty()) << spec;
-    EXPECT_EQ(q->format_xstats(q->xstats()), "") << spec;
+    EXPECT_EQ(txpath::tc::xstats_text(*q, q->xstats()), "") << spec;
   }
 }
 
@@ -358,17 +359,17 @@ TEST(TbfTcClass, OneLeafClassUnderTheQdisc) {
   EXPECT_EQ(cls[0].parent_minor, 0);
   EXPECT_FALSE(cls[0].print_root);
   EXPECT_TRUE(cls[0].leaf);
-  EXPECT_EQ(ops(*q).class_options(1), "");
+  EXPECT_EQ(txpath::tc::class_options_text(*q, 1), "");
   // What tc class show prints from it for handle 1:.
   const std::string line = "class " + std::string(q->kind()) + " 1:" + std::to_string(cls[0].minor) +
-                           " parent 1: " + ops(*q).class_options(1);
+                           " parent 1: " + txpath::tc::class_options_text(*q, 1);
   EXPECT_TRUE(std::regex_search(line, std::regex(R"(^class tbf 1:1 parent 1: $)"))) << line;
 
   // The default child is bfifo(limit).
   Qdisc* child = ops(*q).child(1);
   ASSERT_NE(child, nullptr);
   EXPECT_EQ(child->kind(), "bfifo");
-  EXPECT_EQ(child->options(), "limit 1000b");
+  EXPECT_EQ(txpath::tc::options_text(*child), "limit 1000b");
   EXPECT_EQ(ops(*q).child(0), nullptr);
   EXPECT_EQ(ops(*q).child(2), nullptr);
 }
@@ -418,7 +419,7 @@ TEST(TbfTcClass, GraftReplacesTheChildAndKeepsTheAccounting) {
   EXPECT_EQ(q->stats().drops, 0u);
   ASSERT_NE(ops(*q).child(1), nullptr);
   EXPECT_EQ(ops(*q).child(1)->kind(), "pfifo");
-  EXPECT_EQ(q->options(), "rate 1Mbit burst 10Kb lat 737ms");  // tbf's own options are unchanged
+  EXPECT_EQ(txpath::tc::options_text(*q), "rate 1Mbit burst 10Kb lat 737ms");  // tbf's own options are unchanged
   to_free = PacketList{};
 
   ASSERT_EQ(q->enqueue(pk.with(3, 500), to_free), Verdict::success);
@@ -448,7 +449,7 @@ TEST(TbfTcClass, GraftReplacesTheChildAndKeepsTheAccounting) {
   EXPECT_EQ(q->qlen(), 0u);
   EXPECT_EQ(q->backlog(), 0u);
   EXPECT_EQ(ops(*q).child(1)->kind(), "bfifo");
-  EXPECT_EQ(ops(*q).child(1)->options(), "limit 100Kb");
+  EXPECT_EQ(txpath::tc::options_text(*ops(*q).child(1)), "limit 100Kb");
 }
 
 TEST(TbfTcClass, FqCodelChildIsShapedAndAccounted) {

@@ -20,6 +20,7 @@
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
 #include "txpath/qdisc.hpp"
+#include "txpath/tc.hpp"
 
 namespace txpath {
 namespace {
@@ -101,14 +102,14 @@ TEST(RedSpec, DefaultThresholdsFollowFloyd) {
 
 TEST(RedSpec, OptionsTextFollowsTc) {
   const std::string base = "red limit 1M avpkt 1500 min 100K max 300K";
-  EXPECT_EQ(make(base)->options(), "limit 1Mb min 100Kb max 300Kb");
-  EXPECT_EQ(make(base + " adaptive")->options(), "limit 1Mb min 100Kb max 300Kb adaptive");
+  EXPECT_EQ(txpath::tc::options_text(*make(base)), "limit 1Mb min 100Kb max 300Kb");
+  EXPECT_EQ(txpath::tc::options_text(*make(base + " adaptive")), "limit 1Mb min 100Kb max 300Kb adaptive");
   EXPECT_EQ(make(base + " adaptative")->config().adaptive, true);  // tc's old spelling
-  EXPECT_EQ(make("red ecn adaptive limit 1M avpkt 1500 min 100K max 300K")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("red ecn adaptive limit 1M avpkt 1500 min 100K max 300K")),
             "limit 1Mb min 100Kb max 300Kb ecn adaptive");
-  EXPECT_EQ(make("red nodrop harddrop ecn limit 1M avpkt 1500 min 100K max 300K")->options(),
+  EXPECT_EQ(txpath::tc::options_text(*make("red nodrop harddrop ecn limit 1M avpkt 1500 min 100K max 300K")),
             "limit 1Mb min 100Kb max 300Kb ecn harddrop nodrop");
-  EXPECT_EQ(make(base + " ecn")->options_json(),
+  EXPECT_EQ(txpath::tc::options_json(*make(base + " ecn")),
             R"({"limit":1048576,"min":102400,"max":307200,"ecn":true,"harddrop":false,)"
             R"("adaptive":false,"nodrop":false})");
   auto q = make(base);
@@ -116,8 +117,8 @@ TEST(RedSpec, OptionsTextFollowsTc) {
   // probability 1 wraps max_P to 0 in tc; the kernel then derives it from Plog (18):
   // (2^32-1 >> 18) * (max - min) = 16383 * 204800, and reports that.
   EXPECT_EQ(make(base + " probability 1")->details(), "ewma 6 probability 0.781202 Scell_log 17");
-  EXPECT_EQ(q->format_xstats(q->xstats()), "  marked 0 early 0 pdrop 0 other 0 \n");
-  EXPECT_EQ(q->format_xstats({}), "");
+  EXPECT_EQ(txpath::tc::xstats_text(*q, q->xstats()), "  marked 0 early 0 pdrop 0 other 0 \n");
+  EXPECT_EQ(txpath::tc::xstats_text(*q, {}), "");
 }
 
 TEST(RedSpec, ErrorsAreOneLineWithTcsExitClass) {

@@ -112,7 +112,7 @@ class LingeringFifo final : public FifoQdisc {
  public:
   LingeringFifo() : FifoQdisc(4096) {}
   std::string_view kind() const noexcept override { return "lingering_fifo"; }
-  std::string options() const override { return {}; }
+  DumpAttrs dump_options() const override { return {}; }
   Verdict enqueue(Packet* p, PacketList&) noexcept override {
     // release: pairs with the test's acquire load; the first call only lingers.
     if (!entered_.exchange(true, std::memory_order_release)) std::this_thread::sleep_for(50ms);

@@ -14,6 +14,7 @@
 #include "txpath/packet.hpp"
 #include "support/packet_arena.hpp"
 #include "txpath/qdisc.hpp"
+#include "txpath/tc.hpp"
 
 namespace txpath {
 namespace {
@@ -86,7 +87,7 @@ TEST(TbfOptions, KindAndTdcLikeText) {
     auto q = make(c.opts);
     ASSERT_NE(q, nullptr) << c.opts;
     EXPECT_EQ(q->kind(), "tbf");
-    EXPECT_EQ(q->options(), c.text) << c.opts;
+    EXPECT_EQ(txpath::tc::options_text(*q), c.text) << c.opts;
     EXPECT_FALSE(q->can_bypass());
   }
 }

@@ -328,7 +328,7 @@ TEST(TcMqSetup, FactoryHandsEachQueueItsChild) {
   ASSERT_EQ(trees->queues[2].nodes.size(), 2u);  // prio 30: and pfifo 31: below it
   EXPECT_EQ(trees->queues[2].nodes[0].qdisc, roots[2].get());
   EXPECT_EQ(trees->queues[2].nodes[1].handle, 0x310000u);
-  EXPECT_EQ(trees->queues[2].nodes[1].qdisc->options(), "limit 7p");
+  EXPECT_EQ(txpath::tc::options_text(*trees->queues[2].nodes[1].qdisc), "limit 7p");
   ASSERT_EQ(trees->queues[1].nodes.size(), 1u);
   EXPECT_EQ(trees->queues[1].nodes[0].parent, 0x10002u);
   EXPECT_THROW(setup.queue_qdisc(4, QdiscEnv{}), ConfigError);

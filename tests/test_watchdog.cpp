@@ -29,7 +29,7 @@ class GateQdisc final : public Qdisc {
  public:
   explicit GateQdisc(uint64_t delay_ns) : delay_ns_(delay_ns) {}
   std::string_view kind() const noexcept override { return "gate"; }
-  std::string options() const override { return {}; }
+  DumpAttrs dump_options() const override { return {}; }
   Verdict enqueue(Packet* p, PacketList&) noexcept override {
     p->enqueue_ns = now_ns() + delay_ns_;  // reused as the eligible time
     q_.push_back(p);

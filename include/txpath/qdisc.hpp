@@ -21,6 +21,7 @@
 
 #include "txpath/counter.hpp"
 #include "txpath/packet.hpp"
+#include "txpath/qdisc_dump.hpp"
 
 namespace txpath {
 
@@ -69,10 +70,6 @@ struct QdiscEnv {
   uint32_t tx_queues = 1;
 };
 
-// tc's extended statistics (TCA_STATS_APP / xstats) as named values, in tc's print order, e.g.
-// fq_codel {"maxpacket", 1514}, {"drop_overlimit", 0}, ...; JSON (tc -s -j) uses the same names.
-using Xstats = std::vector<std::pair<std::string, int64_t>>;
-
 // One class of a classful qdisc (tc class show). Its classid is handle_major:minor.
 struct QdiscClassInfo {
   uint16_t minor = 0;
@@ -102,35 +99,23 @@ class ClassOps {
   // Replaces leaf class `minor`'s child (nullptr: a fresh default child). The old child's packets
   // go to to_free (not counted as drops). Throws ConfigRejected if there is no such leaf class.
   virtual void graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) = 0;
-  // The class's tc statistics and xstats (tc -s class show); same threading rule as
-  // Qdisc::xstats(). htb's class xstats lines, for example, start with one space:
-  // " lended: 0 borrowed: 0 giants: 0".
+  // The class's tc statistics and xstats (tc -s class show; htb's lended, borrowed, giants,
+  // tokens, ctokens); same threading rule as Qdisc::xstats().
   virtual QdiscStats class_stats(uint16_t minor) const = 0;
   virtual Xstats class_xstats(uint16_t minor) const {
     (void)minor;
     return {};
   }
-  virtual std::string format_class_xstats(const Xstats& x) const {
-    (void)x;
-    return {};
-  }
   // Whether tc -s prints counters for the classes (tbf's kernel class reports none: tc prints
   // an empty line instead).
   virtual bool class_has_stats() const noexcept { return true; }
-  // What tc class show prints after "class KIND H:m parent P: [leaf L:] ", e.g. htb's
-  // "prio 0 rate 20Kbit ceil 20Kbit burst 1000b cburst 1600b"; prio's and tbf's: "".
-  virtual std::string class_options(uint16_t minor) const {
+  // The class's options, typed (the kernel's Qdisc_class_ops.dump; txpath/qdisc_dump.hpp), e.g.
+  // htb's prio, rate, ceil, buffer ticks; none for prio's, tbf's and mq's classes. tc/ prints
+  // them (txpath/tc.hpp, class_options_text()).
+  virtual DumpAttrs class_dump(uint16_t minor) const {
     (void)minor;
     return {};
   }
-  // The class options as tc -j prints them (a JSON object; "{}" when none).
-  virtual std::string class_options_json(uint16_t minor) const {
-    (void)minor;
-    return "{}";
-  }
-  // tc -d class show: the class options with tc's details (htb's quantum, cell sizes, mpu,
-  // level); the same as class_options() where tc adds nothing.
-  virtual std::string class_details_options(uint16_t minor) const { return class_options(minor); }
   // The classes in the order the kernel lists them (tc class show); classes() by default.
   virtual std::vector<QdiscClassInfo> listed_classes() const { return classes(); }
   // The warning the kernel gives after adding or changing class `minor` as it is now (tc prints
@@ -158,17 +143,14 @@ class Qdisc {
   virtual ~Qdisc() = default;
 
   virtual std::string_view kind() const noexcept = 0;
-  // Options as tc prints them after the kind, e.g. "limit 1000p" or
-  // "bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1".
-  virtual std::string options() const = 0;
-  // The same options as tc -j prints them: one JSON object, raw numbers (bytes, bytes/s, usec),
-  // flags as booleans, e.g. {"limit":10240,"flows":1024,...,"ecn":true,"drop_batch":64}
-  // (docs/background.md, "tc's JSON"). Default "{}".
-  virtual std::string options_json() const { return "{}"; }
-  // tc -d: the options with tc's details (tbf's "burst 10Kb/1 mpu 0b ... linklayer ethernet",
-  // htb's "ver 3.17"), text and JSON; the same as options() / options_json() by default.
-  virtual std::string details_options() const { return options(); }
-  virtual std::string details_options_json() const { return options_json(); }
+  // The qdisc's options, typed (the kernel's Qdisc_ops.dump, TCA_OPTIONS; txpath/qdisc_dump.hpp):
+  // e.g. pfifo's {limit: 1000} (packets), tbf's rate, limit and bucket ticks. The text and the
+  // JSON tc prints are made from them in tc/ (txpath/tc.hpp, options_text(), options_json()), as
+  // iproute2 prints what the kernel dumps. Called in the qdisc's serialised context or on a tree
+  // no thread is using, like xstats().
+  virtual DumpAttrs dump_options() const = 0;
+  // Kind, options and xstats together.
+  QdiscDump dump() const { return {std::string(kind()), dump_options(), xstats()}; }
 
   virtual Verdict enqueue(Packet* p, PacketList& to_free) noexcept = 0;
   virtual Packet* dequeue() noexcept = 0;
@@ -204,15 +186,6 @@ class Qdisc {
   // TxQueue reads them through TxQueue::inspect_qdisc() (the driver-loop owner's context), so
   // they need no atomics. Default: none.
   virtual Xstats xstats() const { return {}; }
-  // The lines tc -s prints for xstats `x` (values of this kind, maybe from another process), each
-  // line with tc's own leading spaces and ending in '\n', e.g. fq_codel:
-  //   "  maxpacket 1514 drop_overlimit 0 new_flow_count 2 ecn_mark 0\n"
-  //   "  new_flows_len 0 old_flows_len 1\n"
-  // Default: nothing.
-  virtual std::string format_xstats(const Xstats& x) const {
-    (void)x;
-    return {};
-  }
 
   // ---- tc class ----
   // The class operations (ClassOps), or nullptr for a classless qdisc. Not a virtual call: the

@@ -264,6 +264,30 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
 // The configuration path run() uses when no --config is given.
 std::string default_config_path();
 
+// ---- tc's printers: the text and JSON of a qdisc's typed dump (Qdisc::dump()) ----
+// What iproute2's q_KIND.c does with what the kernel dumps. Each kind's printer is in its file,
+// src/tc/qdisc_KIND.cpp; a kind txpath does not know (a library user's own qdisc) is printed by
+// the generic printer: every attribute as "name value" (a flag as its name when set, an array as
+// its numbers), in JSON an object of them. Called like Qdisc::dump(), in the qdisc's serialised
+// context or on a tree no thread is using.
+// The options tc qdisc show prints after "qdisc KIND H: ... ", e.g. "limit 1000p"; details: -d.
+std::string options_text(const Qdisc& q, bool details = false);
+// The same as tc -j's "options" object, e.g. {"limit":1000}.
+std::string options_json(const Qdisc& q, bool details = false);
+// tc -s's xstats lines of a qdisc of q's kind for xstats x (each with tc's leading spaces and a
+// '\n'; "" for none), e.g. fq_codel's "  maxpacket 1514 drop_overlimit 0 ...\n".
+std::string xstats_text(const Qdisc& q, const Xstats& x);
+// What tc class show prints after "class KIND H:m parent P: [leaf L:] " for class `minor` of q
+// (htb's "prio 0 rate 20Kbit ceil 20Kbit burst 1000b cburst 1600b"; "" for prio's and tbf's),
+// its tc -j object, and its xstats lines (htb's " lended: 0 borrowed: 0 giants: 0\n ...").
+std::string class_options_text(const Qdisc& q, uint16_t minor, bool details = false);
+std::string class_options_json(const Qdisc& q, uint16_t minor);
+std::string class_xstats_text(const Qdisc& q, const Xstats& x);
+// The same from a dump read elsewhere (a live document's), by kind.
+std::string options_text(std::string_view kind, const DumpAttrs& options, bool details = false);
+std::string options_json(std::string_view kind, const DumpAttrs& options, bool details = false);
+std::string xstats_text(std::string_view kind, const Xstats& x);
+
 // A JSON document of every counter of a built tree (qdisc stats and xstats, class stats and
 // xstats), taken in the qdisc's serialised context (call it inside TxQueue::inspect_qdisc, or on a
 // tree no thread is using). `root`, if given, replaces the root qdisc's generic counters: a
@@ -284,6 +308,7 @@ struct TreeCounters {
     Xstats xstats;
     std::string kind;  // the qdisc's kind (a class: its qdisc's), "" if not known
     uint32_t class_parent = kRoot;  // a class's parent: its qdisc (major:0) or its parent class
+    DumpAttrs options;  // a qdisc's typed options (Qdisc::dump_options()); none for a class
   };
   std::vector<Entry> entries;  // qdiscs in tree order, each followed by its classes
 };

@@ -99,7 +99,7 @@ void resolve_tc_config(BenchConfig& cfg) {
   if (tc_queues > 1)  // its XPS map names CPUs this machine has
     apply_tc_xps(*make_net_device("null:queues=" + std::to_string(tc_queues)), tcc.device(cfg.tc_dev)->xps_cpus);
   const tc::Tree tree = tcc.build(cfg.tc_dev, QdiscEnv{.txqueuelen = cfg.txqueuelen});
-  const std::string options = tree.root->options();
+  const std::string options = tc::options_text(*tree.root);
   cfg.qdisc = std::string(tree.root->kind()) + (options.empty() ? "" : " " + options) + " (tc config " +
               txpath::quoted(cfg.tc_config) + ", dev " + txpath::quoted(cfg.tc_dev) + ")";
 }

@@ -65,6 +65,13 @@ CodelXstats CodelQdisc::detail_xstats() const noexcept {
   return x;
 }
 
+DumpAttrs CodelQdisc::dump_options() const {
+  DumpAttrs d;
+  d.number("limit", cfg_.limit).number("target", codel::to_us(params_.target));
+  if (cfg_.has_ce_threshold) d.number("ce_threshold", codel::to_us(params_.ce_threshold));
+  return d.number("interval", codel::to_us(params_.interval)).flag("ecn", cfg_.ecn);
+}
+
 Xstats CodelQdisc::xstats() const {
   const CodelXstats d = detail_xstats();
   Xstats x = {{"count", d.count}, {"lastcount", d.lastcount}, {"ldelay", d.ldelay_us}};

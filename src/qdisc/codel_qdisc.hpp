@@ -57,15 +57,11 @@ class CodelQdisc final : public PeekDequeued<CodelQdisc> {
   explicit CodelQdisc(const CodelConfig& cfg);
 
   std::string_view kind() const noexcept override { return "codel"; }
-  // "limit 1000p target 5ms [ce_threshold 20ms ]interval 100ms[ ecn]" (src/tc/qdisc_codel.cpp).
-  std::string options() const override;
-  // {"limit":1000,"target":4999,["ce_threshold":US,]"interval":99999[,"ecn":true]}: times are
-  // the usec the kernel reports for its CoDel times.
-  std::string options_json() const override;
+  // codel_dump: limit (packets), target, ce_threshold (when set), interval, in the usec the
+  // kernel reports for its CoDel times (5ms -> 4999), ecn (printed by src/tc/qdisc_codel.cpp).
+  DumpAttrs dump_options() const override;
+  // count lastcount ldelay dropping drop_next maxpacket ecn_mark drop_overlimit ce_mark.
   Xstats xstats() const override;
-  // "  count C lastcount L ldelay T[ dropping] drop_next [-]T\n"
-  // "  maxpacket M ecn_mark E drop_overlimit O[ ce_mark C]\n"; "" for empty xstats.
-  std::string format_xstats(const Xstats& x) const override;
 
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
   void reset(PacketList& to_free) noexcept override;

@@ -22,20 +22,13 @@
 
 namespace txpath {
 
-// tc's size printer for byte quantities (iproute2's sprint_size): within 1 KiB of a whole number
-// of MiB (>= 1 MiB) prints as "<n>Mb", else within 16 bytes of a whole number of KiB (>= 1 KiB)
-// as "<n>Kb", else "<n>b" (0 prints "0b"; 65535 "64Kb"). tc::format_size is this printer.
-std::string format_tc_size(uint64_t bytes);
-
 // Shared by the three FIFOs: queue storage, dequeue/peek/reset, and the accepted-packet path.
 class FifoQdisc : public Qdisc {
  public:
   uint32_t limit() const noexcept { return limit_; }
 
-  // tc -j: {"limit":N}, packets (pfifo, pfifo_head_drop) or bytes (bfifo), a raw number.
-  std::string options_json() const override {
-    return "{\"limit\":" + std::to_string(limit_) + "}";
-  }
+  // limit: packets (pfifo, pfifo_head_drop) or bytes (bfifo) (the kernel's tc_fifo_qopt).
+  DumpAttrs dump_options() const override { return DumpAttrs().number("limit", limit_); }
 
   Packet* dequeue() noexcept override {
     Packet* p = q_.pop_front();
@@ -65,11 +58,10 @@ class FifoQdisc : public Qdisc {
   const uint32_t limit_;
 };
 
-// The FIFOs limited in packets (pfifo, pfifo_head_drop): tc prints "limit <n>p"; bypass is
+// The FIFOs limited in packets (pfifo, pfifo_head_drop); bypass is
 // allowed when limit >= 1 (an empty queue would have accepted the packet).
 class PacketFifoQdisc : public FifoQdisc {
  public:
-  std::string options() const override;
   bool can_bypass() const noexcept override { return limit_ >= 1; }
 
  protected:
@@ -93,7 +85,6 @@ class BfifoQdisc final : public FifoQdisc {
       : FifoQdisc(limit), psched_mtu_(psched_mtu) {}
 
   std::string_view kind() const noexcept override { return "bfifo"; }
-  std::string options() const override;
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
   bool can_bypass() const noexcept override { return limit_ >= psched_mtu_; }
 

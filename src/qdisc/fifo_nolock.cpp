@@ -72,28 +72,14 @@ std::string_view NolockFifoQdisc::kind() const noexcept {
   return "bfifo";
 }
 
-namespace {
-
-// What `text` says about the locked qdisc of the same kind and configuration (tc prints the
-// same for both).
-std::string of_locked_twin(NolockFifoQdisc::Mode mode, uint32_t limit, uint32_t psched_mtu,
-                           std::string (Qdisc::*text)() const) {
-  switch (mode) {
-    case NolockFifoQdisc::Mode::pfifo_fast: return (PfifoFastQdisc(limit).*text)();
-    case NolockFifoQdisc::Mode::pfifo: return (PfifoQdisc(limit).*text)();
-    case NolockFifoQdisc::Mode::bfifo: break;
+// What the locked qdisc of the same kind and configuration dumps (tc prints the same for both).
+DumpAttrs NolockFifoQdisc::dump_options() const {
+  switch (mode_) {
+    case Mode::pfifo_fast: return PfifoFastQdisc(limit_).dump_options();
+    case Mode::pfifo: return PfifoQdisc(limit_).dump_options();
+    case Mode::bfifo: break;
   }
-  return (BfifoQdisc(limit, psched_mtu).*text)();
-}
-
-}  // namespace
-
-std::string NolockFifoQdisc::options() const {
-  return of_locked_twin(mode_, limit_, psched_mtu_, &Qdisc::options);
-}
-
-std::string NolockFifoQdisc::options_json() const {
-  return of_locked_twin(mode_, limit_, psched_mtu_, &Qdisc::options_json);
+  return BfifoQdisc(limit_, psched_mtu_).dump_options();
 }
 
 bool NolockFifoQdisc::can_bypass() const noexcept {

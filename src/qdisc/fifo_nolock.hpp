@@ -104,8 +104,7 @@ class NolockFifoQdisc final : public Qdisc {
   NolockFifoQdisc(Mode mode, uint32_t limit, uint32_t psched_mtu);
 
   std::string_view kind() const noexcept override;
-  std::string options() const override;
-  std::string options_json() const override;  // the locked twin's
+  DumpAttrs dump_options() const override;  // the locked twin's
 
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;  // any thread
   // Any thread: enqueue() for a burst, in order: verdicts[i] is packets[i]'s (drops go on

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/clock.hpp"
 #include "qdisc/ecn.hpp"
@@ -429,6 +430,28 @@ FqXstats FqQdisc::detail_xstats() const noexcept {
     x.next_packet_delay_ns = t > now ? t - now : 0;
   }
   return x;
+}
+
+DumpAttrs FqQdisc::dump_options() const {
+  const FqConfig& c = cfg_;
+  return DumpAttrs()
+      .number("limit", c.limit)
+      .number("flow_limit", c.flow_limit)
+      .number("buckets", uint64_t{1} << c.buckets_log)
+      .number("orphan_mask", c.orphan_mask)
+      .flag("pacing", c.pacing)
+      .number("bands", kBands)
+      .array("priomap", std::vector<uint64_t>(c.priomap.begin(), c.priomap.end()))
+      .array("weights", std::vector<uint64_t>(c.weights.begin(), c.weights.end()))
+      .number("quantum", c.quantum)
+      .number("initial_quantum", c.initial_quantum)
+      .number("maxrate", c.maxrate)
+      .number("low_rate_threshold", c.low_rate_threshold)
+      .number("refill_delay", c.refill_delay_us)
+      .number("ce_threshold", c.ce_threshold_us)
+      .number("timer_slack", c.timer_slack_ns)
+      .number("horizon", c.horizon_us)
+      .flag("horizon_drop", c.horizon_drop);
 }
 
 Xstats FqQdisc::xstats() const {

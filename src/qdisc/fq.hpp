@@ -136,11 +136,12 @@ class FqQdisc final : public PeekDequeued<FqQdisc> {
   uint64_t watchdog_ns() const noexcept override;
   Xstats xstats() const override;
 
-  // ---- tc text (src/tc/qdisc_fq.cpp) ----
+  // ---- dump (printed by src/tc/qdisc_fq.cpp) ----
   std::string_view kind() const noexcept override { return "fq"; }
-  std::string options() const override;
-  std::string options_json() const override;
-  std::string format_xstats(const Xstats& x) const override;
+  // fq_dump: limit, flow_limit (packets), buckets, orphan_mask, pacing, bands, priomap, weights,
+  // quantum, initial_quantum (bytes), maxrate, low_rate_threshold (bytes/s; maxrate ~0U: none),
+  // refill_delay (us), ce_threshold (us; ~0U: off), timer_slack (ns), horizon (us), horizon_drop.
+  DumpAttrs dump_options() const override;
 
   const FqConfig& config() const noexcept { return cfg_; }
   FqXstats detail_xstats() const noexcept;

@@ -193,6 +193,19 @@ FqCodelFlowStats FqCodelQdisc::flow_stats(uint32_t flow) const noexcept {
   return s;
 }
 
+DumpAttrs FqCodelQdisc::dump_options() const {
+  DumpAttrs d;
+  d.number("limit", cfg_.limit)
+      .number("flows", cfg_.flows)
+      .number("quantum", cfg_.quantum)
+      .number("target", codel::to_us(cparams_.target));
+  if (cfg_.has_ce_threshold) d.number("ce_threshold", codel::to_us(cparams_.ce_threshold));
+  return d.number("interval", codel::to_us(cparams_.interval))
+      .number("memory_limit", cfg_.memory_limit)
+      .flag("ecn", cfg_.ecn)
+      .number("drop_batch", cfg_.drop_batch);
+}
+
 Xstats FqCodelQdisc::xstats() const {
   const FqCodelXstats d = detail_xstats();
   Xstats x = {{"maxpacket", d.maxpacket},

@@ -97,18 +97,14 @@ class FqCodelQdisc final : public PeekDequeued<FqCodelQdisc> {
   explicit FqCodelQdisc(const FqCodelConfig& cfg);
 
   std::string_view kind() const noexcept override { return "fq_codel"; }
-  std::string options() const override;
-  // tc -j: {"limit":..,"flows":..,"quantum":..,"target":US,["ce_threshold":US,]"interval":US,
-  // "memory_limit":BYTES,["ecn":true,]"drop_batch":..}; times are the usec the kernel reports for
-  // its CoDel times (5ms -> 4999, 100ms -> 99999); "ecn" only when on, as tc prints it.
-  std::string options_json() const override;
+  // fq_codel_dump: limit, flows, quantum, target, ce_threshold (when set), interval (the usec
+  // the kernel reports for its CoDel times: 5ms -> 4999), memory_limit (bytes), ecn, drop_batch
+  // (printed by src/tc/qdisc_fq_codel.cpp).
+  DumpAttrs dump_options() const override;
   // tc -s: maxpacket drop_overlimit new_flow_count ecn_mark [ce_mark] [memory_used]
   // [drop_overmemory] new_flows_len old_flows_len, in tc's order; the bracketed ones only when
   // non-zero (tc prints them only then, in text and in JSON).
   Xstats xstats() const override;
-  // "  maxpacket M drop_overlimit D new_flow_count N ecn_mark E[ ce_mark C][ memory_used U]
-  // [ drop_overmemory O]\n  new_flows_len A old_flows_len B\n"; "" for empty xstats.
-  std::string format_xstats(const Xstats& x) const override;
   // dequeue() and peek(): PeekDequeued, over do_dequeue().
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
   void reset(PacketList& to_free) noexcept override;

@@ -13,6 +13,7 @@
 
 #include "base/clock.hpp"
 #include "qdisc/fifo.hpp"
+#include "qdisc/psched.hpp"
 #include "txpath/error.hpp"
 
 namespace txpath {
@@ -546,6 +547,31 @@ Xstats HtbQdisc::class_xstats(uint16_t minor) const {
           {"giants", static_cast<int64_t>(c->giants)},
           {"tokens", ticks(c->tokens)},
           {"ctokens", ticks(c->ctokens)}};
+}
+
+DumpAttrs HtbQdisc::dump_options() const {
+  return DumpAttrs()
+      .number("r2q", r2q_)
+      .number("default", defcls_)
+      .number("direct_packets_stat", direct_pkts_)
+      .word("ver", "3.17")
+      .number("direct_qlen", direct_qlen_);
+}
+
+DumpAttrs HtbQdisc::class_dump(uint16_t minor) const {
+  const Class* c = find(minor);
+  if (!c) return {};
+  const HtbClassConfig& cfg = c->cfg;
+  DumpAttrs d;
+  d.number("level", static_cast<uint64_t>(c->level));
+  if (c->level == 0) d.number("prio", cfg.prio).number("quantum", cfg.quantum);
+  return d.number("rate", cfg.rate)
+      .number("overhead", cfg.overhead)
+      .number("ceil", cfg.ceil)
+      .word("linklayer", cfg.atm ? "atm" : "ethernet")
+      .number("buffer", ns_to_ticks(static_cast<uint64_t>(c->buffer)))
+      .number("cbuffer", ns_to_ticks(static_cast<uint64_t>(c->cbuffer)))
+      .number("mpu", cfg.mpu);
 }
 
 Qdisc* HtbQdisc::child(uint16_t minor) noexcept {

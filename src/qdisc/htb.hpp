@@ -152,23 +152,20 @@ class HtbQdisc final : public Qdisc, public ClassOps {
   void take_dequeue_drops(PacketList& out) noexcept override;
   uint64_t watchdog_ns() const noexcept override { return watchdog_; }
 
-  // ---- tc text (src/tc/qdisc_htb.cpp) ----
+  // ---- dumps (printed by src/tc/qdisc_htb.cpp) ----
   std::string_view kind() const noexcept override { return "htb"; }
-  // "r2q 10 default 0x10 direct_packets_stat 0 direct_qlen 1000"
-  std::string options() const override;
-  std::string options_json() const override;
-  std::string class_options(uint16_t minor) const override;
-  std::string class_options_json(uint16_t minor) const override;
-  // tc -d: the qdisc's "ver 3.17"; a class's quantum (leaves), link layer, cell sizes, mpu, level.
-  std::string details_options() const override;
-  std::string details_options_json() const override;
-  std::string class_details_options(uint16_t minor) const override;
+  // The kernel's htb_dump (TCA_HTB_INIT): r2q, default (the default class's minor),
+  // direct_packets_stat, ver ("3.17", sch_htb.c's HTB_VER), direct_qlen.
+  DumpAttrs dump_options() const override;
+  // htb_dump_class (TCA_HTB_PARMS): level, prio and quantum (leaves), rate and ceil in bytes/s,
+  // overhead, linklayer "ethernet"/"atm", buffer and cbuffer as psched ticks, mpu. None for a
+  // minor that is not a class.
+  DumpAttrs class_dump(uint16_t minor) const override;
   // The kernel's order: its class hash (net/sched/sch_api.c qdisc_class_hash_*), see htb.cpp.
   std::vector<QdiscClassInfo> listed_classes() const override;
   // "Warning: sch_htb: quantum of class CLASSID is small|big. Consider r2q change." for a leaf
   // whose quantum rate / r2q was clamped to [1000, 200000] (no explicit quantum).
   std::string class_warning(uint16_t minor) const override;
-  std::string format_class_xstats(const Xstats& x) const override;
 
   // ---- class operations (ClassOps) ----
   std::vector<QdiscClassInfo> classes() const override;
@@ -248,7 +245,6 @@ class HtbQdisc final : public Qdisc, public ClassOps {
 
   uint64_t now() const noexcept;
   Class* find(uint16_t minor) const noexcept { return by_minor_.get(minor); }
-  std::string class_text(const Class& c, bool details) const;  // tc's class options (qdisc_htb.cpp)
   Class* classify(uint32_t priority) const noexcept;
   void apply_config(Class& c, const HtbClassConfig& cfg);
   std::unique_ptr<Qdisc> default_child() const;

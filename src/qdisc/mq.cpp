@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "qdisc/pfifo_fast.hpp"
 #include "txpath/error.hpp"
@@ -117,6 +119,21 @@ uint64_t MqQdisc::watchdog_ns() const noexcept {
     if (t != 0 && (earliest == 0 || t < earliest)) earliest = t;
   }
   return earliest;
+}
+
+DumpAttrs MqQdisc::dump_options() const {
+  if (mapping_.num_tc == 0) return {};
+  std::vector<uint64_t> first, last;
+  for (uint32_t t = 0; t < mapping_.num_tc; ++t) {
+    const TrafficClasses::Range& r = mapping_.tc_queues[t];
+    first.push_back(r.offset);
+    last.push_back(r.offset + r.count - 1);
+  }
+  return DumpAttrs()
+      .number("num_tc", mapping_.num_tc)
+      .array("map", std::vector<uint64_t>(mapping_.prio_tc.begin(), mapping_.prio_tc.end()))
+      .array("queue_first", std::move(first))
+      .array("queue_last", std::move(last));
 }
 
 QdiscStats MqQdisc::children_stats() const noexcept {

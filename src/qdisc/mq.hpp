@@ -56,8 +56,10 @@ class MqQdisc final : public Qdisc, public ClassOps {
   uint64_t watchdog_ns() const noexcept override;
 
   std::string_view kind() const noexcept override { return mapping_.num_tc ? "mqprio" : "mq"; }
-  std::string options() const override;       // src/tc/qdisc_mq.cpp
-  std::string options_json() const override;  // src/tc/qdisc_mq.cpp
+  // mq: none. mqprio (its dump with per-class entries): num_tc, map (priority -> traffic
+  // class), queue_first and queue_last (each class's TX queue range). Printed by
+  // src/tc/qdisc_mq.cpp.
+  DumpAttrs dump_options() const override;
 
   uint32_t queues() const noexcept { return static_cast<uint32_t>(children_.size()); }
   const Mapping& mapping() const noexcept { return mapping_; }

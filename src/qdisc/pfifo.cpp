@@ -9,6 +9,4 @@ Verdict PfifoQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   return drop(p, to_free);
 }
 
-std::string PacketFifoQdisc::options() const { return "limit " + std::to_string(limit_) + "p"; }
-
 }  // namespace txpath

@@ -2,6 +2,8 @@
 // pfifo_fast: three strict-priority FIFO bands selected by skb->priority.
 #include "qdisc/pfifo_fast.hpp"
 
+#include <vector>
+
 namespace txpath {
 
 Verdict PfifoFastQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
@@ -37,23 +39,11 @@ void PfifoFastQdisc::reset(PacketList& to_free) noexcept {
   }
 }
 
-std::string PfifoFastQdisc::options() const {
-  std::string s = "bands 3 priomap";
-  for (uint8_t b : kPrio2Band) {
-    s += ' ';
-    s += static_cast<char>('0' + b);
-  }
-  return s;
-}
-
-std::string PfifoFastQdisc::options_json() const {
-  std::string s = "{\"bands\":3,\"priomap\":[";
-  for (std::size_t i = 0; i < kPrio2Band.size(); ++i) {
-    if (i) s += ',';
-    s += static_cast<char>('0' + kPrio2Band[i]);
-  }
-  s += "],\"multiqueue\":false}";
-  return s;
+DumpAttrs PfifoFastQdisc::dump_options() const {
+  return DumpAttrs()
+      .number("bands", kBands)
+      .array("priomap", std::vector<uint64_t>(kPrio2Band.begin(), kPrio2Band.end()))
+      .flag("multiqueue", false);
 }
 
 }  // namespace txpath

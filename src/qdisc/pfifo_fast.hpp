@@ -44,9 +44,9 @@ class PfifoFastQdisc final : public Qdisc {
   void reset(PacketList& to_free) noexcept override;
 
   std::string_view kind() const noexcept override { return "pfifo_fast"; }
-  std::string options() const override;
-  // tc -j (pfifo_fast is printed by prio's printer): {"bands":3,"priomap":[1,2,...],"multiqueue":false}
-  std::string options_json() const override;
+  // bands 3, priomap (16 bands, one per TC_PRIO value), multiqueue false: the kernel's
+  // tc_prio_qopt, which tc prints with prio's printer.
+  DumpAttrs dump_options() const override;
 
   uint32_t band_limit() const noexcept { return band_limit_; }
   // Packets currently queued in band b (b < kBands).

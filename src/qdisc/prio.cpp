@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <vector>
 
 #include "qdisc/fifo.hpp"
 #include "txpath/error.hpp"
@@ -34,6 +35,13 @@ PrioQdisc::PrioQdisc(std::size_t bands, const Priomap& priomap, uint32_t child_l
 }
 
 PrioQdisc::~PrioQdisc() = default;
+
+DumpAttrs PrioQdisc::dump_options() const {
+  return DumpAttrs()
+      .number("bands", bands_)
+      .array("priomap", std::vector<uint64_t>(priomap_.begin(), priomap_.end()))
+      .flag("multiqueue", false);
+}
 
 std::size_t PrioQdisc::classify(uint32_t priority) const noexcept {
   const uint32_t major = priority >> 16;

@@ -69,12 +69,9 @@ class PrioQdisc final : public Qdisc, public ClassOps {
   // Resets every child; their packets go to to_free (not counted as drops).
   void reset(PacketList& to_free) noexcept override;
 
-  // ---- tc text (src/tc/qdisc_prio.cpp) ----
   std::string_view kind() const noexcept override { return "prio"; }
-  // "bands N priomap P0 P1 ... P15", as tc prints it.
-  std::string options() const override;
-  // tc -j: {"bands":N,"priomap":[P0,...,P15],"multiqueue":false} (multiqueue is not modelled).
-  std::string options_json() const override;
+  // bands N, priomap P0..P15, multiqueue false (not modelled): the kernel's tc_prio_qopt.
+  DumpAttrs dump_options() const override;
 
   // ---- classful API (tc class / graft) ----
   std::size_t bands() const noexcept { return bands_; }

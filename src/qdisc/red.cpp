@@ -167,6 +167,21 @@ void RedQdisc::reset(PacketList& to_free) noexcept {
   qcount_ = -1;
 }
 
+DumpAttrs RedQdisc::dump_options() const {
+  return DumpAttrs()
+      .number("limit", cfg_.limit)
+      .number("min", cfg_.qth_min)
+      .number("max", cfg_.qth_max)
+      .flag("ecn", cfg_.ecn)
+      .flag("harddrop", cfg_.harddrop)
+      .flag("adaptive", cfg_.adaptive)
+      .flag("nodrop", cfg_.nodrop)
+      .number("ewma", cfg_.wlog)
+      .number("plog", cfg_.plog)
+      .number("scell_log", cfg_.scell_log)
+      .number("max_p", max_p_);
+}
+
 Xstats RedQdisc::xstats() const {
   return {{"marked", int64_t{stats_.prob_mark} + stats_.forced_mark},
           {"early", int64_t{stats_.prob_drop} + stats_.forced_drop},

@@ -64,18 +64,11 @@ class RedQdisc final : public Qdisc {
   explicit RedQdisc(const RedConfig& cfg);
 
   std::string_view kind() const noexcept override { return "red"; }
-  // "limit 1Mb min 100Kb max 300Kb[ ecn][ harddrop][ adaptive][ nodrop]" (src/tc/qdisc_red.cpp).
-  std::string options() const override;
-  // {"limit":B,"min":B,"max":B,"ecn":bool,"harddrop":bool,"adaptive":bool,"nodrop":bool}.
-  std::string options_json() const override;
-  // What tc -d prints after the options: "ewma WLOG probability P Scell_log S" (P = max_P as a
-  // fraction, %g; "Plog N" instead when max_P is 0).
-  std::string details() const;
-  // tc -d: options() then details().
-  std::string details_options() const override { return options() + " " + details(); }
+  // red_dump (TCA_RED_PARMS, TCA_RED_MAX_P): limit, min, max in bytes; the flags ecn, harddrop,
+  // adaptive, nodrop; ewma (Wlog), plog, scell_log, max_p (Q0.32, as adapted now). Printed by
+  // src/tc/qdisc_red.cpp.
+  DumpAttrs dump_options() const override;
   Xstats xstats() const override;  // marked early pdrop other
-  // "  marked M early E pdrop P other O \n" (tc's trailing space included).
-  std::string format_xstats(const Xstats& x) const override;
 
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
   Packet* dequeue() noexcept override;

@@ -10,6 +10,7 @@
 
 #include "base/clock.hpp"
 #include "qdisc/fifo.hpp"
+#include "qdisc/psched.hpp"
 #include "txpath/error.hpp"
 
 namespace txpath {
@@ -40,6 +41,20 @@ TbfQdisc::TbfQdisc(const TbfConfig& cfg, uint64_t (*clock)(), uint32_t psched_mt
 }
 
 TbfQdisc::~TbfQdisc() = default;
+
+// The kernel takes the burst in bytes (TCA_TBF_BURST) and holds it as its transmit time at the
+// rate with the framing, rounded its way (psched_l2t_ns); it dumps that time in ticks.
+DumpAttrs TbfQdisc::dump_options() const {
+  DumpAttrs d;
+  d.number("rate", cfg_.rate)
+      .number("buffer", ns_to_ticks(kernel_l2t_ns(cfg_.rate, wire_len(cfg_.burst))))
+      .number("limit", cfg_.limit);
+  if (cfg_.peakrate)
+    d.number("peakrate", cfg_.peakrate)
+        .number("mtu", ns_to_ticks(kernel_l2t_ns(cfg_.peakrate, wire_len(cfg_.minburst))));
+  d.number("mpu", cfg_.mpu).number("overhead", cfg_.overhead).word("linklayer", cfg_.atm ? "atm" : "ethernet");
+  return d;
+}
 
 uint64_t TbfQdisc::now() const noexcept { return clock_(); }
 

@@ -73,16 +73,12 @@ class TbfQdisc final : public Qdisc, public ClassOps {
   void reset(PacketList& to_free) noexcept override;
   void take_dequeue_drops(PacketList& out) noexcept override;
 
-  // ---- tc text (src/tc/qdisc_tbf.cpp) ----
   std::string_view kind() const noexcept override { return "tbf"; }
-  std::string options() const override;
-  // tc -j: {"rate":B/s,"burst":BYTES,["minburst":BYTES,]"lat":USEC|"limit":BYTES,
-  // ["overhead":N,]["linklayer":"atm"]}, the same choices as the text; tc prints peakrate in
-  // text only, so it is not in the JSON.
-  std::string options_json() const override;
-  // tc -d: "burst SIZE/1 mpu SIZE", "mtu SIZE/1 mpu SIZE" and "linklayer ethernet" as well.
-  std::string details_options() const override;
-  std::string details_options_json() const override;
+  // What the kernel's tbf_dump reports (TCA_TBF_PARMS): rate and (with a peak rate) peakrate in
+  // bytes/s, limit in bytes, buffer and (with a peak rate) mtu as the buckets' psched ticks at
+  // their rates (qdisc/psched.hpp: the kernel's rounding, not this shaper's), mpu, overhead, and
+  // linklayer "ethernet" or "atm". tc turns the ticks back into sizes (src/tc/qdisc_tbf.cpp).
+  DumpAttrs dump_options() const override;
 
   // ---- classful API: one class, minor 1 ----
   std::vector<QdiscClassInfo> classes() const override;

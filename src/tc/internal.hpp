@@ -2,6 +2,8 @@
 // Pieces of the tc layer shared between its files (not public API).
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -35,6 +37,10 @@ void warn_about_class(const Tree& tree, uint32_t classid, const Config::ShowOpti
 std::unique_ptr<Qdisc> make_tc_qdisc(std::string_view spec, const QdiscEnv& env);
 // The same over words as given (an empty word stays a word, as in tc's argv).
 std::unique_ptr<Qdisc> make_tc_qdisc(std::span<const std::string> words, const QdiscEnv& env);
+// A dump's attributes as a JSON object (numbers, booleans, strings, arrays of numbers), and back:
+// the live document's typed options (print.cpp).
+nlohmann::ordered_json dump_attrs_json(const DumpAttrs& a);
+DumpAttrs dump_attrs_from_json(const nlohmann::ordered_json& j);
 // True if a command (the words after tc's options) only reads: a show, a help, an unknown verb.
 bool is_read_only_command(std::span<const std::string> words);
 // True if words[0] is a tc object (qdisc, class or link, or a prefix tc accepts for one).

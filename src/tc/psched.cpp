@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The psched tick model (see psched.hpp). Written from the semantics of iproute2 6.1's
-// tc/tc_core.c and the kernel's net/sched/sch_api.c; no code copied.
+// tc/tc_core.c; no code copied.
 #include "tc/psched.hpp"
 
 #include <cmath>
@@ -30,21 +30,5 @@ uint32_t tc_ticks_to_usec(uint32_t ticks) { return to_u32(static_cast<double>(ti
 uint32_t tc_xmitsize(uint64_t rate, uint32_t ticks) {
   return to_u32(static_cast<double>(rate) * static_cast<double>(tc_ticks_to_usec(ticks)) / 1e6);
 }
-
-uint64_t kernel_l2t_ns(uint64_t rate, uint64_t len) {
-  if (rate == 0) return 0;
-  uint64_t factor = 1'000'000'000;
-  uint32_t shift = 0;
-  uint64_t mult = 0;
-  for (;;) {
-    mult = factor / rate;
-    if ((mult & (uint64_t{1} << 31)) || (factor & (uint64_t{1} << 63))) break;
-    factor <<= 1;
-    ++shift;
-  }
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(len) * mult) >> shift);
-}
-
-uint32_t ns_to_ticks(uint64_t ns) { return static_cast<uint32_t>(ns / kPschedTickNs); }
 
 }  // namespace txpath::tc

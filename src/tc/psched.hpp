@@ -7,19 +7,14 @@
 // for a class given 1600 bytes, and "lat 999us" where the exact latency is 1 ms.
 //
 // The model (docs/background.md, "psched ticks"):
-//   tick                 64 ns: the kernel's PSCHED_SHIFT of 6 (include/net/pkt_sched.h), which
-//                        /proc/net/psched advertises as its 2nd field (ns per tick, 0x40); a
-//                        constant of every Linux since 2.6.31, not read at run time.
+//   tick                 64 ns (the kernel's half, qdisc/psched.hpp: kPschedTickNs,
+//                        kernel_l2t_ns, ns_to_ticks).
 //   tc's ticks per us    1000 / 64 = 15.625 (iproute2 tc_core.c, tc_core_init()).
 //   xmittime(rate, size) tc_calc_xmittime of iproute2 6.1 (the machine's tc): the time
 //                        1e6 * size / rate us truncated to a whole 32-bit number of us, times
 //                        15.625, truncated again to 32-bit ticks.
 //   xmitsize(rate, tick) tc_calc_xmitsize: the ticks truncated to whole us (tc_core_tick2time),
 //                        then rate * us / 1e6 truncated to a 32-bit byte count.
-//   kernel_l2t_ns        the kernel's psched_l2t_ns() (net/sched/sch_api.c's
-//                        psched_ratecfg_precompute): len * mult >> shift with mult the largest
-//                        value below 2^32 of the form (1e9 << shift) / rate: it rounds down.
-//   ns_to_ticks          PSCHED_NS2TICKS: ns >> 6 (what the kernel dumps).
 // iproute2 6.15 and later compute in floating point and round xmittime up (its commit "tc: Fix
 // rounding in tc_calc_xmittime and tc_calc_xmitsize"); we follow 6.1, the reference here.
 // Pure functions; no state, no threads.
@@ -27,9 +22,14 @@
 
 #include <cstdint>
 
+#include "qdisc/psched.hpp"
+
 namespace txpath::tc {
 
-inline constexpr uint64_t kPschedTickNs = 64;      // 1 << PSCHED_SHIFT
+using txpath::kPschedTickNs;  // the kernel's half (qdisc/psched.hpp)
+using txpath::kernel_l2t_ns;
+using txpath::ns_to_ticks;
+
 inline constexpr double kTcTicksPerUsec = 15.625;  // 1000 / kPschedTickNs
 
 // tc's tc_calc_xmittime: ticks to send `size` bytes at `rate` bytes/s (rate > 0).
@@ -38,9 +38,5 @@ uint32_t tc_xmittime_ticks(uint64_t rate, uint64_t size);
 uint32_t tc_xmitsize(uint64_t rate, uint32_t ticks);
 // tc's tc_core_tick2time: whole microseconds of `ticks`.
 uint32_t tc_ticks_to_usec(uint32_t ticks);
-// The kernel's transmit time of `len` bytes at `rate` bytes/s (len already framed), in ns.
-uint64_t kernel_l2t_ns(uint64_t rate, uint64_t len);
-// What the kernel reports for a time it holds in ns (PSCHED_NS2TICKS), as a 32-bit tick count.
-uint32_t ns_to_ticks(uint64_t ns);
 
 }  // namespace txpath::tc

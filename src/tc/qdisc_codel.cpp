@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// codel's tc side: its option parser (make_codel) and the text tc prints for it (options,
-// xstats). The qdisc itself is src/qdisc/codel.cpp.
+// codel's tc side: its option parser (make_codel), its printers (options, xstats) and its row of
+// the kind table. The qdisc itself is src/qdisc/codel.cpp.
 //
 // Grammar (tc-codel(8)): codel [limit PACKETS] [target TIME] [interval TIME] [ecn | noecn]
 //                              [ce_threshold TIME]
@@ -11,30 +11,36 @@
 #include <string_view>
 
 #include "qdisc/codel_qdisc.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "tc/tc_units.hpp"
 
 namespace txpath {
 
-std::string CodelQdisc::options() const {
-  std::string s = "limit " + std::to_string(cfg_.limit) + "p target " +
-                  codel_time_text(params_.target);
-  if (cfg_.has_ce_threshold) s += " ce_threshold " + codel_time_text(params_.ce_threshold);
-  s += " interval " + codel_time_text(params_.interval);
-  if (cfg_.ecn) s += " ecn";
+namespace {
+
+// tc's codel printer: "limit 1000p target 5ms[ ce_threshold 20ms] interval 100ms[ ecn]"; -j
+// the dump's usec: {"limit":1000,"target":4999,["ce_threshold":US,]"interval":99999[,"ecn":true]}.
+std::string codel_text(const DumpAttrs& a, bool) {
+  std::string s = "limit " + std::to_string(a.number("limit")) + "p target " + tc::format_time(a.number("target") * 1000);
+  if (a.has("ce_threshold")) s += " ce_threshold " + tc::format_time(a.number("ce_threshold") * 1000);
+  s += " interval " + tc::format_time(a.number("interval") * 1000);
+  if (a.flag("ecn")) s += " ecn";
   return s;
 }
 
-std::string CodelQdisc::options_json() const {
-  auto us = [](codel::Time t) { return std::to_string(codel::to_us(t)); };
-  std::string s = "{\"limit\":" + std::to_string(cfg_.limit) + ",\"target\":" + us(params_.target);
-  if (cfg_.has_ce_threshold) s += ",\"ce_threshold\":" + us(params_.ce_threshold);
-  s += ",\"interval\":" + us(params_.interval);
-  if (cfg_.ecn) s += ",\"ecn\":true";
+std::string codel_json(const DumpAttrs& a, bool) {
+  auto num = [&a](std::string_view name) { return std::to_string(a.number(name)); };
+  std::string s = "{\"limit\":" + num("limit") + ",\"target\":" + num("target");
+  if (a.has("ce_threshold")) s += ",\"ce_threshold\":" + num("ce_threshold");
+  s += ",\"interval\":" + num("interval");
+  if (a.flag("ecn")) s += ",\"ecn\":true";
   return s + "}";
 }
 
-std::string CodelQdisc::format_xstats(const Xstats& x) const {
+// "  count C lastcount L ldelay T[ dropping] drop_next [-]T\n"
+// "  maxpacket M ecn_mark E drop_overlimit O[ ce_mark C]\n"; "" for empty xstats.
+std::string codel_xstats(const Xstats& x) {
   if (x.empty()) return {};
   auto value = [&x](std::string_view name) {
     const int64_t* v = find_xstat(x, name);
@@ -52,6 +58,8 @@ std::string CodelQdisc::format_xstats(const Xstats& x) const {
   if (value("ce_mark")) s += " ce_mark " + std::to_string(value("ce_mark"));
   return s + "\n";
 }
+
+}  // namespace
 
 std::unique_ptr<Qdisc> make_codel(const QdiscOptions& o, const QdiscEnv& env) {
   CodelConfig c;
@@ -73,5 +81,14 @@ std::unique_ptr<Qdisc> make_codel(const QdiscOptions& o, const QdiscEnv& env) {
   }
   return std::make_unique<CodelQdisc>(c);
 }
+
+namespace tc {
+
+// codel changes merge the CoDel family's options (kCodelMerge, qdisc_fq_codel.cpp: codel's are
+// a subset of fq_codel's).
+constinit const QdiscKind kCodelKind = {.name = "codel", .make = make_codel, .classes = ClassModel::none_found,
+    .merge = &kCodelMerge, .text = codel_text, .json = codel_json, .xstats = codel_xstats};
+
+}  // namespace tc
 
 }  // namespace txpath

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
-// fq's tc side: its option parser (make_fq; grammar and defaults in src/qdisc/fq.hpp) and the
-// text tc prints for it (options, xstats). The qdisc itself is src/qdisc/fq.cpp. Origin: written
-// from Linux sch_fq / iproute2 q_fq.c semantics (docs/architecture.md, "Qdiscs"); no code copied.
+// fq's tc side: its option parser (make_fq; grammar and defaults in src/qdisc/fq.hpp), the
+// options a change merges, its printers (options, xstats) and its row of the kind table. The
+// qdisc itself is src/qdisc/fq.cpp. Origin: written from Linux sch_fq / iproute2 q_fq.c semantics
+// (docs/architecture.md, "Qdiscs"); no code copied.
 #include <charconv>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,7 +28,57 @@ constexpr int32_t kMinWeight = 16384;       // and the smallest band weight
 
 }  // namespace
 
-std::string FqQdisc::format_xstats(const Xstats& x) const {
+namespace {
+
+// tc's fq printer (q_fq.c): every option, maxrate, low_rate_threshold and ce_threshold only when
+// set; -j the dump's numbers, "pacing":false only when off, and the two arrays named with a
+// trailing space as tc names them (docs/background.md, "tc's JSON").
+std::string fq_text(const DumpAttrs& a, bool) {
+  auto num = [&a](std::string_view name) { return std::to_string(a.number(name)); };
+  std::string s = "limit " + num("limit") + "p flow_limit " + num("flow_limit") + "p buckets " + num("buckets") +
+                  " orphan_mask " + num("orphan_mask");
+  if (!a.flag("pacing")) s += " nopacing";
+  s += " bands " + num("bands") + " priomap";
+  for (uint64_t b : a.array("priomap")) s.append(" ").append(std::to_string(b));
+  s += " weights";
+  for (uint64_t w : a.array("weights")) s.append(" ").append(std::to_string(w));
+  s += " quantum " + tc::format_size(a.number("quantum")) + " initial_quantum " +
+       tc::format_size(a.number("initial_quantum"));
+  if (a.number("maxrate") != FqConfig::kUnlimited) s += " maxrate " + tc::format_rate(a.number("maxrate"));
+  if (a.number("low_rate_threshold") != 0)
+    s += " low_rate_threshold " + tc::format_rate(a.number("low_rate_threshold"));
+  s += " refill_delay " + tc::format_time(a.number("refill_delay") * 1000);
+  if (a.number("ce_threshold") != FqConfig::kUnlimited)
+    s += " ce_threshold " + tc::format_time(a.number("ce_threshold") * 1000);
+  s += " timer_slack " + tc::format_time64(a.number("timer_slack"));
+  s += " horizon " + tc::format_time(a.number("horizon") * 1000);
+  s += a.flag("horizon_drop") ? " horizon_drop" : " horizon_cap";
+  return s;
+}
+
+std::string join(std::span<const uint64_t> values) {
+  std::string s;
+  for (std::size_t i = 0; i < values.size(); ++i) s.append(i ? "," : "").append(std::to_string(values[i]));
+  return s;
+}
+
+std::string fq_json(const DumpAttrs& a, bool) {
+  auto num = [&a](std::string_view name) { return std::to_string(a.number(name)); };
+  std::string s = "{\"limit\":" + num("limit") + ",\"flow_limit\":" + num("flow_limit") +
+                  ",\"buckets\":" + num("buckets") + ",\"orphan_mask\":" + num("orphan_mask");
+  if (!a.flag("pacing")) s += ",\"pacing\":false";
+  s += ",\"bands\":" + num("bands") + ",\"priomap \":[" + join(a.array("priomap")) + "],\"weights \":[" +
+       join(a.array("weights")) + "],\"quantum\":" + num("quantum") + ",\"initial_quantum\":" + num("initial_quantum");
+  if (a.number("maxrate") != FqConfig::kUnlimited) s += ",\"maxrate\":" + num("maxrate");
+  if (a.number("low_rate_threshold") != 0) s += ",\"low_rate_threshold\":" + num("low_rate_threshold");
+  s += ",\"refill_delay\":" + num("refill_delay");
+  if (a.number("ce_threshold") != FqConfig::kUnlimited) s += ",\"ce_threshold\":" + num("ce_threshold");
+  s += ",\"timer_slack\":" + num("timer_slack") + ",\"horizon\":" + num("horizon");
+  s += a.flag("horizon_drop") ? ",\"horizon_drop\":null}" : ",\"horizon_cap\":null}";
+  return s;
+}
+
+std::string fq_xstats(const Xstats& x) {
   if (x.empty()) return {};
   auto find = [&x](std::string_view name) { return find_xstat(x, name); };
   auto value = [&find](std::string_view name) {
@@ -61,66 +113,7 @@ std::string FqQdisc::format_xstats(const Xstats& x) const {
   return s;
 }
 
-// ---- tc options ------------------------------------------------------------------------------
-
-std::string FqQdisc::options() const {
-  const FqConfig& c = cfg_;
-  std::string s = "limit " + std::to_string(c.limit) + "p flow_limit " +
-                  std::to_string(c.flow_limit) + "p buckets " +
-                  std::to_string(1u << c.buckets_log) + " orphan_mask " +
-                  std::to_string(c.orphan_mask);
-  if (!c.pacing) s += " nopacing";
-  s += " bands " + std::to_string(kBands) + " priomap";
-  for (uint8_t b : c.priomap) {
-    s += ' ';
-    s += std::to_string(b);
-  }
-  s += " weights";
-  for (int32_t w : c.weights) {
-    s += ' ';
-    s += std::to_string(w);
-  }
-  s += " quantum " + tc::format_size(c.quantum) + " initial_quantum " +
-       tc::format_size(c.initial_quantum);
-  if (c.maxrate != FqConfig::kUnlimited) s += " maxrate " + tc::format_rate(c.maxrate);
-  if (c.low_rate_threshold != 0)
-    s += " low_rate_threshold " + tc::format_rate(c.low_rate_threshold);
-  s += " refill_delay " + tc::format_time(uint64_t{c.refill_delay_us} * 1000);
-  if (c.ce_threshold_us != FqConfig::kUnlimited)
-    s += " ce_threshold " + tc::format_time(uint64_t{c.ce_threshold_us} * 1000);
-  s += " timer_slack " + tc::format_time64(c.timer_slack_ns);
-  s += " horizon " + tc::format_time(uint64_t{c.horizon_us} * 1000);
-  s += c.horizon_drop ? " horizon_drop" : " horizon_cap";
-  return s;
-}
-
-std::string FqQdisc::options_json() const {
-  const FqConfig& c = cfg_;
-  auto num = [](uint64_t v) { return std::to_string(v); };
-  std::string s = "{\"limit\":" + num(c.limit) + ",\"flow_limit\":" + num(c.flow_limit) +
-                  ",\"buckets\":" + num(uint64_t{1} << c.buckets_log) +
-                  ",\"orphan_mask\":" + num(c.orphan_mask);
-  if (!c.pacing) s += ",\"pacing\":false";
-  // tc names these two arrays with a trailing space (docs/background.md, "tc's JSON").
-  s += ",\"bands\":" + num(kBands) + ",\"priomap \":[";
-  for (std::size_t i = 0; i < c.priomap.size(); ++i) {
-    if (i) s += ',';
-    s += num(c.priomap[i]);
-  }
-  s += "],\"weights \":[";
-  for (std::size_t i = 0; i < c.weights.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(c.weights[i]);
-  }
-  s += "],\"quantum\":" + num(c.quantum) + ",\"initial_quantum\":" + num(c.initial_quantum);
-  if (c.maxrate != FqConfig::kUnlimited) s += ",\"maxrate\":" + num(c.maxrate);
-  if (c.low_rate_threshold != 0) s += ",\"low_rate_threshold\":" + num(c.low_rate_threshold);
-  s += ",\"refill_delay\":" + num(c.refill_delay_us);
-  if (c.ce_threshold_us != FqConfig::kUnlimited) s += ",\"ce_threshold\":" + num(c.ce_threshold_us);
-  s += ",\"timer_slack\":" + num(c.timer_slack_ns) + ",\"horizon\":" + num(c.horizon_us);
-  s += c.horizon_drop ? ",\"horizon_drop\":null}" : ",\"horizon_cap\":null}";
-  return s;
-}
+}  // namespace
 
 // ---- option parsing --------------------------------------------------------------------------
 
@@ -269,9 +262,11 @@ std::unique_ptr<Qdisc> make_fq(const QdiscOptions& o, const QdiscEnv& env) {
   return std::make_unique<FqQdisc>(c);
 }
 
+namespace {
+
 // The options a `change` merges into the old ones (the kernel's fq_change() touches only the
 // attributes tc sent); a change with any other option replaces them all (qdisc_kinds.hpp).
-const tc::MergeTable tc::kFqMerge = {
+const tc::MergeTable kFqMerge = {
     {"limit", {"limit", 1}},
     {"flow_limit", {"flow_limit", 1}},
     {"quantum", {"quantum", 1}},
@@ -289,5 +284,14 @@ const tc::MergeTable tc::kFqMerge = {
     {"horizon_drop", {"horizon_mode", 0}},
     {"horizon_cap", {"horizon_mode", 0}},
 };
+
+}  // namespace
+
+namespace tc {
+
+constinit const QdiscKind kFqKind = {.name = "fq", .make = make_fq, .classes = ClassModel::classless,
+    .merge = &kFqMerge, .text = fq_text, .json = fq_json, .xstats = fq_xstats};
+
+}  // namespace tc
 
 }  // namespace txpath

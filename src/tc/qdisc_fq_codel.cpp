@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// fq_codel's tc side: its option parser (make_fq_codel; grammar in src/qdisc/fq_codel.hpp) and
-// the text tc prints for it (options, xstats). The qdisc itself is src/qdisc/fq_codel.cpp.
+// fq_codel's tc side: its option parser (make_fq_codel; grammar in src/qdisc/fq_codel.hpp), its
+// printers (options, xstats) and its row of the kind table; the CoDel family's change merge.
+// The qdisc itself is src/qdisc/fq_codel.cpp.
 // Origin: written from Linux sch_fq_codel / iproute2 q_fq_codel.c semantics; no code copied.
 #include <algorithm>
 #include <charconv>
@@ -27,32 +28,35 @@ constexpr uint64_t kMaxMemoryLimit = 1ull << 31;
 
 }  // namespace
 
-std::string codel_time_text(codel::Time t) { return tc::format_time(codel::to_us(t) * 1000); }
+namespace {
 
-std::string FqCodelQdisc::options() const {
-  const auto time = codel_time_text;
-  std::string s = "limit " + std::to_string(cfg_.limit) + "p flows " + std::to_string(cfg_.flows) +
-                  " quantum " + std::to_string(cfg_.quantum) + " target " + time(cparams_.target);
-  if (cfg_.has_ce_threshold) s += " ce_threshold " + time(cparams_.ce_threshold);
-  s += " interval " + time(cparams_.interval) + " memory_limit " + tc::format_size(cfg_.memory_limit);
-  if (cfg_.ecn) s += " ecn";
-  s += " drop_batch " + std::to_string(cfg_.drop_batch);
+// tc's fq_codel printer: "limit 10240p flows 1024 quantum 1514 target 5ms[ ce_threshold T]
+// interval 100ms memory_limit 32Mb[ ecn] drop_batch 64"; -j the dump's numbers (times in usec,
+// 5ms -> 4999), "ecn" only when on, as tc prints it.
+std::string fq_codel_text(const DumpAttrs& a, bool) {
+  auto time = [&a](std::string_view name) { return tc::format_time(a.number(name) * 1000); };
+  std::string s = "limit " + std::to_string(a.number("limit")) + "p flows " + std::to_string(a.number("flows")) +
+                  " quantum " + std::to_string(a.number("quantum")) + " target " + time("target");
+  if (a.has("ce_threshold")) s += " ce_threshold " + time("ce_threshold");
+  s += " interval " + time("interval") + " memory_limit " + tc::format_size(a.number("memory_limit"));
+  if (a.flag("ecn")) s += " ecn";
+  s += " drop_batch " + std::to_string(a.number("drop_batch"));
   return s;
 }
 
-std::string FqCodelQdisc::options_json() const {
-  auto us = [](codel::Time t) { return std::to_string(codel::to_us(t)); };
-  std::string s = "{\"limit\":" + std::to_string(cfg_.limit) +
-                  ",\"flows\":" + std::to_string(cfg_.flows) +
-                  ",\"quantum\":" + std::to_string(cfg_.quantum) + ",\"target\":" + us(cparams_.target);
-  if (cfg_.has_ce_threshold) s += ",\"ce_threshold\":" + us(cparams_.ce_threshold);
-  s += ",\"interval\":" + us(cparams_.interval) + ",\"memory_limit\":" + std::to_string(cfg_.memory_limit);
-  if (cfg_.ecn) s += ",\"ecn\":true";
-  s += ",\"drop_batch\":" + std::to_string(cfg_.drop_batch) + "}";
-  return s;
+std::string fq_codel_json(const DumpAttrs& a, bool) {
+  auto num = [&a](std::string_view name) { return std::to_string(a.number(name)); };
+  std::string s = "{\"limit\":" + num("limit") + ",\"flows\":" + num("flows") + ",\"quantum\":" + num("quantum") +
+                  ",\"target\":" + num("target");
+  if (a.has("ce_threshold")) s += ",\"ce_threshold\":" + num("ce_threshold");
+  s += ",\"interval\":" + num("interval") + ",\"memory_limit\":" + num("memory_limit");
+  if (a.flag("ecn")) s += ",\"ecn\":true";
+  return s + ",\"drop_batch\":" + num("drop_batch") + "}";
 }
 
-std::string FqCodelQdisc::format_xstats(const Xstats& x) const {
+// "  maxpacket M drop_overlimit D new_flow_count N ecn_mark E[ ce_mark C][ memory_used U]
+// [ drop_overmemory O]\n  new_flows_len A old_flows_len B\n"; "" for empty xstats.
+std::string fq_codel_xstats(const Xstats& x) {
   if (x.empty()) return {};
   auto find = [&x](std::string_view name) { return find_xstat(x, name); };
   // " NAME VALUE"; the mandatory fields print 0 when absent from x.
@@ -72,6 +76,8 @@ std::string FqCodelQdisc::format_xstats(const Xstats& x) const {
   s.append("\n");
   return s;
 }
+
+}  // namespace
 
 uint32_t parse_codel_u32(const QdiscOptions& o, std::string_view opt, std::string_view v) {
   uint32_t out = 0;
@@ -133,12 +139,25 @@ std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& o, const QdiscEnv& env)
 
 // The options a `change` merges into the old ones (fq_codel_change() and codel_change() touch
 // only the attributes tc sent; codel's options are a subset); others replace them all.
-const tc::MergeTable tc::kFqCodelMerge = {
+const tc::MergeTable tc::kCodelMerge = {
     {"limit", {"limit", 1}},           {"flows", {"flows", 1}},
     {"quantum", {"quantum", 1}},       {"target", {"target", 1}},
     {"interval", {"interval", 1}},     {"memory_limit", {"memory_limit", 1}},
     {"ce_threshold", {"ce_threshold", 1}}, {"drop_batch", {"drop_batch", 1}},
     {"ecn", {"ecn", 0}},               {"noecn", {"ecn", 0}},
 };
+
+namespace tc {
+
+namespace {
+// The number of flows is fixed once the qdisc exists (sch_fq_codel.c's change()).
+constexpr std::string_view kFqCodelFixed[] = {"flows"};
+}  // namespace
+
+constinit const QdiscKind kFqCodelKind = {.name = "fq_codel", .make = make_fq_codel,
+    .classes = ClassModel::none_found, .merge = &kCodelMerge, .fixed_on_change = kFqCodelFixed,
+    .text = fq_codel_text, .json = fq_codel_json, .xstats = fq_codel_xstats};
+
+}  // namespace tc
 
 }  // namespace txpath

@@ -29,6 +29,7 @@
 
 #include "qdisc/htb.hpp"
 #include "tc/psched.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "tc/tc_units.hpp"
 #include "txpath/error.hpp"
@@ -47,57 +48,6 @@ std::string hex(uint32_t v) {
 }
 
 }  // namespace
-
-// What tc prints of a class (tc's q_htb.c over the kernel's htb_dump_class): prio (and with -d
-// quantum) for a leaf only; the rate, its overhead, the ceil, the link layer (always with -d),
-// the bucket sizes as tc derives them from the ticks the kernel holds (tc/psched.hpp), with -d
-// their cell sizes (the kernel reports none: "/1"), mpu and the level.
-std::string HtbQdisc::class_text(const Class& c, bool details) const {
-  const HtbClassConfig& cfg = c.cfg;
-  std::string s;
-  if (c.level == 0) {
-    s += "prio " + std::to_string(cfg.prio) + " ";
-    if (details) s += "quantum " + std::to_string(cfg.quantum) + " ";
-  }
-  s += "rate " + tc::format_rate(cfg.rate) + " ";
-  if (cfg.overhead) s += "overhead " + std::to_string(cfg.overhead) + " ";
-  s += "ceil " + tc::format_rate(cfg.ceil) + " ";
-  if (cfg.atm || details) s += cfg.atm ? "linklayer atm " : "linklayer ethernet ";
-  const std::string burst = tc::format_size(tc::tc_xmitsize(cfg.rate, tc::ns_to_ticks(static_cast<uint64_t>(c.buffer))));
-  const std::string cburst = tc::format_size(tc::tc_xmitsize(cfg.ceil, tc::ns_to_ticks(static_cast<uint64_t>(c.cbuffer))));
-  const std::string mpu = tc::format_size(cfg.mpu);
-  if (details)
-    s += "burst " + burst + "/1 mpu " + mpu + " cburst " + cburst + "/1 mpu " + mpu + " level " + std::to_string(c.level);
-  else
-    s += "burst " + burst + " cburst " + cburst;
-  return s;
-}
-
-std::string HtbQdisc::class_options(uint16_t minor) const {
-  const Class* c = find(minor);
-  return c ? class_text(*c, false) : std::string();
-}
-
-std::string HtbQdisc::class_details_options(uint16_t minor) const {
-  const Class* c = find(minor);
-  return c ? class_text(*c, true) : std::string();
-}
-
-// tc 6.1 prints class options as text even with -j; ours are the text's values as numbers.
-std::string HtbQdisc::class_options_json(uint16_t minor) const {
-  const Class* c = find(minor);
-  if (!c) return "{}";
-  const HtbClassConfig& cfg = c->cfg;
-  std::string s = "{";
-  if (c->level == 0) s += "\"prio\":" + std::to_string(cfg.prio) + ",";
-  s += "\"rate\":" + std::to_string(cfg.rate);
-  if (cfg.overhead) s += ",\"overhead\":" + std::to_string(cfg.overhead);
-  s += ",\"ceil\":" + std::to_string(cfg.ceil);
-  if (cfg.atm) s += ",\"linklayer\":\"atm\"";
-  s += ",\"burst\":" + std::to_string(tc::tc_xmitsize(cfg.rate, tc::ns_to_ticks(static_cast<uint64_t>(c->buffer))));
-  s += ",\"cburst\":" + std::to_string(tc::tc_xmitsize(cfg.ceil, tc::ns_to_ticks(static_cast<uint64_t>(c->cbuffer))));
-  return s + "}";
-}
 
 std::string HtbQdisc::class_warning(uint16_t minor) const {
   const Class* c = find(minor);
@@ -145,16 +95,6 @@ std::vector<QdiscClassInfo> HtbQdisc::listed_classes() const {
     for (const Class* c : b) out.push_back(info.at(c->minor));
   return out;
 }
-
-std::string HtbQdisc::format_class_xstats(const Xstats& x) const {
-  auto get = [&x](std::string_view name) {
-    const int64_t* v = find_xstat(x, name);
-    return std::to_string(v ? *v : 0);
-  };
-  return " lended: " + get("lended") + " borrowed: " + get("borrowed") + " giants: " + get("giants") +
-         "\n tokens: " + get("tokens") + " ctokens: " + get("ctokens") + "\n\n";  // tc: an empty line after
-}
-
 
 namespace {
 
@@ -281,32 +221,6 @@ void HtbQdisc::change_class(uint16_t minor, const QdiscOptions& options, const Q
   }
 }
 
-namespace {
-
-// tc's text of the qdisc: with -d the version of the kernel's htb interface ("ver 3.17",
-// sch_htb.c's HTB_VER) before direct_qlen.
-std::string htb_text(uint32_t r2q, uint32_t defcls, uint64_t direct_pkts, uint32_t direct_qlen, bool details) {
-  return "r2q " + std::to_string(r2q) + " default " + (defcls ? "0x" + hex(defcls) : std::string("0")) +
-         " direct_packets_stat " + std::to_string(direct_pkts) + (details ? " ver 3.17" : "") +
-         " direct_qlen " + std::to_string(direct_qlen);
-}
-
-std::string htb_json(uint32_t r2q, uint32_t defcls, uint64_t direct_pkts, uint32_t direct_qlen, bool details) {
-  return "{\"r2q\":" + std::to_string(r2q) + ",\"default\":\"" +
-         (defcls ? "0x" + hex(defcls) : std::string("0")) +
-         "\",\"direct_packets_stat\":" + std::to_string(direct_pkts) + (details ? ",\"ver\":\"3.17\"" : "") +
-         ",\"direct_qlen\":" + std::to_string(direct_qlen) + "}";
-}
-
-}  // namespace
-
-std::string HtbQdisc::options() const { return htb_text(r2q_, defcls_, direct_pkts_, direct_qlen_, false); }
-std::string HtbQdisc::details_options() const { return htb_text(r2q_, defcls_, direct_pkts_, direct_qlen_, true); }
-std::string HtbQdisc::options_json() const { return htb_json(r2q_, defcls_, direct_pkts_, direct_qlen_, false); }
-std::string HtbQdisc::details_options_json() const {
-  return htb_json(r2q_, defcls_, direct_pkts_, direct_qlen_, true);
-}
-
 std::unique_ptr<Qdisc> make_htb(const QdiscOptions& o, const QdiscEnv& env) {
   // tc's parser: options by a prefix, a later value overriding an earlier one.
   uint32_t defcls = 0, r2q = 10, direct_qlen = kHtbUnset;
@@ -334,5 +248,92 @@ std::unique_ptr<Qdisc> make_htb(const QdiscOptions& o, const QdiscEnv& env) {
   const uint32_t dq = direct_qlen != kHtbUnset ? direct_qlen : env.txqueuelen;
   return std::make_unique<HtbQdisc>(defcls, r2q, dq, env);
 }
+
+namespace {
+
+std::string htb_default(const DumpAttrs& a) {
+  const uint64_t d = a.number("default");
+  return d ? "0x" + hex(static_cast<uint32_t>(d)) : std::string("0");
+}
+
+// tc's text of the qdisc: with -d the version of the kernel's htb interface before direct_qlen.
+std::string htb_text(const DumpAttrs& a, bool details) {
+  return "r2q " + std::to_string(a.number("r2q")) + " default " + htb_default(a) +
+         " direct_packets_stat " + std::to_string(a.number("direct_packets_stat")) +
+         (details ? " ver " + std::string(a.word("ver")) : "") + " direct_qlen " +
+         std::to_string(a.number("direct_qlen"));
+}
+
+std::string htb_json(const DumpAttrs& a, bool details) {
+  return "{\"r2q\":" + std::to_string(a.number("r2q")) + ",\"default\":\"" + htb_default(a) +
+         "\",\"direct_packets_stat\":" + std::to_string(a.number("direct_packets_stat")) +
+         (details ? ",\"ver\":\"" + std::string(a.word("ver")) + "\"" : "") +
+         ",\"direct_qlen\":" + std::to_string(a.number("direct_qlen")) + "}";
+}
+
+// A class's burst or cburst as tc derives it from the ticks the kernel holds (tc/psched.hpp).
+uint32_t bucket_bytes(const DumpAttrs& a, std::string_view rate, std::string_view ticks) {
+  return tc::tc_xmitsize(a.number(rate), static_cast<uint32_t>(a.number(ticks)));
+}
+
+// What tc prints of a class (tc's q_htb.c over htb_dump_class): prio (and with -d quantum) for
+// a leaf only; the rate, its overhead, the ceil, the link layer (always with -d), the bucket
+// sizes, with -d their cell sizes (the kernel reports none: "/1"), mpu and the level.
+std::string htb_class_text(const DumpAttrs& a, bool details) {
+  if (a.empty()) return {};
+  const bool leaf = a.number("level") == 0;
+  const bool atm = a.word("linklayer") == "atm";
+  std::string s;
+  if (leaf) {
+    s += "prio " + std::to_string(a.number("prio")) + " ";
+    if (details) s += "quantum " + std::to_string(a.number("quantum")) + " ";
+  }
+  s += "rate " + tc::format_rate(a.number("rate")) + " ";
+  if (a.number("overhead")) s += "overhead " + std::to_string(a.number("overhead")) + " ";
+  s += "ceil " + tc::format_rate(a.number("ceil")) + " ";
+  if (atm || details) s += atm ? "linklayer atm " : "linklayer ethernet ";
+  const std::string burst = tc::format_size(bucket_bytes(a, "rate", "buffer"));
+  const std::string cburst = tc::format_size(bucket_bytes(a, "ceil", "cbuffer"));
+  const std::string mpu = tc::format_size(a.number("mpu"));
+  if (details)
+    s += "burst " + burst + "/1 mpu " + mpu + " cburst " + cburst + "/1 mpu " + mpu + " level " +
+         std::to_string(a.number("level"));
+  else
+    s += "burst " + burst + " cburst " + cburst;
+  return s;
+}
+
+// tc 6.1 prints class options as text even with -j; ours are the text's values as numbers.
+std::string htb_class_json(const DumpAttrs& a, bool) {
+  if (a.empty()) return "{}";
+  std::string s = "{";
+  if (a.number("level") == 0) s += "\"prio\":" + std::to_string(a.number("prio")) + ",";
+  s += "\"rate\":" + std::to_string(a.number("rate"));
+  if (a.number("overhead")) s += ",\"overhead\":" + std::to_string(a.number("overhead"));
+  s += ",\"ceil\":" + std::to_string(a.number("ceil"));
+  if (a.word("linklayer") == "atm") s += ",\"linklayer\":\"atm\"";
+  s += ",\"burst\":" + std::to_string(bucket_bytes(a, "rate", "buffer"));
+  s += ",\"cburst\":" + std::to_string(bucket_bytes(a, "ceil", "cbuffer"));
+  return s + "}";
+}
+
+std::string htb_class_xstats(const Xstats& x) {
+  auto get = [&x](std::string_view name) {
+    const int64_t* v = find_xstat(x, name);
+    return std::to_string(v ? *v : 0);
+  };
+  return " lended: " + get("lended") + " borrowed: " + get("borrowed") + " giants: " + get("giants") +
+         "\n tokens: " + get("tokens") + " ctokens: " + get("ctokens") + "\n\n";  // tc: an empty line after
+}
+
+}  // namespace
+
+namespace tc {
+
+constinit const QdiscKind kHtbKind = {.name = "htb", .make = make_htb, .classes = ClassModel::explicit_,
+    .change_op = false, .options_end_with_space = false, .text = htb_text, .json = htb_json,
+    .class_text = htb_class_text, .class_json = htb_class_json, .class_xstats = htb_class_xstats};
+
+}  // namespace tc
 
 }  // namespace txpath

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// mq's and mqprio's tc side: option parsers (make_mq, make_mqprio) and the text tc prints for
-// them. The qdisc is src/qdisc/mq.cpp. Written from Linux sch_mq.c / sch_mqprio.c semantics,
+// mq's and mqprio's tc side: option parsers (make_mq, make_mqprio), their printers and their
+// rows of the kind table. The qdisc is src/qdisc/mq.cpp. Written from Linux sch_mq.c / sch_mqprio.c semantics,
 // tc-mqprio(8) and iproute2's q_mqprio.c behaviour; no code copied.
 //
 // mq takes no options (tc has no parser for it: any word is "unparsable", exit 1).
@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "qdisc/mq.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "tc/tc_units.hpp"
 
@@ -172,35 +173,45 @@ std::unique_ptr<Qdisc> make_mqprio(const QdiscOptions& options, const QdiscEnv& 
   return std::make_unique<MqQdisc>(env.tx_queues, r.map, env);
 }
 
+namespace {
+
 // mq prints no options; mqprio as tc does against a kernel that dumps its per-class entries
 // (mode and shaper lines follow the queue ranges).
-std::string MqQdisc::options() const {
-  if (mapping_.num_tc == 0) return {};
-  std::string s = "tc " + std::to_string(mapping_.num_tc) + " map ";
-  for (uint8_t p : mapping_.prio_tc) s.append(std::to_string(p)).append(" ");
+std::string mq_text(const DumpAttrs& a, bool) {
+  if (a.number("num_tc") == 0) return {};
+  std::string s = "tc " + std::to_string(a.number("num_tc")) + " map ";
+  for (uint64_t p : a.array("map")) s.append(std::to_string(p)).append(" ");
   s += "\n             queues:";
-  for (uint32_t t = 0; t < mapping_.num_tc; ++t) {
-    const TrafficClasses::Range& r = mapping_.tc_queues[t];
-    s.append("(").append(std::to_string(r.offset)).append(":");
-    s.append(std::to_string(r.offset + r.count - 1)).append(") ");
-  }
+  const auto first = a.array("queue_first"), last = a.array("queue_last");
+  for (std::size_t t = 0; t < first.size() && t < last.size(); ++t)
+    s.append("(").append(std::to_string(first[t])).append(":").append(std::to_string(last[t])).append(") ");
   s += "\n             mode:dcb\n             shaper:dcb";
   return s;
 }
 
-std::string MqQdisc::options_json() const {
-  if (mapping_.num_tc == 0) return "{}";
-  std::string s = "{\"tc\":" + std::to_string(mapping_.num_tc) + ",\"map\":[";
-  for (std::size_t p = 0; p < mapping_.prio_tc.size(); ++p)
-    s.append(p ? "," : "").append(std::to_string(mapping_.prio_tc[p]));
+std::string mq_json(const DumpAttrs& a, bool) {
+  if (a.number("num_tc") == 0) return "{}";
+  std::string s = "{\"tc\":" + std::to_string(a.number("num_tc")) + ",\"map\":[";
+  const auto map = a.array("map");
+  for (std::size_t p = 0; p < map.size(); ++p) s.append(p ? "," : "").append(std::to_string(map[p]));
   s += "],\"queues\":[";
-  for (uint32_t t = 0; t < mapping_.num_tc; ++t) {
-    const TrafficClasses::Range& r = mapping_.tc_queues[t];
-    s.append(t ? ",[" : "[").append(std::to_string(r.offset)).append(",");
-    s.append(std::to_string(r.offset + r.count - 1)).append("]");
-  }
+  const auto first = a.array("queue_first"), last = a.array("queue_last");
+  for (std::size_t t = 0; t < first.size() && t < last.size(); ++t)
+    s.append(t ? ",[" : "[").append(std::to_string(first[t])).append(",").append(std::to_string(last[t])).append("]");
   s += "],\"mode\":\"dcb\",\"shaper\":\"dcb\"}";
   return s;
 }
+
+}  // namespace
+
+namespace tc {
+
+constinit const QdiscKind kMqKind = {.name = "mq", .make = make_mq, .classes = ClassModel::per_tx_queue,
+    .multiqueue_root = true, .text = mq_text, .json = mq_json};
+constinit const QdiscKind kMqprioKind = {.name = "mqprio", .make = make_mqprio,
+    .classes = ClassModel::per_tx_queue, .change_op = false, .multiqueue_root = true,
+    .options_end_with_space = false, .text = mq_text, .json = mq_json};
+
+}  // namespace tc
 
 }  // namespace txpath

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "qdisc/prio.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/qdisc_spec.hpp"
 
 namespace txpath {
@@ -35,25 +36,6 @@ unsigned small_number(std::string_view s) {
 }
 
 }  // namespace
-
-std::string PrioQdisc::options() const {
-  std::string s = "bands " + std::to_string(bands_) + " priomap";
-  for (uint8_t b : priomap_) {
-    s += ' ';
-    s += std::to_string(b);
-  }
-  return s;
-}
-
-std::string PrioQdisc::options_json() const {
-  std::string s = "{\"bands\":" + std::to_string(bands_) + ",\"priomap\":[";
-  for (std::size_t i = 0; i < priomap_.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(priomap_[i]);
-  }
-  s += "],\"multiqueue\":false}";
-  return s;
-}
 
 std::unique_ptr<Qdisc> make_prio(const QdiscOptions& options, const QdiscEnv& env) {
   std::optional<std::size_t> bands;
@@ -103,5 +85,27 @@ std::unique_ptr<Qdisc> make_prio(const QdiscOptions& options, const QdiscEnv& en
   }
   return std::make_unique<PrioQdisc>(nbands, priomap, env.txqueuelen, env.handle_major);
 }
+
+namespace tc {
+
+// tc's prio printer (q_prio.c), for prio and pfifo_fast: "bands N priomap P0 ... P15"; -j
+// {"bands":N,"priomap":[P0,...],"multiqueue":false}.
+std::string prio_text(const DumpAttrs& a, bool) {
+  std::string s = "bands " + std::to_string(a.number("bands")) + " priomap";
+  for (uint64_t b : a.array("priomap")) s.append(" ").append(std::to_string(b));
+  return s;
+}
+
+std::string prio_json(const DumpAttrs& a, bool) {
+  std::string s = "{\"bands\":" + std::to_string(a.number("bands")) + ",\"priomap\":[";
+  const auto map = a.array("priomap");
+  for (std::size_t i = 0; i < map.size(); ++i) s.append(i ? "," : "").append(std::to_string(map[i]));
+  return s + "],\"multiqueue\":" + (a.flag("multiqueue") ? "true" : "false") + "}";
+}
+
+constinit const QdiscKind kPrioKind = {.name = "prio", .make = make_prio, .classes = ClassModel::per_band,
+    .options_end_with_space = false, .text = prio_text, .json = prio_json};
+
+}  // namespace tc
 
 }  // namespace txpath

@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "qdisc/red.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "tc/tc_units.hpp"
 
@@ -146,46 +147,6 @@ uint8_t eval_idle_damping(const QdiscOptions& o, RedConfig& cfg, uint32_t avpkt,
 
 }  // namespace
 
-std::string RedQdisc::options() const {
-  std::string s = "limit " + tc::format_size(cfg_.limit) + " min " + tc::format_size(cfg_.qth_min) +
-                  " max " + tc::format_size(cfg_.qth_max);
-  if (cfg_.ecn) s += " ecn";
-  if (cfg_.harddrop) s += " harddrop";
-  if (cfg_.adaptive) s += " adaptive";
-  if (cfg_.nodrop) s += " nodrop";
-  return s;
-}
-
-std::string RedQdisc::options_json() const {
-  auto flag = [](bool b) { return b ? std::string("true") : std::string("false"); };
-  return "{\"limit\":" + std::to_string(cfg_.limit) + ",\"min\":" + std::to_string(cfg_.qth_min) +
-         ",\"max\":" + std::to_string(cfg_.qth_max) + ",\"ecn\":" + flag(cfg_.ecn) +
-         ",\"harddrop\":" + flag(cfg_.harddrop) + ",\"adaptive\":" + flag(cfg_.adaptive) +
-         ",\"nodrop\":" + flag(cfg_.nodrop) + "}";
-}
-
-std::string RedQdisc::details() const {
-  std::string s = "ewma " + std::to_string(cfg_.wlog) + " ";
-  if (max_p_ != 0) {
-    char p[32];
-    std::snprintf(p, sizeof p, "%g", max_p_ / 4294967296.0);
-    s += "probability " + std::string(p) + " ";
-  } else {
-    s += "Plog " + std::to_string(cfg_.plog) + " ";
-  }
-  return s + "Scell_log " + std::to_string(cfg_.scell_log);
-}
-
-std::string RedQdisc::format_xstats(const Xstats& x) const {
-  if (x.empty()) return {};
-  std::string s = " ";
-  for (std::string_view name : {"marked", "early", "pdrop", "other"}) {
-    const int64_t* v = find_xstat(x, name);
-    s.append(" ").append(name).append(" ").append(std::to_string(v ? *v : 0));
-  }
-  return s + " \n";
-}
-
 std::unique_ptr<Qdisc> make_red(const QdiscOptions& o, const QdiscEnv& env) {
   const RedOptions r = parse_options(o);
   if (r.limit == 0 || r.avpkt == 0) o.fail("required parameter (limit, avpkt) is missing");
@@ -212,5 +173,55 @@ std::unique_ptr<Qdisc> make_red(const QdiscOptions& o, const QdiscEnv& env) {
   if (c.nodrop && !c.ecn) o.reject("nodrop mode is only meaningful with ECN");
   return std::make_unique<RedQdisc>(c);
 }
+
+namespace {
+
+// tc's red printer: "limit 1Mb min 100Kb max 300Kb[ ecn][ harddrop][ adaptive][ nodrop]", with
+// -d "ewma WLOG probability P Scell_log S" after it (P = max_P as a fraction, %g; "Plog N"
+// instead when max_P is 0); -j the numbers and every flag as a boolean.
+std::string red_text(const DumpAttrs& a, bool details) {
+  std::string s = "limit " + tc::format_size(a.number("limit")) + " min " + tc::format_size(a.number("min")) +
+                  " max " + tc::format_size(a.number("max"));
+  for (const char* f : {"ecn", "harddrop", "adaptive", "nodrop"})
+    if (a.flag(f)) s.append(" ").append(f);
+  if (!details) return s;
+  s += " ewma " + std::to_string(a.number("ewma")) + " ";
+  if (const uint64_t max_p = a.number("max_p")) {
+    char p[32];
+    std::snprintf(p, sizeof p, "%g", static_cast<double>(max_p) / 4294967296.0);
+    s += "probability " + std::string(p) + " ";
+  } else {
+    s += "Plog " + std::to_string(a.number("plog")) + " ";
+  }
+  return s + "Scell_log " + std::to_string(a.number("scell_log"));
+}
+
+std::string red_json(const DumpAttrs& a, bool) {
+  std::string s = "{\"limit\":" + std::to_string(a.number("limit")) + ",\"min\":" + std::to_string(a.number("min")) +
+                  ",\"max\":" + std::to_string(a.number("max"));
+  for (const char* f : {"ecn", "harddrop", "adaptive", "nodrop"})
+    s.append(",\"").append(f).append("\":").append(a.flag(f) ? "true" : "false");
+  return s + "}";
+}
+
+// "  marked M early E pdrop P other O \n" (tc's trailing space included); "" for no xstats.
+std::string red_xstats(const Xstats& x) {
+  if (x.empty()) return {};
+  std::string s = " ";
+  for (std::string_view name : {"marked", "early", "pdrop", "other"}) {
+    const int64_t* v = find_xstat(x, name);
+    s.append(" ").append(name).append(" ").append(std::to_string(v ? *v : 0));
+  }
+  return s + " \n";
+}
+
+}  // namespace
+
+namespace tc {
+
+constinit const QdiscKind kRedKind = {.name = "red", .make = make_red, .classes = ClassModel::none_found,
+    .text = red_text, .json = red_json, .xstats = red_xstats};
+
+}  // namespace tc
 
 }  // namespace txpath

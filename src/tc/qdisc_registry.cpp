@@ -1,17 +1,11 @@
 // SPDX-License-Identifier: MIT
 // make_qdisc(): builds a qdisc from a tc-style spec "KIND [OPTIONS...]".
 //
-// Grammar (tokens separated by any run of whitespace):
-//   pfifo_fast                                   no options
-//   pfifo | pfifo_head_drop  [limit PACKETS]     PACKETS and SIZE: what tc's get_size() takes
-//   bfifo                    [limit SIZE]        (tc_units.hpp: "10kb", "1.5", "1e3", "0x10")
-//   prio, tbf, fq_codel      their own grammars, in prio.cpp, tbf.cpp, fq_codel.cpp (tc's)
-//   codel, red               theirs in src/tc/qdisc_codel.cpp, qdisc_red.cpp (tc's)
-//   mq, mqprio               root only, on a device of several TX queues (qdisc_mq.cpp)
-// Size units: tc's (tc_units.hpp, size_unit_bytes): none or "b" = bytes, "k"/"kb" = KiB,
-// "m"/"mb" = MiB, "g"/"gb" = GiB, "kbit"/"mbit"/"gbit" = 1/8 of Kib/Mib/Gib (kbit = 128 bytes).
-// A limit given twice: the last one counts, as in tc. Defaults when no limit is given: pfifo/pfifo_head_drop = txqueuelen, bfifo = txqueuelen *
-// psched_mtu (clamped to UINT32_MAX); pfifo_fast bands hold txqueuelen packets each.
+// Tokens are separated by any run of whitespace; the first is the kind, found in the kind
+// table (qdisc_kinds.hpp), whose row's parser reads the rest: each kind's grammar and defaults
+// are in its file, src/tc/qdisc_KIND.cpp (the fifos: qdisc_fifo.cpp). Size units: tc's
+// (tc_units.hpp, size_unit_bytes): none or "b" = bytes, "k"/"kb" = KiB, "m"/"mb" = MiB,
+// "g"/"gb" = GiB, "kbit"/"mbit"/"gbit" = 1/8 of Kib/Mib/Gib (kbit = 128 bytes).
 //
 // Every error is a ConfigError whose message is one line:  qdisc "<spec>": <what is wrong>
 // where <spec> is the tokens re-joined by single spaces, with control characters escaped, and
@@ -30,9 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "qdisc/fifo.hpp"
-#include "qdisc/pfifo_fast.hpp"
 #include "tc/internal.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "tc/tc_error.hpp"
 #include "tc/tc_units.hpp"
@@ -42,10 +35,6 @@
 namespace txpath {
 
 namespace {
-
-constexpr std::string_view kKnownKinds =
-    "pfifo_fast, pfifo, bfifo, pfifo_head_drop, prio, tbf, fq_codel, codel, red, htb, fq, mq, mqprio";
-constexpr uint64_t kMaxLimit = std::numeric_limits<uint32_t>::max();
 
 bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -102,71 +91,25 @@ class SpecParser {
   }
 
   std::unique_ptr<Qdisc> build(const QdiscEnv& env) {
-    if (tokens_.empty()) fail(std::string("empty spec (known kinds: ").append(kKnownKinds) + ")");
-    const std::string_view kind = tokens_[0];
-    if (kind == "pfifo_fast") return build_pfifo_fast(env);
-    if (kind == "pfifo") {
-      const auto limit = parse_fifo_options().value_or(env.txqueuelen);
-      return std::make_unique<PfifoQdisc>(limit);
-    }
-    if (kind == "pfifo_head_drop") {
-      const auto limit = parse_fifo_options().value_or(env.txqueuelen);
-      return std::make_unique<PfifoHeadDropQdisc>(limit);
-    }
-    if (kind == "bfifo") {
-      const uint64_t dflt = std::min<uint64_t>(uint64_t{env.txqueuelen} * env.psched_mtu(), kMaxLimit);
-      const auto limit = parse_fifo_options().value_or(static_cast<uint32_t>(dflt));
-      return std::make_unique<BfifoQdisc>(limit, env.psched_mtu());
-    }
-    if (kind == "prio") return make_prio(options(), env);
-    if (kind == "tbf") return make_tbf(options(), env);
-    if (kind == "fq_codel") return make_fq_codel(options(), env);
-    if (kind == "codel") return make_codel(options(), env);
-    if (kind == "red") return make_red(options(), env);
-    if (kind == "htb") return make_htb(options(), env);
-    if (kind == "fq") return make_fq(options(), env);
-    if (kind == "mq") return make_mq(options(), env);
-    if (kind == "mqprio") return make_mqprio(options(), env);
-    fail_unknown_kind(kind);
+    if (tokens_.empty()) fail(std::string("empty spec (known kinds: ").append(tc::known_kinds()) + ")");
+    const tc::QdiscKind& kind = tc::qdisc_kind(tokens_[0]);
+    if (!kind.make) fail_unknown_kind(tokens_[0]);
+    if (!kind.parses_options && tokens_.size() > 1)
+      fail_args("qdisc '" + std::string(kind.name) + "' does not support option parsing");
+    return kind.make(options(), env);
   }
 
  private:
   // A kind txpath does not have (make_tc_qdisc): tc's refusal of its options if tc has no
   // parser for it, else the kernel's (as a kernel without that qdisc answers).
   [[noreturn]] void fail_unknown_kind(std::string_view kind) const {
-    if (!tc_lines_) fail("unknown qdisc kind " + quoted(kind) + " (known: " + std::string(kKnownKinds) + ")");
+    if (!tc_lines_) fail("unknown qdisc kind " + quoted(kind) + " (known: " + tc::known_kinds() + ")");
     const bool tc_parses = std::find(std::begin(kTcKnownKinds), std::end(kTcKnownKinds), kind) !=
                            std::end(kTcKnownKinds);
     if (tokens_.size() > 1 && !tc_parses)
       fail("Unknown qdisc " + quoted(kind) + ", hence option " + quoted(tokens_[1]) + " is unparsable");
-    fail("Specified qdisc kind is unknown. (txpath knows " + std::string(kKnownKinds) + ")",
+    fail("Specified qdisc kind is unknown. (txpath knows " + tc::known_kinds() + ")",
          /*rejected=*/true);
-  }
-
-  std::unique_ptr<Qdisc> build_pfifo_fast(const QdiscEnv& env) {
-    if (tokens_.size() > 1) fail_args("qdisc 'pfifo_fast' does not support option parsing");
-    // Each band is a ring of txqueuelen slots; the kernel refuses a zero-sized ring.
-    if (env.txqueuelen == 0) fail("pfifo_fast needs a device txqueuelen of at least 1 (got 0)");
-    return std::make_unique<PfifoFastQdisc>(env.txqueuelen);
-  }
-
-  // Options of the three FIFOs: "limit VALUE", the last one given counting (tc's fifo parser,
-  // with its messages). Returns the limit if given.
-  std::optional<uint32_t> parse_fifo_options() const {
-    const std::string_view kind = tokens_[0];
-    std::optional<uint32_t> limit;
-    for (std::size_t i = 1; i < tokens_.size(); ++i) {
-      const std::string_view opt = tokens_[i];
-      if (opt == "help") fail("Usage: ... <[p|b]fifo | pfifo_head_drop> [ limit NUMBER ]");
-      if (opt != "limit") fail(std::string(kind) + ": unknown parameter " + quoted(opt));
-      if (i + 1 >= tokens_.size()) fail(std::string(QdiscOptions::kIncomplete));
-      const std::string_view value = tokens_[++i];
-      // Packets or bytes, the same number grammar: tc reads both with get_size().
-      const auto v = tc::parse_size(value);
-      if (!v) fail(std::string(kind) + ": Illegal value for \"limit\": " + quoted(value));
-      limit = static_cast<uint32_t>(*v);
-    }
-    return limit;
   }
 
   std::vector<std::string_view> tokens_;

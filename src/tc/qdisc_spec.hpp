@@ -67,8 +67,6 @@ bool parse_codel_option(const QdiscOptions& o, std::size_t& i, Config& c) {
   }
   return true;
 }
-// A CoDel time (1.024 us units) as tc prints the usec the kernel reports for it: 4882 -> "5ms".
-std::string codel_time_text(uint32_t codel_time);
 
 // The value named `name` in xstats `x`, or nullptr (the qdiscs' xstats printers).
 inline const int64_t* find_xstat(const Xstats& x, std::string_view name) noexcept {
@@ -77,7 +75,8 @@ inline const int64_t* find_xstat(const Xstats& x, std::string_view name) noexcep
   return nullptr;
 }
 
-// One factory per qdisc kind, each defined in src/tc/qdisc_KIND.cpp with the text tc prints for it.
+// One factory per qdisc kind, each defined in src/tc/qdisc_KIND.cpp with its printers and its row of
+// the kind table (qdisc_kinds.hpp).
 std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& options, const QdiscEnv& env);
 std::unique_ptr<Qdisc> make_fq_codel(const QdiscOptions& options, const QdiscEnv& env);
 std::unique_ptr<Qdisc> make_codel(const QdiscOptions& options, const QdiscEnv& env);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// tbf's tc side: its option parser (make_tbf) and the text tc prints for it. The shaper itself is
-// src/qdisc/tbf.cpp. Origin: written from Linux sch_tbf semantics and tc-tbf(8); no code copied.
+// tbf's tc side: its option parser (make_tbf), its printers and its row of the kind table.
+// The shaper itself is src/qdisc/tbf.cpp. Origin: written from Linux sch_tbf semantics and tc-tbf(8); no code copied.
 //
 // Grammar (tokens after "tbf"; limit, latency, burst, peakrate, overhead and linklayer also by a
 // prefix, as tc matches them):
@@ -22,6 +22,7 @@
 
 #include "qdisc/tbf.hpp"
 #include "tc/psched.hpp"
+#include "tc/qdisc_kinds.hpp"
 #include "tc/qdisc_spec.hpp"
 #include "tc/tc_units.hpp"
 
@@ -29,11 +30,12 @@ namespace txpath {
 
 namespace {
 
-// What the kernel reports for a tbf (tbf_dump) and tc derives from it (tc's q_tbf.c), in the
-// psched tick model (tc/psched.hpp): the buckets as ticks of the kernel's nanoseconds (the
-// kernel takes the burst in bytes, TCA_TBF_BURST, and times it at the rate with the framing),
-// turned back into sizes by tc; the latency from the limit and the ticks, in whole us.
-struct TbfDump {
+// What tc derives from a tbf's dump (tc's q_tbf.c over tbf_dump), in the psched tick model
+// (tc/psched.hpp): the buckets' ticks turned back into sizes at their rates; the latency from
+// the limit and the ticks, in whole us.
+struct TbfShown {
+  uint64_t rate = 0, peakrate = 0, limit = 0, mpu = 0, overhead = 0;
+  bool atm = false;
   uint32_t burst = 0;     // bytes, as tc prints them
   uint32_t minburst = 0;  // bytes (peak bucket; with a peak rate)
   bool has_minburst = false;  // tc prints it when the peak bucket has ticks, or mpu is set
@@ -41,18 +43,24 @@ struct TbfDump {
   uint64_t latency_us = 0;
 };
 
-TbfDump tbf_dump(const TbfQdisc& q) {
-  const TbfConfig& cfg = q.config();
-  TbfDump d;
-  const uint32_t ticks = tc::ns_to_ticks(tc::kernel_l2t_ns(cfg.rate, q.wire_len(cfg.burst)));
-  d.burst = tc::tc_xmitsize(cfg.rate, ticks);
-  double latency = 1e6 * (static_cast<double>(cfg.limit) / static_cast<double>(cfg.rate)) -
+TbfShown tbf_shown(const DumpAttrs& a) {
+  TbfShown d;
+  d.rate = a.number("rate");
+  d.peakrate = a.number("peakrate");
+  d.limit = a.number("limit");
+  d.mpu = a.number("mpu");
+  d.overhead = a.number("overhead");
+  d.atm = a.word("linklayer") == "atm";
+  if (d.rate == 0) return d;  // not a tbf's dump
+  const auto ticks = static_cast<uint32_t>(a.number("buffer"));
+  d.burst = tc::tc_xmitsize(d.rate, ticks);
+  double latency = 1e6 * (static_cast<double>(d.limit) / static_cast<double>(d.rate)) -
                    static_cast<double>(tc::tc_ticks_to_usec(ticks));
-  if (cfg.peakrate) {
-    const uint32_t mtu = tc::ns_to_ticks(tc::kernel_l2t_ns(cfg.peakrate, q.wire_len(cfg.minburst)));
-    d.minburst = tc::tc_xmitsize(cfg.peakrate, mtu);
-    d.has_minburst = mtu != 0 || cfg.mpu != 0;
-    const double lat2 = 1e6 * (static_cast<double>(cfg.limit) / static_cast<double>(cfg.peakrate)) -
+  if (d.peakrate) {
+    const auto mtu = static_cast<uint32_t>(a.number("mtu"));
+    d.minburst = tc::tc_xmitsize(d.peakrate, mtu);
+    d.has_minburst = mtu != 0 || d.mpu != 0;
+    const double lat2 = 1e6 * (static_cast<double>(d.limit) / static_cast<double>(d.peakrate)) -
                         static_cast<double>(tc::tc_ticks_to_usec(mtu));
     latency = std::max(latency, lat2);
   }
@@ -63,51 +71,44 @@ TbfDump tbf_dump(const TbfQdisc& q) {
 
 // tc's text for a tbf; `details` (-d) adds the cell sizes (always 1: the kernel reports none),
 // mpu and the link layer.
-std::string tbf_text(const TbfQdisc& q, bool details) {
-  const TbfConfig& cfg = q.config();
-  const TbfDump d = tbf_dump(q);
-  std::string s = "rate " + tc::format_rate(cfg.rate) + " burst " + tc::format_size(d.burst);
-  if (details) s += "/1 mpu " + tc::format_size(cfg.mpu);
-  if (cfg.peakrate) {
-    s += " peakrate " + tc::format_rate(cfg.peakrate);
+std::string tbf_text(const DumpAttrs& a, bool details) {
+  const TbfShown d = tbf_shown(a);
+  std::string s = "rate " + tc::format_rate(d.rate) + " burst " + tc::format_size(d.burst);
+  if (details) s += "/1 mpu " + tc::format_size(d.mpu);
+  if (d.peakrate) {
+    s += " peakrate " + tc::format_rate(d.peakrate);
     if (d.has_minburst)
-      s += details ? " mtu " + tc::format_size(d.minburst) + "/1 mpu " + tc::format_size(cfg.mpu)
+      s += details ? " mtu " + tc::format_size(d.minburst) + "/1 mpu " + tc::format_size(d.mpu)
                  : " minburst " + tc::format_size(d.minburst);
   }
   if (d.has_latency) s += " lat " + tc::format_time(static_cast<uint32_t>(d.latency_us) * uint64_t{1000});
-  else s += " limit " + tc::format_size(cfg.limit);
-  if (cfg.overhead) s += " overhead " + std::to_string(cfg.overhead);
-  if (cfg.atm || details) s += cfg.atm ? " linklayer atm" : " linklayer ethernet";
+  else s += " limit " + tc::format_size(d.limit);
+  if (d.overhead) s += " overhead " + std::to_string(d.overhead);
+  if (d.atm || details) s += d.atm ? " linklayer atm" : " linklayer ethernet";
   return s;
 }
 
 // tc -j: the same keys as the text, but "peakrate" (tc prints it in text only); with -d "burst"
 // and "mtu" are the text's "SIZE/1" strings.
-std::string tbf_json(const TbfQdisc& q, bool details) {
-  const TbfConfig& cfg = q.config();
-  const TbfDump d = tbf_dump(q);
-  std::string s = "{\"rate\":" + std::to_string(cfg.rate);
-  if (details) s += ",\"burst\":\"" + tc::format_size(d.burst) + "/1\",\"mpu\":" + std::to_string(cfg.mpu);
+std::string tbf_json(const DumpAttrs& a, bool details) {
+  const TbfShown d = tbf_shown(a);
+  std::string s = "{\"rate\":" + std::to_string(d.rate);
+  if (details) s += ",\"burst\":\"" + tc::format_size(d.burst) + "/1\",\"mpu\":" + std::to_string(d.mpu);
   else s += ",\"burst\":" + std::to_string(d.burst);
   if (d.has_minburst) {
     if (details)
-      s += ",\"mtu\":\"" + tc::format_size(d.minburst) + "/1\",\"mpu\":" + std::to_string(cfg.mpu);
+      s += ",\"mtu\":\"" + tc::format_size(d.minburst) + "/1\",\"mpu\":" + std::to_string(d.mpu);
     else
       s += ",\"minburst\":" + std::to_string(d.minburst);
   }
   if (d.has_latency) s += ",\"lat\":" + std::to_string(d.latency_us);
-  else s += ",\"limit\":" + std::to_string(cfg.limit);
-  if (cfg.overhead) s += ",\"overhead\":" + std::to_string(cfg.overhead);
-  if (cfg.atm || details) s += cfg.atm ? ",\"linklayer\":\"atm\"" : ",\"linklayer\":\"ethernet\"";
+  else s += ",\"limit\":" + std::to_string(d.limit);
+  if (d.overhead) s += ",\"overhead\":" + std::to_string(d.overhead);
+  if (d.atm || details) s += d.atm ? ",\"linklayer\":\"atm\"" : ",\"linklayer\":\"ethernet\"";
   return s + "}";
 }
 
 }  // namespace
-
-std::string TbfQdisc::options() const { return tbf_text(*this, false); }
-std::string TbfQdisc::details_options() const { return tbf_text(*this, true); }
-std::string TbfQdisc::options_json() const { return tbf_json(*this, false); }
-std::string TbfQdisc::details_options_json() const { return tbf_json(*this, true); }
 
 // ---------------------------------------------------------------------------------------------
 // Option parsing: tc's tbf parser, its option names and its messages (the first line tc prints).
@@ -286,5 +287,12 @@ std::unique_ptr<Qdisc> make_tbf(const QdiscOptions& o, const QdiscEnv& env) {
   check_tbf_args(o, args);
   return std::make_unique<TbfQdisc>(tbf_config(o, args), env.clock, env.psched_mtu());
 }
+
+namespace tc {
+
+constinit const QdiscKind kTbfKind = {.name = "tbf", .make = make_tbf,
+    .classes = ClassModel::one_for_any, .text = tbf_text, .json = tbf_json};
+
+}  // namespace tc
 
 }  // namespace txpath

@@ -38,6 +38,8 @@ using Json = nlohmann::ordered_json;
 struct Counters {
   QdiscStats stats;
   Xstats xstats;
+  // The running tree's typed options (the live document's), when its entry is of the kind shown.
+  std::optional<DumpAttrs> options;
 };
 
 Json parse_object(const std::string& text) {
@@ -46,7 +48,10 @@ Json parse_object(const std::string& text) {
 }
 
 // The live counters of `key` ("1:" / "1:10") in section "qdiscs" / "classes" of a document.
-std::optional<Counters> live_counters(const Json* doc, const char* section, const std::string& key) {
+// With the entry's typed options when the entry is of `kind` (the live tree may differ from the
+// configuration's).
+std::optional<Counters> live_counters(const Json* doc, const char* section, const std::string& key,
+                                      std::string_view kind) {
   if (!doc || !doc->contains(section)) return std::nullopt;
   const Json& sec = (*doc)[section];
   if (!sec.is_object() || !sec.contains(key)) return std::nullopt;
@@ -68,6 +73,8 @@ std::optional<Counters> live_counters(const Json* doc, const char* section, cons
         c.xstats.emplace_back(kv[0].get<std::string>(), kv[1].get<int64_t>());
     }
   }
+  if (n.contains("options") && n["options"].is_object() && n.contains("kind") && n["kind"] == kind)
+    c.options = dump_attrs_from_json(n["options"]);
   return c;
 }
 
@@ -146,8 +153,8 @@ void note_not_live(const Config::ShowOptions& show, const std::string& dev, std:
 // The counters shown for one entry: the running process's (from the live document `doc`), else
 // the configuration's; an entry the live tree lacks counts in `not_live`.
 Counters shown_counters(const std::optional<Json>& doc, const char* section, const std::string& id,
-                        Counters configured, std::size_t& not_live) {
-  if (auto live = live_counters(doc ? &*doc : nullptr, section, id)) return *live;
+                        std::string_view kind, Counters configured, std::size_t& not_live) {
+  if (auto live = live_counters(doc ? &*doc : nullptr, section, id, kind)) return *live;
   if (doc) ++not_live;
   return configured;
 }
@@ -221,8 +228,10 @@ void Config::show_qdiscs(const DeviceTree* only, std::ostream& out, const ShowOp
       const TreeNode& n = *node;
       const Qdisc& q = *n.qdisc;
       const std::string handle = format_handle(n.handle);
-      const Counters c = shown_counters(doc, "qdiscs", qdisc_key(n.handle, n.parent),
-                                        {shown_stats(q), q.xstats()}, not_live);
+      const Counters c = shown_counters(doc, "qdiscs", qdisc_key(n.handle, n.parent), q.kind(),
+                                        {shown_stats(q), q.xstats(), std::nullopt}, not_live);
+      // The options as the running tree dumps them, else as the configuration's does.
+      const DumpAttrs opts = c.options ? *c.options : q.dump_options();
       if (show.json) {
         Json j;
         j["kind"] = std::string(q.kind());
@@ -231,15 +240,15 @@ void Config::show_qdiscs(const DeviceTree* only, std::ostream& out, const ShowOp
         if (n.parent == kRoot) j["root"] = true;
         else j["parent"] = format_handle(n.parent);
         if (n.parent == kRoot && refcnt) j["refcnt"] = *refcnt;
-        push_json(arr, std::move(j), show.details ? q.details_options_json() : q.options_json(), c, show.stats);
+        push_json(arr, std::move(j), options_json(q.kind(), opts, show.details), c, show.stats);
         continue;
       }
       std::string head = "qdisc " + std::string(q.kind()) + " " + handle + " ";
       if (!only) head += "dev " + d.config.name + " ";
       head += n.parent == kRoot ? std::string("root ") : "parent " + format_handle(n.parent) + " ";
       if (n.parent == kRoot && refcnt) head += "refcnt " + std::to_string(*refcnt) + " ";
-      print_entry(out, head, q.kind(), show.details ? q.details_options() : q.options(), show.stats, c,
-                  show.stats ? q.format_xstats(c.xstats) : "");
+      print_entry(out, head, q.kind(), options_text(q.kind(), opts, show.details), show.stats, c,
+                  show.stats ? xstats_text(q.kind(), c.xstats) : "");
     }
     note_not_live(show, d.config.name, not_live);
   }
@@ -257,7 +266,7 @@ void Config::show_classes(const DeviceTree& d, std::ostream& out, const ShowOpti
     if (!ops) continue;  // classless
     const uint32_t major = n.handle & 0xFFFF0000u;
     // With -s, tc prints a class's counters and its xstats, each block followed by an empty line
-    // (format_class_xstats ends with it), or only the empty line for a class the kernel reports
+    // (the class xstats printer ends with it), or only the empty line for a class the kernel reports
     // no counters for (tbf's).
     const bool stats = show.stats && ops->class_has_stats();
     for (const QdiscClassInfo& info : ops->listed_classes()) {
@@ -267,8 +276,9 @@ void Config::show_classes(const DeviceTree& d, std::ostream& out, const ShowOpti
       std::optional<uint32_t> leaf;
       for (const TreeNode& child : tree.nodes)
         if (child.parent == classid && child.handle != 0) leaf = child.handle;  // tc: "leaf" if not 0
-      const Counters c = shown_counters(
-          doc, "classes", id, {ops->class_stats(info.minor), ops->class_xstats(info.minor)}, not_live);
+      const Counters c = shown_counters(doc, "classes", id, q.kind(),
+                                        {ops->class_stats(info.minor), ops->class_xstats(info.minor), std::nullopt},
+                                        not_live);
       if (show.json) {
         Json j;
         j["class"] = std::string(q.kind());
@@ -276,16 +286,15 @@ void Config::show_classes(const DeviceTree& d, std::ostream& out, const ShowOpti
         if (info.print_root) j["root"] = true;
         else j["parent"] = info.parent_none ? std::string("none") : format_handle(parent);
         if (leaf) j["leaf"] = format_handle(*leaf);
-        push_json(arr, std::move(j), ops->class_options_json(info.minor), c, stats);
+        push_json(arr, std::move(j), class_options_json(q, info.minor), c, stats);
         continue;
       }
       std::string head = "class " + std::string(q.kind()) + " " + id + " ";
       head += info.print_root ? std::string("root ")
                               : "parent " + (info.parent_none ? std::string("none") : format_handle(parent)) + " ";
       if (leaf) head += "leaf " + format_handle(*leaf) + " ";
-      const std::string opts = show.details ? ops->class_details_options(info.minor) : ops->class_options(info.minor);
-      print_entry(out, head, "class " + std::string(q.kind()), opts, stats, c,
-                  stats ? ops->format_class_xstats(c.xstats) : "");
+      print_entry(out, head, "class " + std::string(q.kind()), class_options_text(q, info.minor, show.details),
+                  stats, c, stats ? class_xstats_text(q, c.xstats) : "");
       if (show.stats && !stats) out << "\n";
     }
   }
@@ -308,7 +317,7 @@ void warn_about_class(const Tree& tree, uint32_t classid, const Config::ShowOpti
 void append_counters(const Qdisc& q, uint32_t handle, uint32_t parent, const QdiscStats& stats,
                      TreeCounters& out) {
   const std::string kind(q.kind());
-  out.entries.push_back({handle, parent, false, stats, q.xstats(), kind});
+  out.entries.push_back({handle, parent, false, stats, q.xstats(), kind, kRoot, q.dump_options()});
   const uint32_t major = handle & 0xFFFF0000u;
   if (const ClassOps* ops = q.class_ops())
     for (const QdiscClassInfo& info : ops->classes())
@@ -381,6 +390,9 @@ std::string stats_document(const TreeCounters& counters, std::string_view dev) {
     j["xstats"] = std::move(xs);
     j["kind"] = e.kind;
     j["parent"] = format_handle(e.is_class ? e.class_parent : e.parent);
+    // A qdisc's typed options (none copied: mq's root of a multi-queue tree, merged from its
+    // queues; a reader then prints the configuration's).
+    if (!e.is_class && !e.options.empty()) j["options"] = dump_attrs_json(e.options);
     doc[e.is_class ? "classes" : "qdiscs"][e.is_class ? format_handle(e.handle) : qdisc_key(e.handle, e.parent)] =
         std::move(j);
   }

@@ -19,13 +19,12 @@
 //         "", K, M, G, T + "bit": 10000 bit -> "10Kbit", 1500 bit -> "1500bit".
 //   time: tc's microsecond printer: >= 1 s "%.3gs", >= 1 ms "%.3gms", else "<us>us" (integer,
 //         truncated); 81920 us -> "81.9ms", 5 ms -> "5ms".
-//   size: format_tc_size (qdisc/fifo.hpp): within 1 KiB of a whole number of MiB (and >= 1 MiB)
+//   size: format_size: within 1 KiB of a whole number of MiB (and >= 1 MiB)
 //         "<n>Mb"; else within 16 bytes of a whole number of KiB (and >= 1 KiB) "<n>Kb"; else
 //         "<n>b". The tolerance is tc's: its sizes come back rounded through psched ticks.
 // No state, no threads, no atomics.
 #include "tc/tc_units.hpp"
 
-#include "qdisc/fifo.hpp"  // format_tc_size: the one size printer
 
 #include <charconv>
 #include <cmath>
@@ -236,7 +235,21 @@ std::string format_time(uint64_t ns) {
   return buf;
 }
 
-std::string format_size(uint64_t bytes) { return format_tc_size(bytes); }
+// tc's size printer (iproute2 lib/json_print_math.c, sprint_size): tc's sizes come back from
+// the kernel rounded through psched ticks, so a size within 1 KiB of a whole number of MiB
+// (and >= 1 MiB) prints as "<n>Mb", else one within 16 bytes of a whole number of KiB (and
+// >= 1 KiB) as "<n>Kb", else "<n>b": 65535 -> "64Kb", 4294967295 -> "4096Mb", 1040 -> "1040b".
+std::string format_size(uint64_t bytes) {
+  constexpr uint64_t kKiB = 1024;
+  constexpr uint64_t kMiB = kKiB * kKiB;
+  const auto nearest = [bytes](uint64_t unit) { return (bytes + unit / 2) / unit; };  // rint
+  const auto within = [bytes](uint64_t whole, uint64_t tolerance) {
+    return (whole > bytes ? whole - bytes : bytes - whole) < tolerance;
+  };
+  if (bytes >= kMiB && within(nearest(kMiB) * kMiB, kKiB)) return std::to_string(nearest(kMiB)) + "Mb";
+  if (bytes >= kKiB && within(nearest(kKiB) * kKiB, 16)) return std::to_string(nearest(kKiB)) + "Kb";
+  return std::to_string(bytes) + "b";
+}
 
 std::string format_time64(uint64_t ns) {
   char buf[64];

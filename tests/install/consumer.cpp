@@ -5,6 +5,7 @@
 #include <txpath/pool.hpp>
 #include <txpath/qdisc.hpp>
 #include <txpath/qdisc_options.hpp>
+#include <txpath/tc.hpp>
 #include <txpath/txqueue.hpp>
 
 #include <chrono>
@@ -21,7 +22,7 @@ bool add_an_htb_class() {
   txpath::add_class(*htb, 0x10, 0, txpath::QdiscOptions(words, "class \"1:10 htb\""), {});
   txpath::ClassOps* ops = htb->class_ops();
   if (ops == nullptr || ops->classes().size() != 1 || ops->child(0x10) == nullptr) return false;
-  std::printf("class htb 1:10 %s\n", ops->class_options(0x10).c_str());
+  std::printf("class htb 1:10 %s\n", txpath::tc::class_options_text(*htb, 0x10).c_str());
   const std::vector<std::string_view> bad = {"rate", "fast"};
   try {
     ops->add_class(0x20, 0, txpath::QdiscOptions(bad, "class \"1:20 htb\""), {});

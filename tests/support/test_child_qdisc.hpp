@@ -16,7 +16,7 @@ namespace txpath::test {
 class TestChildQdisc final : public Qdisc {
  public:
   std::string_view kind() const noexcept override { return "test"; }
-  std::string options() const override { return ""; }
+  DumpAttrs dump_options() const override { return {}; }
   Verdict enqueue(Packet* p, PacketList&) noexcept override {
     q_.push_back(p);
     account_enqueue(*p);
