@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages txpath needs to build, test and benchmark (run as root).
 # python3 (standard library only): the build's include-direction check (scripts/check-layers.py)
-# and the tdc conformance runner (scripts/tdc_run.py).
+# and the tdc conformance runner (scripts/tdc_run.py). libnl-route-3-dev: the testbed's rtnetlink
+# calls (src/net/rtnl.cpp). iproute2: the testbed's user-given qdiscs (tc syntax, run by tc) and
+# the tests that compare with the kernel's tc and check the testbed with ip.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev
-      libhwloc-dev libnuma-dev libck-dev liburcu-dev jq
+      libhwloc-dev libnuma-dev libck-dev liburcu-dev libnl-route-3-dev jq
       iproute2 tcpdump libxdp-dev libbpf-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,33 +1,32 @@
 // SPDX-License-Identifier: MIT
-// The testbeds (see testbed.hpp): drive iproute2 (`ip`, `tc`) as child processes, read the MACs,
-// and record what they made under /run/txpath/testbed/ (net/testbed_state.hpp).
+// The testbeds (see testbed.hpp): make and remove links, addresses and neighbours over rtnetlink
+// (net/rtnl.hpp, libnl-route-3), named namespaces as ip-netns(8) does (net/netns.hpp), the host
+// end's qdiscs (net/testbed_qdisc.hpp), read the MACs, and record what they made under
+// /run/txpath/testbed/ (net/testbed_state.hpp).
 //
 // Origin: txpath issue 5, from ip-link(8), ip-netns(8), ip-neighbour(8), tc(8) and veth(4);
 // ownership (only what it made is touched) from issue 12; multi-queue ends under mq (tc-mq(8))
-// and the ifb null NIC (drivers/net/ifb.c) from issue 14.
-// Invariants: names and addresses are validated before anything is run; every failing command
-// becomes one DeviceError line quoting the command (escaped) and its first stderr line; nothing
-// is deleted unless a record says the testbed made it AND the object still carries the proof:
-// an interface its alias "txpath-testbed ID", a namespace its cookie (or inode). A namespace
-// that holds interfaces the testbed did not make is never deleted. Every name already in use
-// that is not ours is refused before any change. A failed testbed_up() removes what it
-// created. up and down serialise on the state directory's flock. Not a hot path; no atomics
-// (the namespace work runs on a joined thread, see netns.hpp). An ifb testbed has no namespace:
-// no namespace check or removal runs for one (an empty name would test /run/netns/ itself).
+// and the ifb null NIC (drivers/net/ifb.c) from issue 14; rtnetlink instead of running `ip`
+// (rtnetlink(7)) from issue 30.
+// Invariants: names and addresses are validated before anything is asked of the kernel; every
+// refused request becomes one DeviceError line saying what was asked and the kernel's errno
+// text (both escaped), never text parsed from a tool; nothing is deleted unless a record says
+// the testbed made it AND the object still carries the proof: an interface its alias
+// "txpath-testbed ID", a namespace its cookie (or inode). A namespace that holds interfaces the
+// testbed did not make is never deleted. Every name already in use that is not ours is refused
+// before any change. A failed testbed_up() removes what it created. up and down serialise on
+// the state directory's flock. Not a hot path; no atomics (the namespace work runs on joined
+// threads, see netns.hpp). An ifb testbed has no namespace: no namespace check or removal runs
+// for one (an empty name would test /run/netns/ itself).
 #include "net/testbed.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <net/if.h>
-#include <poll.h>
-#include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -41,14 +40,14 @@
 #include "net/interface_counters.hpp"
 #include "net/mac.hpp"
 #include "net/netns.hpp"
+#include "net/rtnl.hpp"
+#include "net/testbed_qdisc.hpp"
 #include "net/testbed_state.hpp"
 #include "txpath/error.hpp"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71  // Linux 5.14+; older headers lack the name
 #endif
-
-extern char** environ;
 
 namespace txpath {
 
@@ -59,109 +58,12 @@ using net::parse_mac;
 using net::StateDir;
 using net::TestbedRecord;
 
-struct CmdResult {
-  int status = 0;  // exit status (127+ for signals)
-  std::string out;
-  std::string err;
-};
+using net::RtnlSocket;
+using net::throw_if_refused;
 
-std::string join(const std::vector<std::string>& args) {
-  std::string s;
-  for (const auto& a : args) s += (s.empty() ? "" : " ") + a;
-  return s;
-}
-
-std::string first_line(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  if (const auto nl = s.find('\n'); nl != std::string::npos) s.resize(nl);
-  return s;
-}
-
-// Runs args[0] (looked up in PATH, plus /sbin and /usr/sbin) and collects stdout and stderr.
-CmdResult run_cmd(const std::vector<std::string>& args) {
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
-    throw DeviceError("testbed: pipe: " + std::string(std::strerror(errno)));
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ::close(out_pipe[0]);
-    ::close(out_pipe[1]);
-    throw DeviceError("testbed: pipe: " + std::string(std::strerror(errno)));
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  if (rc == ENOENT) {
-    // Root's tools live in sbin, which a user's PATH may lack.
-    for (const char* dir : {"/usr/sbin/", "/sbin/"}) {
-      const std::string path = dir + args[0];
-      if (::access(path.c_str(), X_OK) != 0) continue;
-      rc = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ);
-      break;
-    }
-  }
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  if (rc != 0) {
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    if (rc == ENOENT) {
-      if (args[0] == "ip" || args[0] == "tc")
-        throw DeviceError("testbed: the '" + args[0] +
-                          "' command (Debian package iproute2) is not installed");
-      throw DeviceError("testbed: the '" + args[0] + "' command is not installed");
-    }
-    throw DeviceError("testbed: cannot run " + join(args) + ": " + std::strerror(rc));
-  }
-  CmdResult result;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&result.out, &result.err};
-  int open_fds = 2;
-  while (open_fds > 0) {
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buf[4096];
-      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        sinks[i]->append(buf, static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  for (auto& f : fds)
-    if (f.fd >= 0) ::close(f.fd);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
-
-
-// Runs the command; a failure becomes one DeviceError line (the command and the tool's
-// complaint escaped: they may carry user text).
-std::string must(const std::vector<std::string>& args) {
-  CmdResult r = run_cmd(args);
-  if (r.status != 0) {
-    std::string why = first_line(r.err);
-    if (why.empty()) why = "exit status " + std::to_string(r.status);
-    throw DeviceError("testbed: " + escape_user_text(join(args)) + ": " + escape_user_text(why));
-  }
-  return r.out;
+// The kernel refused `what`: one DeviceError line with its errno text.
+void must(const net::RtnlOutcome& outcome, const std::string& what) {
+  throw_if_refused(outcome, "testbed", what);
 }
 
 bool exists(const std::string& path) {
@@ -369,37 +271,28 @@ bool is_our_host_if(const TestbedRecord& r) {
   return host_if_exists(host_if) && host_alias(host_if) == net::testbed_marker(r.info.id);
 }
 
-struct NetnsInterface {
-  std::string name, alias;
+// An rtnetlink socket of the host's namespace (the caller's).
+struct HostRtnl : RtnlSocket {
+  HostRtnl() : RtnlSocket("", "testbed", [](int) {}) {}
 };
 
-// The interfaces of a namespace (`ip -j link show`). ip writes names as raw bytes, which need
-// not be UTF-8; if the JSON does not parse, bytes above 0x7f are read as '?' (names are only
-// compared with ASCII ones).
-std::vector<NetnsInterface> netns_interfaces(const std::string& netns) {
-  std::string text = must({"ip", "-n", netns, "-j", "link", "show"});
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_discarded()) {
-    for (char& ch : text)
-      if (static_cast<unsigned char>(ch) > 0x7f) ch = '?';
-    doc = nlohmann::json::parse(text, nullptr, false);
-  }
-  if (!doc.is_array())
-    throw DeviceError("testbed: cannot read the interfaces of netns " + txpath::quoted(netns));
-  std::vector<NetnsInterface> out;
-  for (const auto& link : doc) {
-    NetnsInterface i;
-    if (link.contains("ifname") && link["ifname"].is_string())
-      i.name = link["ifname"].get<std::string>();
-    if (link.contains("ifalias") && link["ifalias"].is_string())
-      i.alias = link["ifalias"].get<std::string>();
-    out.push_back(std::move(i));
-  }
-  return out;
+// An rtnetlink socket inside the named namespace; one that cannot be entered is a DeviceError.
+struct NetnsRtnl : RtnlSocket {
+  explicit NetnsRtnl(const std::string& netns)
+      : RtnlSocket(netns, "testbed", [&netns](int err) { netns_failed(netns, err); }) {}
+};
+
+// The interfaces of a namespace (RTM_GETLINK dump). Names are the kernel's bytes; they are only
+// compared with ASCII ones, and escaped wherever they are shown.
+std::vector<net::RtnlLink> netns_interfaces(const std::string& netns) {
+  NetnsRtnl rtnl(netns);
+  std::vector<net::RtnlLink> links;
+  must(rtnl.list_links(links), "listing the interfaces of netns " + netns);
+  return links;
 }
 
 // The interfaces of a namespace other than lo and those carrying `marker`.
-std::vector<std::string> foreign_interfaces(const std::vector<NetnsInterface>& links,
+std::vector<std::string> foreign_interfaces(const std::vector<net::RtnlLink>& links,
                                             const std::string& marker) {
   std::vector<std::string> out;
   for (const auto& i : links)
@@ -449,51 +342,67 @@ void check_names_free(const StateDir& state, const TestbedConfig& c,
                       ", not made by txpath testbed: choose another name with --netns");
 }
 
-// Removes what the record says the testbed made and what still carries its marker; keeps (and
-// says why) everything else. The record is removed.
-TestbedRemoval remove_recorded(const StateDir& state, const TestbedRecord& r) {
-  const TestbedConfig& c = r.info.config;
+// The host end of a recorded testbed, deleted if it still carries our marker (its veth peer
+// goes with it). A veth end also goes with its peer's namespace: after that namespace is
+// removed the kernel deletes it asynchronously, so it may vanish between the check and the
+// delete. Gone (ENODEV, and no longer in sysfs) is not an error.
+void remove_recorded_host_if(const TestbedRecord& r, TestbedRemoval& out) {
+  const std::string& host_if = r.info.config.host_if;
+  if (!is_our_host_if(r)) {
+    if (host_if_exists(host_if))
+      out.kept.push_back("interface " + host_if +
+                         " is no longer the one txpath testbed made (no marker): left alone");
+    return;
+  }
+  const net::RtnlOutcome del = HostRtnl().delete_link(host_if);
+  if (del.ok()) out.removed_pair = true;
+  else if (host_if_exists(host_if)) must(del, "deleting " + host_if);  // still there: why
+}
+
+// The namespace of a recorded veth testbed: its interfaces carrying our marker deleted, then
+// the namespace itself unless it holds one we did not make.
+void remove_recorded_netns(const TestbedRecord& r, TestbedRemoval& out) {
+  const std::string& netns = r.info.config.netns;
+  if (!is_our_netns(r)) {
+    if (netns_exists(netns))
+      out.kept.push_back("netns " + netns + " is no longer the one txpath testbed made: left alone");
+    return;
+  }
   const std::string marker = net::testbed_marker(r.info.id);
-  TestbedRemoval out;
-  out.recorded = true;
-  out.config = c;
-  if (is_our_host_if(r)) {
-    // A veth end goes with its peer's namespace: after an `ip netns del` the kernel removes it
-    // asynchronously, so it may vanish between the check and the delete. Gone is not an error.
-    const std::vector<std::string> del = {"ip", "link", "del", "dev", c.host_if};
-    if (run_cmd(del).status == 0) out.removed_pair = true;
-    else if (host_if_exists(c.host_if)) must(del);  // still there: its error, one line
-  } else if (host_if_exists(c.host_if)) {
-    out.kept.push_back("interface " + c.host_if +
-                       " is no longer the one txpath testbed made (no marker): left alone");
-  }
-  if (!is_veth(c)) {
-    state.remove(c.host_if);
-    return out;
-  }
-  if (is_our_netns(r)) {
-    std::vector<std::string> foreign;
-    for (const auto& i : netns_interfaces(c.netns)) {
+  std::vector<std::string> foreign;
+  {
+    NetnsRtnl rtnl(netns);
+    std::vector<net::RtnlLink> links;
+    must(rtnl.list_links(links), "listing the interfaces of netns " + netns);
+    for (const auto& i : links) {
       if (i.name == "lo") continue;
       if (i.alias != marker) {
         foreign.push_back(i.name);
         continue;
       }
-      must({"ip", "-n", c.netns, "link", "del", "dev", i.name});  // the peer, if still there
+      must(rtnl.delete_link(i.name), "deleting " + i.name + " in netns " + netns);  // the peer
       out.removed_pair = true;
     }
-    if (foreign.empty()) {
-      must({"ip", "netns", "del", c.netns});
-      out.removed_netns = true;
-    } else {
-      out.kept.push_back("netns " + c.netns + " stays: it holds " + name_list(foreign) +
-                         ", which txpath testbed did not make");
-    }
-  } else if (netns_exists(c.netns)) {
-    out.kept.push_back("netns " + c.netns +
-                       " is no longer the one txpath testbed made: left alone");
   }
-  state.remove(c.host_if);
+  if (!foreign.empty()) {
+    out.kept.push_back("netns " + netns + " stays: it holds " + name_list(foreign) +
+                       ", which txpath testbed did not make");
+    return;
+  }
+  if (const std::string why = net::delete_named_netns(netns); !why.empty())
+    throw DeviceError("testbed: netns " + txpath::quoted(netns) + ": " + escape_user_text(why));
+  out.removed_netns = true;
+}
+
+// Removes what the record says the testbed made and what still carries its marker; keeps (and
+// says why) everything else. The record is removed.
+TestbedRemoval remove_recorded(const StateDir& state, const TestbedRecord& r) {
+  TestbedRemoval out;
+  out.recorded = true;
+  out.config = r.info.config;
+  remove_recorded_host_if(r, out);
+  if (is_veth(r.info.config)) remove_recorded_netns(r, out);
+  state.remove(r.info.config.host_if);
   return out;
 }
 
@@ -501,53 +410,51 @@ TestbedRemoval remove_recorded(const StateDir& state, const TestbedRecord& r) {
 void undo_up(const StateDir& state, const TestbedConfig& c, bool created_ns,
              bool created_link) noexcept {
   try {
-    if (created_link) run_cmd({"ip", "link", "del", "dev", c.host_if});
+    if (created_link) (void)HostRtnl().delete_link(c.host_if);
     bool ns_left = false;
     if (created_ns) {
       const auto links = netns_interfaces(c.netns);
-      ns_left = !foreign_interfaces(links, "").empty() ||
-                run_cmd({"ip", "netns", "del", c.netns}).status != 0;
+      ns_left = !foreign_interfaces(links, "").empty() || !net::delete_named_netns(c.netns).empty();
     }
     if (!ns_left) state.remove(c.host_if);  // else the record lets `down` finish the job
   } catch (...) {
   }
 }
 
-// The host end's qdiscs: c.qdisc at the root, or with several queues mq at the root (handle 1:)
-// and c.qdisc on each of its classes 1:1 .. 1:N (tc reads the minor in hex). "noqueue" is a
-// veth's own default, and set as the root of an ifb.
-void set_qdiscs(const TestbedConfig& c) {
-  const bool none = c.qdisc == "noqueue";
-  if (none && is_veth(c)) return;
-  auto tc = [&](std::vector<std::string> args, bool with_qdisc) {
-    if (with_qdisc)
-      for (auto& w : split_ws(c.qdisc)) args.push_back(std::move(w));
-    must(args);
-  };
-  if (c.queues == 1 || none) {
-    tc({"tc", "qdisc", "replace", "dev", c.host_if, "root"}, true);
-    return;
-  }
-  tc({"tc", "qdisc", "replace", "dev", c.host_if, "root", "handle", "1:", "mq"}, false);
-  for (uint32_t q = 1; q <= c.queues; ++q) {
-    char parent[16];
-    std::snprintf(parent, sizeof parent, "1:%x", q);
-    tc({"tc", "qdisc", "replace", "dev", c.host_if, "parent", parent}, true);
-  }
+// The IPv4 address `cidr` (validated) on `ifname`, created or replaced.
+void replace_address(RtnlSocket& rtnl, const std::string& ifname, const std::string& cidr) {
+  uint32_t ip = 0;
+  int prefix = 0;
+  parse_cidr(cidr, ip, prefix);
+  must(rtnl.replace_ipv4_address(ifname, ip, prefix), "adding address " + cidr + " to " + ifname);
+}
+
+// A permanent neighbour entry ip -> mac on `ifname`, created or replaced.
+void replace_neighbour(RtnlSocket& rtnl, const std::string& ifname, uint32_t ip,
+                       const std::array<uint8_t, 6>& mac) {
+  must(rtnl.replace_neighbour(ifname, ip, mac),
+       "neighbour " + ip_string(ip) + " lladdr " + mac_text(mac) + " on " + ifname);
+}
+
+void set_up(RtnlSocket& rtnl, const std::string& ifname) {
+  must(rtnl.set_up(ifname), "setting " + ifname + " up");
+}
+
+void set_alias(RtnlSocket& rtnl, const std::string& ifname, const std::string& alias) {
+  must(rtnl.set_alias(ifname, alias), "setting the alias of " + ifname);
 }
 
 // Addresses, the root qdisc, static neighbours both ways, and the links up.
-void configure(const TestbedConfig& c, const Validated& v, const TestbedInfo& info) {
-  must({"ip", "addr", "replace", c.host_addr, "dev", c.host_if});
-  must({"ip", "-n", c.netns, "addr", "replace", c.peer_addr, "dev", c.peer_if});
-  set_qdiscs(c);
-  must({"ip", "neigh", "replace", ip_string(v.peer_ip), "lladdr", mac_text(info.peer_mac),
-        "nud", "permanent", "dev", c.host_if});
-  must({"ip", "-n", c.netns, "neigh", "replace", ip_string(v.host_ip), "lladdr",
-        mac_text(info.host_mac), "nud", "permanent", "dev", c.peer_if});
-  must({"ip", "-n", c.netns, "link", "set", "dev", "lo", "up"});
-  must({"ip", "-n", c.netns, "link", "set", "dev", c.peer_if, "up"});
-  must({"ip", "link", "set", "dev", c.host_if, "up"});
+void configure(const TestbedConfig& c, const Validated& v, const TestbedInfo& info,
+               RtnlSocket& host, RtnlSocket& peer) {
+  replace_address(host, c.host_if, c.host_addr);
+  replace_address(peer, c.peer_if, c.peer_addr);
+  net::set_testbed_qdiscs(c, host);
+  replace_neighbour(host, c.host_if, v.peer_ip, info.peer_mac);
+  replace_neighbour(peer, c.peer_if, v.host_ip, info.host_mac);
+  set_up(peer, "lo");
+  set_up(peer, c.peer_if);
+  set_up(host, c.host_if);
 }
 
 // A new record of the testbed `c` (an ifb's without peer and namespace names), not yet complete.
@@ -564,14 +471,23 @@ TestbedRecord new_record(const TestbedConfig& c, const Validated& v) {
   return rec;
 }
 
-// `ip link add` arguments for the queue count: none for one queue (the kernel's default).
-void add_queue_args(std::vector<std::string>& args, uint32_t queues) {
-  if (queues == 1) return;
-  const std::string n = std::to_string(queues);
-  for (const char* key : {"numtxqueues", "numrxqueues"}) {
-    args.emplace_back(key);
-    args.push_back(n);
-  }
+// Makes the named namespace; fails (EEXIST) if the name appeared since the check.
+void make_netns(const std::string& netns) {
+  if (const std::string why = net::create_named_netns(netns); !why.empty())
+    throw DeviceError("testbed: netns " + txpath::quoted(netns) + ": " + escape_user_text(why));
+}
+
+// The veth pair host_if / peer_if, the peer made inside c.netns (IFLA_NET_NS_FD), both with the
+// MTU and queue count asked for. Fails (EEXIST) if host_if appeared since the check.
+void add_veth_pair(RtnlSocket& host, const TestbedConfig& c) {
+  const std::string path = "/run/netns/" + c.netns;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) netns_failed(c.netns, errno);
+  const net::RtnlOutcome added = host.add_veth({c.host_if, c.mtu, c.queues, 0},
+                                               {c.peer_if, c.mtu, c.queues, 0}, fd);
+  ::close(fd);
+  must(added, "creating the veth pair " + c.host_if + " / " + c.peer_if + " (peer in netns " +
+                  c.netns + ")");
 }
 
 // Creates the namespace, the pair and everything on them, recording each step; returns the
@@ -581,23 +497,19 @@ TestbedRecord create_veth(const StateDir& state, const TestbedConfig& c, const V
   const std::string marker = net::testbed_marker(rec.info.id);
   bool created_ns = false, created_link = false;
   try {
-    must({"ip", "netns", "add", c.netns});  // fails if the name appeared meanwhile
+    make_netns(c.netns);
     created_ns = true;
     const NetnsId id = netns_id(c.netns);
     rec.netns_cookie = id.cookie;
     rec.netns_dev = id.dev;
     rec.netns_ino = id.ino;
     state.write(rec);
-    const std::string mtu = std::to_string(c.mtu);
-    std::vector<std::string> add = {"ip", "link", "add", c.host_if, "mtu", mtu};
-    add_queue_args(add, c.queues);
-    add.insert(add.end(), {"type", "veth", "peer", "name", c.peer_if, "mtu", mtu});
-    add_queue_args(add, c.queues);
-    add.insert(add.end(), {"netns", c.netns});
-    must(add);  // fails if host_if appeared meanwhile
+    HostRtnl host;
+    NetnsRtnl peer(c.netns);
+    add_veth_pair(host, c);
     created_link = true;
-    must({"ip", "link", "set", "dev", c.host_if, "alias", marker});
-    must({"ip", "-n", c.netns, "link", "set", "dev", c.peer_if, "alias", marker});
+    set_alias(host, c.host_if, marker);
+    set_alias(peer, c.peer_if, marker);
     // IPv6 off before the links come up: no router solicitations, no DAD, no MLD reports.
     disable_ipv6_here(c.host_if);
     net::in_netns(
@@ -609,7 +521,7 @@ TestbedRecord create_veth(const StateDir& state, const TestbedConfig& c, const V
         },
         [&](int err) { netns_failed(c.netns, err); });
     rec.info.host_mac = read_host_mac(c.host_if);
-    configure(c, v, rec.info);
+    configure(c, v, rec.info, host, peer);
     rec.complete = true;
     state.write(rec);
   } catch (...) {
@@ -621,7 +533,7 @@ TestbedRecord create_veth(const StateDir& state, const TestbedConfig& c, const V
 
 // The txqueuelen of an ifb testbed: a veth's (the ifb driver's own is 32, which pfifo_fast would
 // take as its limit).
-constexpr const char* kIfbTxQueueLen = "1000";
+constexpr uint32_t kIfbTxQueueLen = 1000;
 
 // Creates the ifb and everything on it, recording each step; returns the complete record.
 TestbedRecord create_ifb(const StateDir& state, const TestbedConfig& c, const Validated& v) {
@@ -629,23 +541,20 @@ TestbedRecord create_ifb(const StateDir& state, const TestbedConfig& c, const Va
   bool created_link = false;
   try {
     state.write(rec);
-    std::vector<std::string> add = {"ip", "link", "add", c.host_if, "mtu", std::to_string(c.mtu),
-                                    "txqueuelen", kIfbTxQueueLen};
-    add_queue_args(add, c.queues);
-    add.insert(add.end(), {"type", "ifb"});
-    must(add);  // fails if host_if appeared meanwhile
+    HostRtnl host;
+    must(host.add_link({c.host_if, c.mtu, c.queues, kIfbTxQueueLen}, "ifb"),
+         "creating the ifb " + c.host_if);  // fails (EEXIST) if host_if appeared meanwhile
     created_link = true;
-    must({"ip", "link", "set", "dev", c.host_if, "alias", net::testbed_marker(rec.info.id)});
+    set_alias(host, c.host_if, net::testbed_marker(rec.info.id));
     disable_ipv6_here(c.host_if);  // before the link is up: nothing but our frames reaches it
     rec.info.host_mac = read_host_mac(c.host_if);
     // The target's neighbour entry: the ifb's own MAC, which the kernel would use anyway (ifb
     // is IFF_NOARP), made permanent so that it holds even with ARP turned on.
     rec.info.peer_mac = rec.info.host_mac;
-    must({"ip", "addr", "replace", c.host_addr, "dev", c.host_if});
-    set_qdiscs(c);
-    must({"ip", "neigh", "replace", ip_string(v.peer_ip), "lladdr", mac_text(rec.info.peer_mac),
-          "nud", "permanent", "dev", c.host_if});
-    must({"ip", "link", "set", "dev", c.host_if, "up"});
+    replace_address(host, c.host_if, c.host_addr);
+    net::set_testbed_qdiscs(c, host);
+    replace_neighbour(host, c.host_if, v.peer_ip, rec.info.peer_mac);
+    set_up(host, c.host_if);
     rec.complete = true;
     state.write(rec);
   } catch (...) {
