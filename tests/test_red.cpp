@@ -113,10 +113,11 @@ TEST(RedSpec, OptionsTextFollowsTc) {
             R"({"limit":1048576,"min":102400,"max":307200,"ecn":true,"harddrop":false,)"
             R"("adaptive":false,"nodrop":false})");
   auto q = make(base);
-  EXPECT_EQ(q->details(), "ewma 6 probability 0.02 Scell_log 17");  // tc -d
+  EXPECT_EQ(txpath::tc::options_text(*q, true), "limit 1Mb min 100Kb max 300Kb ewma 6 probability 0.02 Scell_log 17");  // tc -d
   // probability 1 wraps max_P to 0 in tc; the kernel then derives it from Plog (18):
   // (2^32-1 >> 18) * (max - min) = 16383 * 204800, and reports that.
-  EXPECT_EQ(make(base + " probability 1")->details(), "ewma 6 probability 0.781202 Scell_log 17");
+  EXPECT_EQ(txpath::tc::options_text(*make(base + " probability 1"), true),
+            "limit 1Mb min 100Kb max 300Kb ewma 6 probability 0.781202 Scell_log 17");
   EXPECT_EQ(txpath::tc::xstats_text(*q, q->xstats()), "  marked 0 early 0 pdrop 0 other 0 \n");
   EXPECT_EQ(txpath::tc::xstats_text(*q, {}), "");
 }
