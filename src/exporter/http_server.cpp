@@ -90,6 +90,8 @@ class ClientStream final : public httplib::Stream {
   Clock::time_point write_deadline() const {
     return started_writing_ ? write_deadline_ : Clock::now() + HttpServer::kWriteTimeout;
   }
+  // One send() within the write deadline: bytes sent, 0 to try again, -1 to give up.
+  ssize_t send_some(const char* ptr, size_t size);
   // Whether fd_ is ready for `events` before `deadline` (false too once the server stops).
   bool wait(short events, Clock::time_point deadline) const;
   using NameFn = int (*)(int, sockaddr*, socklen_t*);
@@ -137,10 +139,14 @@ ssize_t ClientStream::read(char* ptr, size_t size) {
 }
 
 ssize_t ClientStream::write(const char* ptr, size_t size) {
-  if (over_) {  // httplib's 400 for a head it could not finish: the answer is ours, 431
+  if (over_) {  // httplib's 400 for a head it could not finish: the answer is ours, 431, alone
     if (!wrote_) send_all(canned(431));
     return static_cast<ssize_t>(size);
   }
+  return send_some(ptr, size);
+}
+
+ssize_t ClientStream::send_some(const char* ptr, size_t size) {
   if (!started_writing_) {
     started_writing_ = true;
     write_deadline_ = Clock::now() + HttpServer::kWriteTimeout;
@@ -152,9 +158,8 @@ ssize_t ClientStream::write(const char* ptr, size_t size) {
 }
 
 void ClientStream::send_all(std::string_view answer) {
-  over_ = false;  // (write() would swallow it otherwise)
   for (std::size_t sent = 0; sent < answer.size();) {
-    const ssize_t n = write(answer.data() + sent, answer.size() - sent);
+    const ssize_t n = send_some(answer.data() + sent, answer.size() - sent);
     if (n < 0) return;
     sent += static_cast<std::size_t>(n);
   }
