@@ -7,7 +7,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev
-      libhwloc-dev libnuma-dev libck-dev liburcu-dev libnl-route-3-dev jq
+      libhwloc-dev libnuma-dev libck-dev liburcu-dev libnl-route-3-dev libpcap-dev libcpp-httplib-dev jq
       iproute2 tcpdump libxdp-dev libbpf-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do

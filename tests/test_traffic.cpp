@@ -420,7 +420,8 @@ TEST(PcapSource, EachMalformedFileIsOneLineNamingTheFile) {
     PcapWriter w(kMicro, false);
     w.record(0, 0, frame);
     w.bytes.resize(w.bytes.size() + 5);  // half a record header
-    cases.emplace_back("record header cut short", w.bytes);
+    // (libpcap's detail, after the reader's own words: "cut short by the end of the file")
+    cases.emplace_back("cut short by the end of the file (truncated dump file; tried to read 16 header bytes", w.bytes);
   }
   {
     PcapWriter w(kMicro, false);
@@ -453,6 +454,145 @@ TEST(PcapSource, EachMalformedFileIsOneLineNamingTheFile) {
     const std::string err = pcap_error(bytes);
     EXPECT_NE(err.find(why), std::string::npos) << why << ": " << err;
     EXPECT_NE(err.find("\"bad\\x0aname.pcap\""), std::string::npos) << err;  // quoted, escaped
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
+}
+
+// A pcapng file (draft-ietf-opsawg-pcapng: Section Header, Interface Description and Enhanced
+// Packet Blocks), written in either byte order; `tsresol` 9 says nanoseconds, 0 leaves the
+// default (microseconds).
+struct PcapngWriter {
+  PcapWriter raw{0, false};  // its u32/u16 in the chosen order; the classic header is dropped
+
+  explicit PcapngWriter(bool big, uint8_t tsresol = 9, uint16_t linktype = 1) {
+    raw.big = big;
+    raw.bytes.clear();
+    block(0x0a0d0d0a, [&] {  // SHB: byte-order magic, version 1.0, section length unknown
+      raw.u32(0x1a2b3c4d);
+      raw.u16(1);
+      raw.u16(0);
+      raw.u32(0xffffffff);
+      raw.u32(0xffffffff);
+    });
+    block(0x00000001, [&] {  // IDB: link type, reserved, snaplen, options
+      raw.u16(linktype);
+      raw.u16(0);
+      raw.u32(65535);
+      if (tsresol) {
+        raw.u16(9);  // if_tsresol, one byte, padded to 4
+        raw.u16(1);
+        raw.bytes.push_back(static_cast<std::byte>(tsresol));
+        raw.bytes.resize(raw.bytes.size() + 3);
+        raw.u32(0);  // opt_endofopt
+      }
+    });
+  }
+  template <class Body>
+  void block(uint32_t type, Body body) {
+    const std::size_t start = raw.bytes.size();
+    raw.u32(type);
+    raw.u32(0);  // total length, patched below
+    body();
+    raw.u32(0);
+    const auto len = static_cast<uint32_t>(raw.bytes.size() - start);
+    PcapWriter patch{0, raw.big};
+    patch.bytes.clear();
+    patch.u32(len);
+    std::copy(patch.bytes.begin(), patch.bytes.end(), raw.bytes.begin() + static_cast<std::ptrdiff_t>(start + 4));
+    std::copy(patch.bytes.begin(), patch.bytes.end(), raw.bytes.end() - 4);
+  }
+  void packet(uint64_t ts, std::span<const std::byte> frame, uint32_t caplen = 0) {
+    block(0x00000006, [&] {  // EPB: interface 0, time stamp (high, low), lengths, data padded
+      raw.u32(0);
+      raw.u32(static_cast<uint32_t>(ts >> 32));
+      raw.u32(static_cast<uint32_t>(ts));
+      raw.u32(caplen ? caplen : static_cast<uint32_t>(frame.size()));
+      raw.u32(static_cast<uint32_t>(frame.size()));
+      raw.bytes.insert(raw.bytes.end(), frame.begin(), frame.end());
+      raw.bytes.resize((raw.bytes.size() + 3) / 4 * 4);
+    });
+  }
+};
+
+// libpcap reads pcapng as tcpdump does: both byte orders, nanosecond or default (microsecond)
+// time stamps, frames byte-identical.
+TEST(PcapSource, ReadsPcapngInBothByteOrders) {
+  for (const bool big : {false, true}) {
+    for (const uint8_t tsresol : {uint8_t{9}, uint8_t{0}}) {
+      const uint64_t tick = tsresol == 9 ? 1 : 1000;  // ns per time stamp unit
+      PcapngWriter w(big, tsresol);
+      const uint64_t t0 = 1'700'000'000ull * 1'000'000'000ull / tick;
+      w.packet(t0, test_frame(0, 0));
+      w.packet(t0 + 500'000 / tick, test_frame(0, 1, 9001));
+      w.packet(t0 + 1'000'000'000 / tick, test_frame(0, 2));
+      const Capture cap = bench_detail::parse_pcap(w.raw.bytes, 1514, "t.pcapng");
+      ASSERT_EQ(cap.frames.size(), 3u) << big << tsresol;
+      EXPECT_EQ(cap.frames[1].time_ns, 500'000u);
+      EXPECT_EQ(cap.span_ns, 1'000'000'000u);
+      const auto f1 = cap.frame(1);
+      const auto want = test_frame(0, 1, 9001);
+      EXPECT_TRUE(std::equal(f1.begin(), f1.end(), want.begin(), want.end()));
+    }
+  }
+}
+
+// Nanosecond classic pcap written big-endian (a swapped file on this little-endian machine):
+// the sub-second field is nanoseconds, and a value of a second or more is refused.
+TEST(PcapSource, ReadsASwappedNanosecondFileAndRefusesAnOutOfRangeNanosecond) {
+  PcapWriter w(kNano, true);
+  w.record(7, 123'456'789, test_frame(0, 0));
+  w.record(7, 123'456'790, test_frame(0, 1));
+  const Capture cap = bench_detail::parse_pcap(w.bytes, 1514, "t.pcap");
+  ASSERT_EQ(cap.frames.size(), 2u);
+  EXPECT_EQ(cap.frames[1].time_ns, 1u);
+  w.record(8, 1'000'000'000, test_frame(0, 2));
+  EXPECT_NE(pcap_error(w.bytes).find("sub-second field 1000000000 ns out of range"), std::string::npos)
+      << pcap_error(w.bytes);
+}
+
+// Hostile files: each one line naming the file, nothing read past the end, memory bounded.
+TEST(PcapSource, HostileFilesAreOneLineEach) {
+  const auto frame = test_frame(0, 0);
+  std::vector<std::pair<std::string, std::vector<std::byte>>> cases;
+  cases.reserve(8);
+  {
+    PcapWriter w(kNano, false);
+    w.bytes.resize(23);  // a classic header cut short
+    cases.emplace_back("shorter than its 24-byte header", w.bytes);
+  }
+  {
+    PcapngWriter w(false);
+    w.raw.bytes.resize(26);  // pcapng's section header cut short
+    cases.emplace_back("cut short by the end of the file", w.raw.bytes);
+  }
+  {
+    PcapWriter w(kMicro, false);
+    w.record(0, 0, frame);
+    w.record(0, 1, frame);
+    w.bytes.resize(w.bytes.size() - frame.size() / 2);  // the second record's data cut short
+    cases.emplace_back("frame 2: cut short by the end of the file", w.bytes);
+  }
+  {
+    PcapWriter w(kMicro, false);
+    w.record(0, 0, frame);
+    for (int i = 8; i < 12; ++i) w.bytes[w.bytes.size() - frame.size() - 16 + static_cast<std::size_t>(i)] = std::byte{0xff};
+    cases.emplace_back("frame 1: invalid packet capture length 4294967295", w.bytes);  // absurd caplen
+  }
+  {
+    PcapngWriter w(false);
+    w.packet(0, frame, 0xfffffff0);  // an EPB whose captured length exceeds its block
+    cases.emplace_back("frame 1: ", w.raw.bytes);
+  }
+  {
+    PcapngWriter w(true, 9, 113);  // pcapng, Linux cooked capture
+    w.packet(0, frame);
+    cases.emplace_back("link type 113, not Ethernet (1)", w.raw.bytes);
+  }
+  cases.emplace_back("no frame", PcapngWriter(false).raw.bytes);
+  for (const auto& [why, bytes] : cases) {
+    const std::string err = pcap_error(bytes);
+    EXPECT_NE(err.find(why), std::string::npos) << why << ": " << err;
+    EXPECT_NE(err.find("\"bad\\x0aname.pcap\""), std::string::npos) << err;
     EXPECT_EQ(err.find('\n'), std::string::npos) << err;
   }
 }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The classic pcap reader of --source pcap:FILE (see pcap_source.hpp). Written from the file
-// format's description (tcpdump.org, "pcap-savefile(5)"; docs/background.md, "Capture files").
+// The capture reader of --source pcap:FILE (see pcap_source.hpp): libpcap parses the file
+// (pcap_open_offline(3PCAP), pcap_next_ex(3PCAP)); this file keeps the replay's own checks and
+// caps and turns every refusal into one line naming the file.
 #include "bench/pcap_source.hpp"
 
 #include <fcntl.h>
+#include <pcap/pcap.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +13,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <memory>
 
 #include "core/text.hpp"
 #include "txpath/error.hpp"
@@ -20,33 +24,18 @@ namespace txpath::bench_detail {
 
 namespace {
 
-constexpr std::size_t kFileHeader = 24;
+constexpr std::size_t kFileHeader = 24;  // a classic header; pcapng's first block is longer
 constexpr std::size_t kRecordHeader = 16;
 constexpr std::size_t kEthernetHeader = 14;
-constexpr uint32_t kMagicMicro = 0xa1b2c3d4;
-constexpr uint32_t kMagicNano = 0xa1b23c4d;
-constexpr uint32_t kLinkTypeEthernet = 1;
+constexpr uint64_t kNsPerSecond = 1'000'000'000;
 
-uint32_t swap32(uint32_t v) noexcept {
-  return (v >> 24) | ((v >> 8) & 0xff00) | ((v << 8) & 0xff0000) | (v << 24);
-}
-
-// Reads the file's 32- and 16-bit fields in its own byte order.
-struct Fields {
-  std::span<const std::byte> file;
-  bool swapped = false;
-
-  uint32_t u32(std::size_t at) const noexcept {
-    uint32_t v = 0;
-    std::memcpy(&v, file.data() + at, 4);  // the writer's native order, which may not be ours
-    return swapped ? swap32(v) : v;
-  }
-  uint16_t u16(std::size_t at) const noexcept {
-    uint16_t v = 0;
-    std::memcpy(&v, file.data() + at, 2);
-    return swapped ? static_cast<uint16_t>((v >> 8) | (v << 8)) : v;
-  }
+struct PcapCloser {
+  void operator()(pcap_t* p) const noexcept { pcap_close(p); }  // closes its stream too
 };
+struct FileCloser {
+  void operator()(FILE* f) const noexcept { std::fclose(f); }
+};
+using PcapHandle = std::unique_ptr<pcap_t, PcapCloser>;
 
 std::string hex32(uint32_t v) {
   char text[11];
@@ -58,59 +47,82 @@ ConfigError bad(std::string_view name, const std::string& why) {
   return ConfigError("--source pcap:" + txpath::quoted(name) + ": " + why);
 }
 
-// The file header: the byte order, the time stamps' unit (ns per sub-second tick), the link type.
-Fields read_header(std::span<const std::byte> file, std::string_view name, uint64_t& tick_ns,
-                   uint64_t& ticks_per_second) {
+// libpcap's message, in our words where we have them: a truncated file keeps the wording the
+// reader always had ("cut short by the end of the file"), libpcap's detail in brackets.
+std::string libpcap_says(std::string_view error) {
+  const std::string text = escape_user_text(error);
+  if (error.find("truncated") != std::string_view::npos) return "cut short by the end of the file (" + text + ")";
+  return text;
+}
+
+// libpcap reads the file header (classic or pcapng) from `file` held in memory; the handle
+// reads the records. Throws for a file it does not read, or one that is not Ethernet.
+PcapHandle open_capture(std::span<const std::byte> file, std::string_view name) {
   if (file.size() < kFileHeader) throw bad(name, "not a pcap file (shorter than its 24-byte header)");
-  Fields f{file, false};
-  const uint32_t magic = f.u32(0);
-  if (magic == swap32(kMagicMicro) || magic == swap32(kMagicNano)) f.swapped = true;
-  const uint32_t m = f.u32(0);
-  if (m != kMagicMicro && m != kMagicNano)
-    throw bad(name, "not a classic pcap file (magic " + hex32(magic) + "; pcapng is not read)");
-  tick_ns = m == kMagicNano ? 1 : 1000;
-  ticks_per_second = m == kMagicNano ? 1'000'000'000 : 1'000'000;
-  if (f.u16(4) != 2) throw bad(name, "pcap version " + std::to_string(f.u16(4)) + "." + std::to_string(f.u16(6)) + ", not 2.x");
-  if (const uint32_t link = f.u32(20); link != kLinkTypeEthernet)
+  // fmemopen() takes a non-const buffer; "rb" only reads it.
+  std::unique_ptr<FILE, FileCloser> stream(
+      fmemopen(const_cast<std::byte*>(file.data()), file.size(), "rb"));
+  if (!stream) throw bad(name, std::strerror(errno));
+  char errbuf[PCAP_ERRBUF_SIZE] = {};
+  PcapHandle p(pcap_fopen_offline_with_tstamp_precision(stream.get(), PCAP_TSTAMP_PRECISION_NANO, errbuf));
+  if (!p) {
+    uint32_t magic = 0;
+    std::memcpy(&magic, file.data(), sizeof magic);
+    if (std::string_view(errbuf) == "unknown file format")
+      throw bad(name, "not a pcap or pcapng file (magic " + hex32(magic) + ")");
+    throw bad(name, libpcap_says(errbuf));
+  }
+  static_cast<void>(stream.release());  // pcap_close() closes it from now on
+  if (const int link = pcap_datalink(p.get()); link != DLT_EN10MB)
     throw bad(name, "link type " + std::to_string(link) + ", not Ethernet (1)");
-  return f;
+  return p;
+}
+
+// Checks one record against the replay's rules and caps and appends it to `cap`.
+void add_frame(Capture& cap, const pcap_pkthdr& h, const u_char* data, std::size_t max_frame_len,
+               std::string_view name, uint64_t& first_ns) {
+  const std::string which = "frame " + std::to_string(cap.frames.size() + 1);
+  const uint32_t incl = h.caplen, orig = h.len;
+  const uint64_t sub = static_cast<uint64_t>(h.ts.tv_usec);  // nanoseconds: the handle's precision
+  if (h.ts.tv_usec < 0 || sub >= kNsPerSecond)
+    throw bad(name, which + ": time stamp's sub-second field " + std::to_string(h.ts.tv_usec) + " ns out of range");
+  if (h.ts.tv_sec < 0 || static_cast<uint64_t>(h.ts.tv_sec) > std::numeric_limits<uint64_t>::max() / kNsPerSecond - 1)
+    throw bad(name, which + ": time stamp " + std::to_string(h.ts.tv_sec) + " s out of range");
+  if (incl < orig)
+    throw bad(name, which + ": the capture kept " + std::to_string(incl) + " of its " + std::to_string(orig) +
+                        " bytes (snap length): it cannot be replayed whole");
+  if (incl < kEthernetHeader) throw bad(name, which + ": " + std::to_string(incl) + " bytes, shorter than an Ethernet header");
+  if (incl > max_frame_len)
+    throw bad(name, which + ": " + std::to_string(incl) + " bytes, over the device's maximum frame of " +
+                        std::to_string(max_frame_len));
+  if (cap.frames.size() >= kMaxReplayFrames) throw bad(name, "more than " + std::to_string(kMaxReplayFrames) + " frames (the replay's cap)");
+  if (cap.bytes.size() + incl > kMaxReplayBytes)
+    throw bad(name, "more than " + std::to_string(kMaxReplayBytes >> 20) + " MiB of frames (the replay's cap)");
+  const uint64_t t = static_cast<uint64_t>(h.ts.tv_sec) * kNsPerSecond + sub;
+  if (cap.frames.empty()) first_ns = t;
+  const uint64_t prev = cap.frames.empty() ? 0 : cap.frames.back().time_ns;
+  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), incl);
+  cap.frames.push_back({.offset = cap.bytes.size(), .len = incl,
+                        .flow_hash = frame_flow_hash(bytes).value_or(0),
+                        .time_ns = std::max(prev, t > first_ns ? t - first_ns : 0)});
+  cap.bytes.insert(cap.bytes.end(), bytes.begin(), bytes.end());
+  cap.max_len = std::max<std::size_t>(cap.max_len, incl);
 }
 
 }  // namespace
 
 Capture parse_pcap(std::span<const std::byte> file, std::size_t max_frame_len, std::string_view name) {
-  uint64_t tick_ns = 0, ticks_per_second = 0;
-  const Fields f = read_header(file, name, tick_ns, ticks_per_second);
+  const PcapHandle p = open_capture(file, name);
   Capture cap;
   uint64_t first_ns = 0;
-  for (std::size_t at = kFileHeader; at < file.size();) {
-    const std::string which = "frame " + std::to_string(cap.frames.size() + 1);
-    if (file.size() - at < kRecordHeader) throw bad(name, which + ": record header cut short by the end of the file");
-    const uint32_t sec = f.u32(at), sub = f.u32(at + 4), incl = f.u32(at + 8), orig = f.u32(at + 12);
-    at += kRecordHeader;
-    if (incl > file.size() - at)
-      throw bad(name, which + ": " + std::to_string(incl) + " bytes, cut short by the end of the file");
-    if (sub >= ticks_per_second) throw bad(name, which + ": time stamp's sub-second field " + std::to_string(sub) + " out of range");
-    if (incl < orig)
-      throw bad(name, which + ": the capture kept " + std::to_string(incl) + " of its " + std::to_string(orig) +
-                          " bytes (snap length): it cannot be replayed whole");
-    if (incl < kEthernetHeader) throw bad(name, which + ": " + std::to_string(incl) + " bytes, shorter than an Ethernet header");
-    if (incl > max_frame_len)
-      throw bad(name, which + ": " + std::to_string(incl) + " bytes, over the device's maximum frame of " +
-                          std::to_string(max_frame_len));
-    if (cap.frames.size() >= kMaxReplayFrames) throw bad(name, "more than " + std::to_string(kMaxReplayFrames) + " frames (the replay's cap)");
-    if (cap.bytes.size() + incl > kMaxReplayBytes)
-      throw bad(name, "more than " + std::to_string(kMaxReplayBytes >> 20) + " MiB of frames (the replay's cap)");
-    const uint64_t t = uint64_t{sec} * 1'000'000'000 + uint64_t{sub} * tick_ns;
-    if (cap.frames.empty()) first_ns = t;
-    const uint64_t prev = cap.frames.empty() ? 0 : cap.frames.back().time_ns;
-    const std::span<const std::byte> bytes = file.subspan(at, incl);
-    cap.frames.push_back({.offset = cap.bytes.size(), .len = incl,
-                          .flow_hash = frame_flow_hash(bytes).value_or(0),
-                          .time_ns = std::max(prev, t > first_ns ? t - first_ns : 0)});
-    cap.bytes.insert(cap.bytes.end(), bytes.begin(), bytes.end());
-    cap.max_len = std::max<std::size_t>(cap.max_len, incl);
-    at += incl;
+  for (;;) {
+    pcap_pkthdr* h = nullptr;
+    const u_char* data = nullptr;
+    const int rc = pcap_next_ex(p.get(), &h, &data);
+    if (rc == PCAP_ERROR_BREAK) break;  // the end of the file
+    if (rc != 1)
+      throw bad(name, "frame " + std::to_string(cap.frames.size() + 1) + ": " + libpcap_says(pcap_geterr(p.get())));
+    add_frame(cap, *h, data, max_frame_len, name, first_ns);
   }
   if (cap.frames.empty()) throw bad(name, "the capture holds no frame");
   cap.span_ns = cap.frames.back().time_ns;

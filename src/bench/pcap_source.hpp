@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: MIT
-// --source pcap:FILE: the frames of a classic pcap capture, loaded once, for the bench's senders
-// to replay through the TX path (see docs/bench.md, "Offered load and traffic").
+// --source pcap:FILE: the frames of a capture file, loaded once, for the bench's senders to
+// replay through the TX path (see docs/bench.md, "Offered load and traffic").
 //
-// Accepted: the classic libpcap file format (not pcapng): a 24-byte file header whose magic is
-// 0xa1b2c3d4 (microsecond time stamps) or 0xa1b23c4d (nanosecond), written in either byte order
-// (the magic read back swapped says the file's order), major version 2, link type 1 (Ethernet);
-// then records of a 16-byte header (seconds, micro- or nanoseconds, captured length, original
-// length) and the captured bytes. Refused, each with one line naming the file: another magic,
-// version or link type; a record cut short by the end of the file; a frame the capture cut
-// (captured length below the original: replaying it would send a different frame); a frame
-// shorter than an Ethernet header or longer than the device takes; a sub-second field out of
-// range; no frame at all; more than kMaxReplayFrames frames or kMaxReplayBytes frame bytes
-// (memory stays bounded whatever the file says: a file larger than those caps allow is refused
-// before it is read).
+// Read through libpcap (pcap_open_offline(3PCAP): pcap_fopen_offline_with_tstamp_precision() at
+// nanosecond precision, then pcap_next_ex()), so a file is read as tcpdump -r reads it: classic
+// pcap (pcap-savefile(5)) with micro- or nanosecond time stamps in either byte order, and pcapng.
+// The link type must be Ethernet (DLT_EN10MB). Refused, each with one line naming the file: a
+// file shorter than a classic header (24 bytes); a file libpcap does not read (another magic,
+// version, a damaged pcapng block: libpcap's own words, escaped); another link type; a record
+// cut short by the end of the file; a frame the capture cut (captured length below the original:
+// replaying it would send a different frame); a frame shorter than an Ethernet header or longer
+// than the device takes; a sub-second field out of range; no frame at all; more than
+// kMaxReplayFrames frames or kMaxReplayBytes frame bytes (memory stays bounded whatever the file
+// says: a file larger than those caps allow is refused before it is read).
 #pragma once
 
 #include <cstddef>

@@ -2,11 +2,15 @@
 // `pcap:FILE`: every frame the driver loop transmits is appended to a classic pcap file, the
 // nanosecond variant, which tcpdump/Wireshark read (tcpdump -r FILE).
 //
-// Origin: txpath's own device, written from the published pcap file format (the libpcap
-// "savefile" layout, as documented in pcap-savefile(5)): a 24-byte global header — magic
-// 0xa1b23c4d (nanosecond timestamps) in the writer's byte order, version 2.4, thiszone 0,
-// sigfigs 0, snaplen 65535, linktype 1 (LINKTYPE_ETHERNET) — then per frame a 16-byte record
-// header (ts_sec, ts_nsec, incl_len, orig_len, host byte order) and the frame bytes.
+// Origin: written through libpcap's savefile writer (pcap_dump(3PCAP)): a "dead" pcap_t
+// (pcap_open_dead_with_tstamp_precision(DLT_EN10MB, 65535, PCAP_TSTAMP_PRECISION_NANO)) and a
+// pcap_dumper_t over a stdio stream, so the file is what tcpdump -w writes: the classic format of
+// pcap-savefile(5), magic 0xa1b23c4d (nanosecond timestamps) in the host's byte order, version
+// 2.4, thiszone 0, sigfigs 0, snaplen 65535, link type 1 (LINKTYPE_ETHERNET), then per frame a
+// 16-byte record header (ts_sec, ts_nsec, incl_len, orig_len) and the frame bytes. The stdio
+// stream is a glibc cookie stream (fopencookie(3)) whose write function hands every byte to the
+// device's OutputFile, so libpcap formats the capture and OutputFile alone touches the file
+// system (the atomic replacement and the symlink rule below are unchanged).
 //
 // Model (like `null`, with a file behind it):
 //  * The capture is written through an OutputFile (core/file.hpp): a temporary file beside
@@ -19,10 +23,12 @@
 //    "device 'pcap:PATH': create a temporary file beside it: No such file or directory" (PATH
 //    escaped and cut as core/text.hpp does); write errors read "device 'pcap:PATH': write: ...".
 //  * xmit() stamps the frame with CLOCK_REALTIME (clamped so that timestamps never go back when
-//    the wall clock is stepped), copies record header + frame into a buffer preallocated at
-//    construction and keeps the packet on a pending list.
+//    the wall clock is stepped), hands it to pcap_dump(), which copies record header + frame
+//    into the stream's buffer (preallocated at construction, kBufferBytes), and keeps the packet
+//    on a pending list.
 //  * The doorbell — a packet accepted with more == false, or a buffer too full for the next
-//    largest record — writes the buffer to the file and completes every pending packet at
+//    largest record — flushes the stream (pcap_dump_flush()) to the file and completes every
+//    pending packet at
 //    once: free_packets() + `completed`. The file is the wire, so the doorbell is also the
 //    completion; never busy, never stops, no BQL.
 //  * A write error does not throw from xmit(): the packets of that batch (accepted, hence
@@ -44,6 +50,8 @@
 // completion side). The counters are SingleWriterCounter (relaxed reads for stats()).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -56,11 +64,15 @@
 #include "txpath/device.hpp"
 #include "txpath/packet.hpp"
 
+// libpcap's handles (pcap/pcap.h), declared here so that users of this header need not see it.
+struct pcap;
+struct pcap_dumper;
+
 namespace txpath {
 
 class PcapDevice final : public Device {
  public:
-  static constexpr uint32_t kMagicNs = 0xa1b23c4d;   // nanosecond-resolution pcap
+  static constexpr uint32_t kMagicNs = 0xa1b23c4d;   // nanosecond-resolution pcap (libpcap writes it)
   static constexpr uint32_t kSnaplen = 65535;
   static constexpr uint32_t kLinktypeEthernet = 1;
   static constexpr std::size_t kGlobalHeaderLen = 24;
@@ -90,15 +102,30 @@ class PcapDevice final : public Device {
   const std::string& path() const noexcept { return path_; }
 
  private:
-  // The doorbell: writes the buffer, completes the pending packets. Caller holds tx_lock.
+  struct PcapCloser {
+    void operator()(pcap* p) const noexcept;
+  };
+  struct DumperCloser {
+    void operator()(pcap_dumper* d) const noexcept;
+  };
+
+  // The doorbell: flushes the stream, completes the pending packets. Caller holds tx_lock.
   void flush() noexcept;
   // Appends to the file unless a write failed before; keeps the first error.
   void write_out(std::span<const std::byte> bytes) noexcept;
+  // Keeps `error` (a FileError's text, or a cause) as the first write error, in device form.
+  void keep_error(std::string_view error) noexcept;
+  // The cookie stream's write function: every byte libpcap writes goes to write_out().
+  static ssize_t stream_write(void* self, const char* data, std::size_t size) noexcept;
+  // Closes the dumper (and its stream, flushing it) and the pcap_t.
+  void close_dumper() noexcept;
 
   const std::string path_;
   std::unique_ptr<OutputFile> out_;   // null once finished or abandoned
-  std::unique_ptr<std::byte[]> buf_;  // kBufferBytes, allocated once
-  std::size_t used_ = 0;              // bytes of buf_ not yet written
+  std::unique_ptr<std::byte[]> buf_;  // the stream's buffer, kBufferBytes, allocated once
+  std::unique_ptr<pcap, PcapCloser> pcap_;                // the dead handle pcap_dump() needs
+  std::unique_ptr<pcap_dumper, DumperCloser> dumper_;     // owns the stream; null once closed
+  std::size_t used_ = 0;              // bytes handed to pcap_dump() since the last flush
   PacketList pending_;                // copied into buf_, not yet completed; guarded by tx_lock
   std::string write_error_;           // first write error; once set, nothing more is written
   uint64_t last_ts_ns_ = 0;           // last timestamp written (CLOCK_REALTIME ns), for the clamp

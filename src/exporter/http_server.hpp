@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -30,12 +31,15 @@ struct ListenAddress {
 // HOST:PORT.
 ListenAddress parse_listen(std::string_view value, std::string_view option = "--listen");
 
-// A minimal HTTP/1.1 server: GET /metrics answers body() (200, kContentType); another path 404,
-// another method 405; a request over kMaxRequest bytes 431, a malformed one 400; every answer
-// "Connection: close". One thread, poll(): a client that has not sent its request within
-// kReadTimeout (or not taken the answer within kWriteTimeout) is dropped, and at most
-// kMaxClients are served at a time (more wait in the listen backlog), so a slow or hostile client
-// never holds the others up for long.
+// The metrics endpoint, on cpp-httplib's httplib::Server (the distribution's libcpp-httplib,
+// 0.11): GET /metrics answers body() (200, kContentType); another path 404, another method on
+// /metrics 405 (Allow: GET); a request head over kMaxRequest bytes 431, a request line httplib
+// does not parse (an unknown method included) 400; every answer "Connection: close". Each client
+// is served on a thread of a pool of kMaxClients; one that arrives while all of them are busy is
+// answered 503 at once and closed. A client that has not sent its request head within
+// kReadTimeout of being accepted (however slowly it trickles bytes), or not taken the
+// answer within kWriteTimeout, is dropped; stop() drops the clients in progress too. So a slow
+// or hostile client never holds the others up for long.
 class HttpServer {
  public:
   // Binds and listens. Throws BadListen if `where.host` does not resolve, std::runtime_error if
@@ -47,7 +51,7 @@ class HttpServer {
 
   // "HOST:PORT" actually bound (the port the kernel picked for 0).
   std::string bound() const;
-  // Serves until stop() (async-signal-safe) is called. Returns normally.
+  // Serves until stop() (async-signal-safe: it writes an eventfd) is called. Returns normally.
   void run();
   void stop() noexcept;
 
@@ -57,9 +61,10 @@ class HttpServer {
   static constexpr std::chrono::seconds kWriteTimeout{10};
 
  private:
-  int listen_fd_ = -1;
-  int stop_fd_ = -1;  // eventfd
-  std::function<std::string()> body_;
+  class Server;                     // httplib::Server with txpath's limits (http_server.cpp)
+  int stop_fd_ = -1;                // eventfd: readable once stop() was called, never read
+  std::unique_ptr<Server> server_;  // bound from construction on
+  std::string bound_;
 };
 
 // An HttpServer of live_metrics_text() on its own thread, for a process that does something

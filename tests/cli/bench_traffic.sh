@@ -55,7 +55,7 @@ bad bench --source pcap:"$tmp/good.pcap" --strategy kernel --device null
 # Bad captures: one line naming the file, quoted and escaped, exit 2.
 printf 'not a capture at all, just text' >"$tmp/text.pcap"
 out=$(bad bench --device null --source pcap:"$tmp/text.pcap")
-grep -q "\"$tmp/text.pcap\": not a classic pcap file" <<<"$out" || { echo "FAIL: bad magic: $out"; fail=1; }
+grep -q "\"$tmp/text.pcap\": not a pcap or pcapng file" <<<"$out" || { echo "FAIL: bad magic: $out"; fail=1; }
 head -c 100 "$tmp/good.pcap" >"$tmp/cut.pcap"
 out=$(bad bench --device null --source pcap:"$tmp/cut.pcap")
 grep -q "cut short by the end of the file" <<<"$out" || { echo "FAIL: truncated record: $out"; fail=1; }
