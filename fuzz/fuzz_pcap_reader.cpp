@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target: the classic pcap reader of `txpath bench --source pcap:FILE`
+// libFuzzer target: the pcap / pcapng reader (libpcap) of `txpath bench --source pcap:FILE`
 // (src/bench/pcap_source.hpp). The input is the whole file. parse_pcap() must either refuse it
 // with one ConfigError line or return a capture that keeps the reader's promises: at least one
 // frame, each inside the loaded bytes, 14..max bytes long, time stamps never going back, the

@@ -14,6 +14,7 @@
 #include "txpath/frame.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/qdisc.hpp"
+#include "txpath/tc.hpp"
 
 namespace {
 
@@ -35,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     if (what.empty() || what.find('\n') != std::string_view::npos) std::abort();  // one line
     return 0;
   }
-  (void)q->options();
+  (void)txpath::tc::options_text(*q, true);  // its dump, as tc prints it (text and JSON)
+  (void)txpath::tc::options_json(*q, true);
   // A few packets through it: the accounting invariant must hold afterwards.
   static const txpath::FrameTemplate frame;
   txpath::PacketList to_free;
