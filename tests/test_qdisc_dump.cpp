@@ -2,7 +2,7 @@
 // The typed dump (txpath/qdisc_dump.hpp, Qdisc::dump()) and tc's printers over it (txpath/tc.hpp):
 // the readers' zeros, every kind printed the same from its dump read back from JSON as from the
 // qdisc itself, the generic printer for a kind tc/ does not know, and the live document carrying
-// the running tree's options, which `tc qdisc show -s` and `tc class show -s` print.
+// the running tree's options, which `tc qdisc show -s` prints.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -143,28 +143,4 @@ TEST(QdiscDump, LiveDocumentCarriesTheRunningTreesOptions) {
   std::ostringstream idle;
   cfg.execute(tc::batch_words("qdisc show dev eth0"), idle, {});
   EXPECT_EQ(idle.str(), "qdisc pfifo 1: root refcnt 2 limit 5p\n");
-}
-
-// A class's typed options travel in the document too: tc class show -s prints the running
-// class's rate.
-TEST(QdiscDump, LiveDocumentCarriesTheRunningClassesOptions) {
-  tc::Config cfg;
-  std::ostringstream sink;
-  for (const char* line : {"link add dev eth0", "qdisc add dev eth0 root handle 1: htb",
-                           "class add dev eth0 parent 1: classid 1:10 htb rate 1mbit"})
-    cfg.execute(tc::batch_words(line), sink, {});
-  const auto running = make_qdisc("htb", QdiscEnv{.handle_major = 1});
-  const std::vector<std::string_view> words = {"rate", "2mbit"};
-  add_class(*running, 0x10, 0, QdiscOptions(words, "class"), {});
-  const std::vector<tc::TreeNode> nodes = {{0x10000, tc::kRoot, running.get()}};
-  const std::string doc = tc::stats_document(tc::collect_counters(nodes));
-  EXPECT_EQ(nlohmann::json::parse(doc)["classes"]["1:10"]["options"]["rate"], 250000) << doc;
-  tc::Config::ShowOptions show;
-  show.stats = true;
-  show.fetch_live = [&](const std::string&) { return tc::Config::ShowOptions::LiveDocument{doc, ""}; };
-  std::ostringstream out, idle;
-  cfg.execute(tc::batch_words("class show dev eth0"), out, show);
-  EXPECT_NE(out.str().find("rate 2Mbit ceil 2Mbit"), std::string::npos) << out.str();
-  cfg.execute(tc::batch_words("class show dev eth0"), idle, {});
-  EXPECT_NE(idle.str().find("rate 1Mbit ceil 1Mbit"), std::string::npos) << idle.str();
 }

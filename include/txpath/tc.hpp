@@ -283,12 +283,10 @@ std::string xstats_text(const Qdisc& q, const Xstats& x);
 std::string class_options_text(const Qdisc& q, uint16_t minor, bool details = false);
 std::string class_options_json(const Qdisc& q, uint16_t minor);
 std::string class_xstats_text(const Qdisc& q, const Xstats& x);
-// The same from a dump read elsewhere (a live document's), by kind (a class's: its qdisc's).
+// The same from a dump read elsewhere (a live document's), by kind.
 std::string options_text(std::string_view kind, const DumpAttrs& options, bool details = false);
 std::string options_json(std::string_view kind, const DumpAttrs& options, bool details = false);
 std::string xstats_text(std::string_view kind, const Xstats& x);
-std::string class_options_text(std::string_view kind, const DumpAttrs& options, bool details = false);
-std::string class_options_json(std::string_view kind, const DumpAttrs& options);
 
 // A JSON document of every counter of a built tree (qdisc stats and xstats, class stats and
 // xstats), taken in the qdisc's serialised context (call it inside TxQueue::inspect_qdisc, or on a
@@ -310,7 +308,7 @@ struct TreeCounters {
     Xstats xstats;
     std::string kind;  // the qdisc's kind (a class: its qdisc's), "" if not known
     uint32_t class_parent = kRoot;  // a class's parent: its qdisc (major:0) or its parent class
-    DumpAttrs options;  // typed options: a qdisc's dump_options(), a class's class_dump()
+    DumpAttrs options;  // a qdisc's typed options (Qdisc::dump_options()); none for a class
   };
   std::vector<Entry> entries;  // qdiscs in tree order, each followed by its classes
 };

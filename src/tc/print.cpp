@@ -45,7 +45,7 @@ std::string generic_text(const DumpAttrs& a, bool) {
 
 std::string generic_json(const DumpAttrs& a, bool) { return dump_attrs_json(a).dump(); }
 
-const QdiscKind& kind_of(const Qdisc& q) { return qdisc_kind(q.kind()); }  // class xstats
+const QdiscKind& kind_of(const Qdisc& q) { return qdisc_kind(q.kind()); }
 
 }  // namespace
 
@@ -92,24 +92,16 @@ std::string options_text(const Qdisc& q, bool details) { return options_text(q.k
 std::string options_json(const Qdisc& q, bool details) { return options_json(q.kind(), q.dump_options(), details); }
 std::string xstats_text(const Qdisc& q, const Xstats& x) { return xstats_text(q.kind(), x); }
 
-std::string class_options_text(std::string_view kind, const DumpAttrs& options, bool details) {
-  const QdiscKind& k = qdisc_kind(kind);
-  return k.class_text ? k.class_text(options, details) : std::string();
-}
-
-std::string class_options_json(std::string_view kind, const DumpAttrs& options) {
-  const QdiscKind& k = qdisc_kind(kind);
-  return k.class_json ? k.class_json(options, false) : std::string("{}");
-}
-
 std::string class_options_text(const Qdisc& q, uint16_t minor, bool details) {
   const ClassOps* ops = q.class_ops();
-  return ops ? class_options_text(q.kind(), ops->class_dump(minor), details) : std::string();
+  const QdiscKind& k = kind_of(q);
+  return ops && k.class_text ? k.class_text(ops->class_dump(minor), details) : std::string();
 }
 
 std::string class_options_json(const Qdisc& q, uint16_t minor) {
   const ClassOps* ops = q.class_ops();
-  return ops ? class_options_json(q.kind(), ops->class_dump(minor)) : std::string("{}");
+  const QdiscKind& k = kind_of(q);
+  return ops && k.class_json ? k.class_json(ops->class_dump(minor), false) : std::string("{}");
 }
 
 std::string class_xstats_text(const Qdisc& q, const Xstats& x) {

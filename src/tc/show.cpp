@@ -286,18 +286,15 @@ void Config::show_classes(const DeviceTree& d, std::ostream& out, const ShowOpti
         if (info.print_root) j["root"] = true;
         else j["parent"] = info.parent_none ? std::string("none") : format_handle(parent);
         if (leaf) j["leaf"] = format_handle(*leaf);
-        push_json(arr, std::move(j),
-                  c.options ? class_options_json(q.kind(), *c.options) : class_options_json(q, info.minor), c, stats);
+        push_json(arr, std::move(j), class_options_json(q, info.minor), c, stats);
         continue;
       }
       std::string head = "class " + std::string(q.kind()) + " " + id + " ";
       head += info.print_root ? std::string("root ")
                               : "parent " + (info.parent_none ? std::string("none") : format_handle(parent)) + " ";
       if (leaf) head += "leaf " + format_handle(*leaf) + " ";
-      const std::string opts = c.options ? class_options_text(q.kind(), *c.options, show.details)
-                                         : class_options_text(q, info.minor, show.details);
-      print_entry(out, head, "class " + std::string(q.kind()), opts, stats, c,
-                  stats ? class_xstats_text(q, c.xstats) : "");
+      print_entry(out, head, "class " + std::string(q.kind()), class_options_text(q, info.minor, show.details),
+                  stats, c, stats ? class_xstats_text(q, c.xstats) : "");
       if (show.stats && !stats) out << "\n";
     }
   }
@@ -325,8 +322,7 @@ void append_counters(const Qdisc& q, uint32_t handle, uint32_t parent, const Qdi
   if (const ClassOps* ops = q.class_ops())
     for (const QdiscClassInfo& info : ops->classes())
       out.entries.push_back({major | info.minor, kRoot, true, ops->class_stats(info.minor),
-                             ops->class_xstats(info.minor), kind, major | info.parent_minor,
-                             ops->class_dump(info.minor)});
+                             ops->class_xstats(info.minor), kind, major | info.parent_minor});
 }
 
 TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
@@ -394,9 +390,9 @@ std::string stats_document(const TreeCounters& counters, std::string_view dev) {
     j["xstats"] = std::move(xs);
     j["kind"] = e.kind;
     j["parent"] = format_handle(e.is_class ? e.class_parent : e.parent);
-    // Typed options (none copied: mq's root of a multi-queue tree, merged from its queues, and
-    // classes without options; a reader then prints the configuration's).
-    if (!e.options.empty()) j["options"] = dump_attrs_json(e.options);
+    // A qdisc's typed options (none copied: mq's root of a multi-queue tree, merged from its
+    // queues; a reader then prints the configuration's).
+    if (!e.is_class && !e.options.empty()) j["options"] = dump_attrs_json(e.options);
     doc[e.is_class ? "classes" : "qdiscs"][e.is_class ? format_handle(e.handle) : qdisc_key(e.handle, e.parent)] =
         std::move(j);
   }
