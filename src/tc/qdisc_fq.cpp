@@ -56,19 +56,13 @@ std::string fq_text(const DumpAttrs& a, bool) {
   return s;
 }
 
-std::string join(std::span<const uint64_t> values) {
-  std::string s;
-  for (std::size_t i = 0; i < values.size(); ++i) s.append(i ? "," : "").append(std::to_string(values[i]));
-  return s;
-}
-
 std::string fq_json(const DumpAttrs& a, bool) {
   auto num = [&a](std::string_view name) { return std::to_string(a.number(name)); };
   std::string s = "{\"limit\":" + num("limit") + ",\"flow_limit\":" + num("flow_limit") +
                   ",\"buckets\":" + num("buckets") + ",\"orphan_mask\":" + num("orphan_mask");
   if (!a.flag("pacing")) s += ",\"pacing\":false";
-  s += ",\"bands\":" + num("bands") + ",\"priomap \":[" + join(a.array("priomap")) + "],\"weights \":[" +
-       join(a.array("weights")) + "],\"quantum\":" + num("quantum") + ",\"initial_quantum\":" + num("initial_quantum");
+  s += ",\"bands\":" + num("bands") + ",\"priomap \":[" + tc::join_numbers(a.array("priomap")) + "],\"weights \":[" +
+       tc::join_numbers(a.array("weights")) + "],\"quantum\":" + num("quantum") + ",\"initial_quantum\":" + num("initial_quantum");
   if (a.number("maxrate") != FqConfig::kUnlimited) s += ",\"maxrate\":" + num("maxrate");
   if (a.number("low_rate_threshold") != 0) s += ",\"low_rate_threshold\":" + num("low_rate_threshold");
   s += ",\"refill_delay\":" + num("refill_delay");

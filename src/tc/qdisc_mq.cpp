@@ -192,9 +192,7 @@ std::string mq_text(const DumpAttrs& a, bool) {
 std::string mq_json(const DumpAttrs& a, bool) {
   if (a.number("num_tc") == 0) return "{}";
   std::string s = "{\"tc\":" + std::to_string(a.number("num_tc")) + ",\"map\":[";
-  const auto map = a.array("map");
-  for (std::size_t p = 0; p < map.size(); ++p) s.append(p ? "," : "").append(std::to_string(map[p]));
-  s += "],\"queues\":[";
+  s += tc::join_numbers(a.array("map")) + "],\"queues\":[";
   const auto first = a.array("queue_first"), last = a.array("queue_last");
   for (std::size_t t = 0; t < first.size() && t < last.size(); ++t)
     s.append(t ? ",[" : "[").append(std::to_string(first[t])).append(",").append(std::to_string(last[t])).append("]");

@@ -19,6 +19,7 @@
 #include "qdisc/prio.hpp"
 #include "tc/qdisc_kinds.hpp"
 #include "tc/qdisc_spec.hpp"
+#include "tc/tc_units.hpp"
 
 namespace txpath {
 
@@ -97,10 +98,8 @@ std::string prio_text(const DumpAttrs& a, bool) {
 }
 
 std::string prio_json(const DumpAttrs& a, bool) {
-  std::string s = "{\"bands\":" + std::to_string(a.number("bands")) + ",\"priomap\":[";
-  const auto map = a.array("priomap");
-  for (std::size_t i = 0; i < map.size(); ++i) s.append(i ? "," : "").append(std::to_string(map[i]));
-  return s + "],\"multiqueue\":" + (a.flag("multiqueue") ? "true" : "false") + "}";
+  return "{\"bands\":" + std::to_string(a.number("bands")) + ",\"priomap\":[" + tc::join_numbers(a.array("priomap")) +
+         "],\"multiqueue\":" + (a.flag("multiqueue") ? "true" : "false") + "}";
 }
 
 constinit const QdiscKind kPrioKind = {.name = "prio", .make = make_prio, .classes = ClassModel::per_band,

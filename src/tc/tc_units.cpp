@@ -251,6 +251,12 @@ std::string format_size(uint64_t bytes) {
   return std::to_string(bytes) + "b";
 }
 
+std::string join_numbers(std::span<const uint64_t> values) {
+  std::string s;
+  for (std::size_t i = 0; i < values.size(); ++i) s.append(i ? "," : "").append(std::to_string(values[i]));
+  return s;
+}
+
 std::string format_time64(uint64_t ns) {
   char buf[64];
   const double v = static_cast<double>(ns);

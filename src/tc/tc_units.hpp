@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,5 +42,7 @@ std::string format_time(uint64_t ns);                // e.g. "5ms", "100ms", "1s
 std::string format_size(uint64_t bytes);             // e.g. "1500b", "10Kb", "32Mb"
 // tc's 64-bit time printer (ns in): "%.3gs", "%.3gms", "%.3gus", else "<n>ns".
 std::string format_time64(uint64_t ns);
+// A dump's array as the inside of a JSON array, "1,2,2" (the printers' priomaps and weights).
+std::string join_numbers(std::span<const uint64_t> values);
 
 }  // namespace txpath::tc
