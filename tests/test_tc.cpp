@@ -363,5 +363,40 @@ TEST_F(TcRun, LiveStatisticsOfARunningQueue) {
   EXPECT_EQ(j[0]["packets"], 0);
 }
 
+// nolock runs the lockless twin of a fifo root and frees the root the factory built: tc -s and
+// the snapshot read the twin (issue 31, class 1: they read the freed root, a use-after-free).
+TEST_F(TcRun, NolockServesItsFifoTwinsCounters) {
+  ASSERT_EQ(tc("link add dev d0"), 0);
+  for (const char* kind : {"pfifo", "bfifo", "pfifo_fast"}) {
+    SCOPED_TRACE(kind);
+    tc("qdisc del dev d0 root");  // replace keeps the kind of handle 1:, as the kernel
+    ASSERT_EQ(tc(std::string("qdisc add dev d0 root handle 1: ") + kind), 0);
+    auto device = make_device("null");
+    Pool pool(PoolConfig{});
+    TxQueueConfig qc;
+    qc.strategy = "nolock";
+    auto tree = std::make_shared<Tree>();
+    qc.root_qdisc = Config::load(path_).root_factory("d0", tree);
+    auto txq = TxQueue::create(*device, qc);
+    ASSERT_EQ(tree->nodes.size(), 1u);
+    LiveStats live(path_, "d0", *txq, tree);
+    Pool::Cache cache(pool);
+    for (int i = 0; i < 10; ++i) {
+      Packet* p = cache.get();
+      ASSERT_NE(p, nullptr);
+      p->len = 100;
+      txq->send(p);
+    }
+    ASSERT_TRUE(txq->drain(std::chrono::seconds(5)));
+    const auto counters = snapshot_counters(*txq, tree->nodes, std::chrono::seconds(5));
+    ASSERT_TRUE(counters.has_value());
+    ASSERT_EQ(counters->entries.size(), 1u);
+    EXPECT_EQ(counters->entries[0].kind, kind);
+    EXPECT_EQ(counters->entries[0].stats.packets, 10u);
+    ASSERT_EQ(tc("-s qdisc show dev d0"), 0);
+    EXPECT_NE(out_.str().find(" Sent 1000 bytes 10 pkt (dropped 0"), std::string::npos) << out_.str();
+  }
+}
+
 }  // namespace
 }  // namespace txpath::tc

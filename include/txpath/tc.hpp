@@ -118,6 +118,10 @@ struct TreeNode {
   uint32_t parent = kRoot;
   Qdisc* qdisc = nullptr;
 };
+// A built tree. Filled by Config::root_factory's factory, its root then owned by the TxQueue:
+// nodes[0].qdisc is the root the factory built, which the queue may not run (nolock runs the
+// lockless twin of a fifo root and frees the one built). So a running queue's tree is read only
+// through snapshot_counters() (LiveStats, tc -s), which reads the root the queue runs.
 struct Tree {
   std::unique_ptr<Qdisc> root;
   std::vector<TreeNode> nodes;  // nodes[0] is the root, parents before children
@@ -312,8 +316,12 @@ struct TreeCounters {
   };
   std::vector<Entry> entries;  // qdiscs in tree order, each followed by its classes
 };
+// `running_root`: the qdisc the queue runs in nodes[0]'s place, read instead of nodes[0].qdisc (a
+// strategy may run another root than the factory built: nolock runs a fifo's lockless twin and
+// frees the one built, see Tree).
 TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
-                              const std::optional<QdiscStats>& root = std::nullopt);
+                              const std::optional<QdiscStats>& root = std::nullopt,
+                              const Qdisc* running_root = nullptr);
 // With `dev`, the document names its device ("dev"); each entry names its kind and parent.
 std::string stats_document(const TreeCounters& counters, std::string_view dev = {});
 

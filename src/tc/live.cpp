@@ -75,7 +75,7 @@ std::optional<TreeCounters> snapshot_counters(TxQueue& txq, const std::vector<Tr
   const bool answered = txq.inspect_qdisc(
       [&](const Qdisc& q) {
         if (!nodes.empty()) {
-          out = collect_counters(nodes, root);
+          out = collect_counters(nodes, root, &q);  // q: the root the queue runs (nolock: a twin)
           return;
         }
         append_counters(q, root_handle, root_parent, root, out);

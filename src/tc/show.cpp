@@ -326,11 +326,12 @@ void append_counters(const Qdisc& q, uint32_t handle, uint32_t parent, const Qdi
 }
 
 TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
-                              const std::optional<QdiscStats>& root) {
+                              const std::optional<QdiscStats>& root, const Qdisc* running_root) {
   TreeCounters out;
   for (const TreeNode& n : nodes) {
-    const Qdisc& q = *n.qdisc;
-    append_counters(q, n.handle, n.parent, &n == &nodes.front() && root ? *root : shown_stats(q), out);
+    const bool is_root = &n == &nodes.front();
+    const Qdisc& q = is_root && running_root ? *running_root : *n.qdisc;
+    append_counters(q, n.handle, n.parent, is_root && root ? *root : shown_stats(q), out);
   }
   return out;
 }

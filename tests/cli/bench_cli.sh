@@ -135,5 +135,21 @@ if ! jq -e '
 fi
 grep -q "burst 32" "$tmp/burst.stdout" || { echo "FAIL: burst not printed"; cat "$tmp/burst.stdout"; fail=1; }
 
+# nolock with a tc file (issue 31, class 1): nolock runs the fifo root's lockless twin; the run,
+# its final tc statistics and the worker survive it (they read the freed root: SIGSEGV).
+"$bin" tc --config "$tmp/nolock.tc" link add dev eth0 || { echo "FAIL: nolock tc file setup"; fail=1; }
+for kind in pfifo bfifo pfifo_fast; do
+  "$bin" tc --config "$tmp/nolock.tc" qdisc del dev eth0 root 2>/dev/null  # none the first time
+  "$bin" tc --config "$tmp/nolock.tc" qdisc add dev eth0 root handle 1: "$kind"
+  if ! "$bin" bench --tc-config "$tmp/nolock.tc" --device null --strategy nolock --threads 1 \
+       --duration 0.02 --repeat 1 --quiet --json "$tmp/nolock.json" >"$tmp/nolock.out" 2>&1; then
+    echo "FAIL: nolock with a $kind tc file exited non-zero"; cat "$tmp/nolock.out"; fail=1
+  elif ! jq -e --arg k "$kind" '.results[] | select(.strategy == "nolock") | .conserved and
+         (.tc.qdiscs | length == 1) and .tc.qdiscs[0].kind == $k and .tc.qdiscs[0].packets == .sent' \
+         "$tmp/nolock.json" >/dev/null; then
+    echo "FAIL: nolock with a $kind tc file: JSON"; cat "$tmp/nolock.json"; fail=1
+  fi
+done
+
 [ "$fail" -eq 0 ] && echo "bench_cli: all checks passed"
 exit "$fail"
