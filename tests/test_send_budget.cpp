@@ -214,6 +214,23 @@ TEST(SendBudget, ABudgetThatHoldsNoPacketIsRefusedInOneLine) {
   EXPECT_NO_THROW(resolve_bench_config(c));
 }
 
+// Issue 31, class 9: the senders' pools are allocated up front, so --sndbuf 4294967296 took
+// 4.3 GB per sender (a worker OOM-killed with 2). Their total is capped at 1 GiB per thread count.
+TEST(SendBudget, BudgetsOverOneGibibyteInTotalAreRefusedInOneLine) {
+  BenchConfig c = test::null_bench({"busylock"}, {1}, 0.05, 1);
+  c.sndbuf = uint64_t{1} << 32;
+  test::expect_error(c, "sndbuf 4294967296 for each of 1 senders is over the limit of 1024 MiB of send buffers in total");
+  c.sndbuf = uint64_t{1} << 30;  // exactly the cap, one sender
+  EXPECT_NO_THROW(resolve_bench_config(c));
+  c.threads = {1, 2};  // the largest thread count decides
+  test::expect_error(c, "at most 536870912 per sender at 2 threads");
+  c.sndbuf = ~uint64_t{0};  // the library's field takes any value: no overflow in the check
+  test::expect_error(c, "over the limit of 1024 MiB");
+  c.threads = {4096};  // the default budget fits the largest thread count
+  c.sndbuf = kDefaultSndbuf;
+  EXPECT_NO_THROW(resolve_bench_config(c));
+}
+
 TEST(ServiceCpus, EachQueueOfAMultiQueueDeviceFollowsItsXpsMap) {
   const unsigned last = last_of_several_cpus();
   if (last == 0) GTEST_SKIP() << "one CPU: every thread may run only there anyway";

@@ -3,10 +3,13 @@
 // device's N TX queues with --queues).
 #include "bench_cmd.hpp"
 #include "bench_worker.hpp"
+#include "cli_numbers.hpp"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +26,7 @@
 #include <utility>
 
 #include "base/topology.hpp"
+#include "bench/pcap_source.hpp"
 #include "bench/report.hpp"
 #include "bench/table.hpp"
 #include "core/file.hpp"
@@ -117,10 +121,46 @@ std::atomic<bool> g_stop{false};
 // The number of that first signal (0: none); a second signal finds it set and exits at once.
 std::atomic<int> g_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
+// Who sent the first signal (its pid; 0: the kernel, a terminal's ^C) and when (CLOCK_MONOTONIC
+// ns). Stored before g_signal's exchange and read after it (acq_rel there): the pair is the
+// first request's whenever g_signal is seen set.
+std::atomic<pid_t> g_first_sender{0};
+std::atomic<int64_t> g_first_ns{0};
+static_assert(std::atomic<int64_t>::is_always_lock_free, "used from a signal handler");
 
-extern "C" void on_stop_signal(int sig) {
-  // Async-signal-safe only: lock-free atomics and _exit.
-  if (g_signal.exchange(sig, std::memory_order_relaxed) != 0) {
+// A repeat of the same request within this long is not a second one (see same_request).
+constexpr int64_t kRepeatWindowNs = 1'000'000'000;
+
+int64_t monotonic_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The first request again: the same signal from the same process within kRepeatWindowNs.
+// timeout(1) sends its signal to its child and then to the child's whole process group, so the
+// bench gets it twice (the second often after the handler ran for the first); that is one stop,
+// not "a second signal, exit at once". A terminal's ^C (the kernel's: no pid) always counts.
+bool same_request(int sig, int first, pid_t sender, int64_t now) noexcept {
+  return sig == first && sender > 0 && sender == g_first_sender.load(std::memory_order_relaxed) &&
+         now - g_first_ns.load(std::memory_order_relaxed) < kRepeatWindowNs;
+}
+
+extern "C" void on_stop_signal(int sig, siginfo_t* info, void*) {
+  // Async-signal-safe only: lock-free atomics, clock_gettime, kill and _exit.
+  const bool from_process = info && (info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL);
+  const pid_t sender = from_process ? info->si_pid : 0;
+  const int64_t now = monotonic_ns();
+  if (g_signal.load(std::memory_order_acquire) == 0) {  // pairs with the exchange below
+    g_first_sender.store(sender, std::memory_order_relaxed);
+    g_first_ns.store(now, std::memory_order_relaxed);
+  }
+  // acq_rel: publishes the sender and time above; a handler that finds a signal set reads them.
+  if (const int first = g_signal.exchange(sig, std::memory_order_acq_rel); first != 0) {
+    if (same_request(sig, first, sender, now)) {
+      g_signal.store(first, std::memory_order_relaxed);  // it was the same request
+      return;
+    }
     signal_worker(SIGKILL);  // never left behind
     ::_exit(128 + sig);
   }
@@ -148,9 +188,11 @@ class StopOnSignals {
     ::sigaction(sig, nullptr, &old);
     if (old.sa_handler == SIG_IGN) return;
     struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
+    sa.sa_sigaction = on_stop_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;  // stdout writes and sleeps go on; the loops poll the flag
+    sigaddset(&sa.sa_mask, SIGINT);  // one handler at a time in a thread
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;  // stdout writes and sleeps go on; the loops poll the flag
     ::sigaction(sig, &sa, nullptr);
   }
 
@@ -159,38 +201,6 @@ class StopOnSignals {
 };
 
 // ---- options ----------------------------------------------------------------------------------
-
-// CLI11 reads numbers with strtoll/strtod, so "0x10" is 16 and "010" is 8: numbers are decimal
-// here. Digits only; leading zeros are dropped before CLI11 converts.
-std::string decimal_integer(std::string& s) {
-  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return txpath::quoted(s) + " is not a decimal integer";
-  const std::size_t first = std::min(s.find_first_not_of('0'), s.size() - 1);
-  s.erase(0, first);
-  return {};
-}
-
-// Digits with an optional fraction and exponent ("0.5", ".5", "2e-1"); no hex, inf or nan.
-std::string decimal_number(const std::string& s) {
-  std::size_t i = 0, digits = 0;
-  const auto run = [&] {
-    std::size_t n = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++n;
-    return n;
-  };
-  digits += run();
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    digits += run();
-  }
-  bool ok = digits > 0;
-  if (ok && i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-    ok = run() > 0;
-  }
-  return ok && i == s.size() ? std::string() : txpath::quoted(s) + " is not a decimal number";
-}
 
 std::string not_empty(const std::string& s) { return s.empty() ? "must not be empty" : ""; }
 
@@ -201,16 +211,52 @@ std::string dir_of(const std::string& file) {
   return slash == 0 ? "/" : file.substr(0, slash);
 }
 
-// Checks, before anything runs and without creating or touching anything, that `file` can be
-// written: not a directory, and a regular file's directory exists and may be written. The write
-// itself (OutputFile, after the table) checks everything again, symlinks included.
-void check_output_path(std::string_view flag, const std::string& file) {
+// What the parent holds open until the outputs are written: outputs that are FIFOs (or pipes:
+// /dev/stdout), opened when checked, so that a reader that is there sees no end of file before
+// they come; the capture's snapshot (capture_snapshot).
+class HeldFiles {
+ public:
+  HeldFiles() = default;
+  ~HeldFiles() {
+    for (const int fd : fds_) ::close(fd);
+  }
+  HeldFiles(const HeldFiles&) = delete;
+  HeldFiles& operator=(const HeldFiles&) = delete;
+  void hold(int fd) { fds_.push_back(fd); }
+
+ private:
+  std::vector<int> fds_;
+};
+
+// A FIFO output: opened without blocking, so that one that nobody reads is refused now (exit 2)
+// instead of hanging in open() after the table. `held` null (a worker): its parent holds it.
+void hold_fifo(std::string_view flag, const std::string& file, HeldFiles* held) {
+  if (!held) return;
+  try {
+    refuse_foreign_symlink(file, flag);
+  } catch (const FileError& e) {
+    throw ConfigError(e.what());
+  }
+  const int fd = ::open(file.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  const std::string name = std::string(flag) + " " + txpath::quoted(file);
+  if (fd < 0 && errno == ENXIO) throw ConfigError(name + ": a FIFO that nobody reads");
+  if (fd < 0) throw ConfigError(name + ": " + std::strerror(errno));
+  held->hold(fd);
+}
+
+// Checks, before anything runs and without creating anything, that `file` can be written: not
+// a directory, a FIFO that someone reads (hold_fifo), and a regular file's directory exists and
+// may be written. The write itself (OutputFile, after the table) checks everything again,
+// symlinks included.
+void check_output_path(std::string_view flag, const std::string& file, HeldFiles* held) {
   const std::string name = std::string(flag) + " " + txpath::quoted(file);
   struct stat st {};
-  if (::lstat(file.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return;  // checked when written
+  const bool link = ::lstat(file.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+  if (::stat(file.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) return hold_fifo(flag, file, held);
+  if (link) return;  // checked when written
   if (::stat(file.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) throw ConfigError(name + ": is a directory");
-    if (!S_ISREG(st.st_mode)) return;  // a device, FIFO or pipe: written in place
+    if (!S_ISREG(st.st_mode)) return;  // a device: written in place
   }
   const std::string dir = dir_of(file);
   if (::stat(dir.c_str(), &st) != 0)
@@ -280,7 +326,23 @@ bool write_outputs(const BenchOptions& o, const BenchConfig& cfg,
   return ok;
 }
 
-BenchConfig config_from(const BenchOptions& o) {
+// --source pcap:FILE: the capture is read once, into a snapshot that the parent holds and every
+// round's worker gets as kCaptureFd (bench/pcap_source.hpp); -1 for another source (refused
+// later). `held` null: a worker, whose snapshot must be there.
+int capture_snapshot(const std::string& source, HeldFiles* held) {
+  if (!source.starts_with("pcap:") || source.size() == 5) return -1;
+  if (held) {
+    const int fd = bench_detail::snapshot_pcap(source.substr(5));
+    held->hold(fd);
+    return fd;
+  }
+  if (!bench_detail::is_pcap_snapshot(kCaptureFd))
+    throw ConfigError("--worker: file descriptor 4 is not the capture's snapshot (--worker is for txpath bench's own use)");
+  return kCaptureFd;
+}
+
+// `held`: what the parent holds open (FIFO outputs, the capture's snapshot); null in a worker.
+BenchConfig config_from(const BenchOptions& o, HeldFiles* held) {
   BenchConfig cfg;
   cfg.strategies = parse_strategies(o.strategies);
   cfg.threads = o.threads.empty() ? default_thread_counts() : parse_threads(o.threads);
@@ -304,9 +366,10 @@ BenchConfig config_from(const BenchOptions& o) {
   cfg.seed = o.seed;
   cfg.rate_pps = o.rate, cfg.rate_per_sender_pps = o.rate_per_sender;  // offered load and traffic
   cfg.flows = o.flows, cfg.source = o.source, cfg.replay_speed = o.replay_speed;
+  if (!cfg.source.empty()) cfg.source_fd = capture_snapshot(cfg.source, held);
   for (const auto& [flag, file] : {std::pair{"--json", o.json}, std::pair{"--csv", o.csv},
                                    std::pair{"--plot", o.plot}})
-    if (!file.empty()) check_output_path(flag, file);
+    if (!file.empty()) check_output_path(flag, file, held);
   return resolve_bench_config(cfg);
 }
 
@@ -352,11 +415,11 @@ std::string device_help() {
 }
 
 // Where and in what order rounds run: --seed, --in-process, and the workers' hidden --worker.
-void add_round_options(CLI::App* cmd, BenchOptions& o, const CLI::Validator& integer) {
+void add_round_options(CLI::App* cmd, BenchOptions& o) {
   cmd->add_option("--seed", o.seed,
                   "Seed of the random order of rows in each round (default: a new one, printed and "
                   "in the JSON; give it again to run the same order)")
-      ->transform(integer)
+      ->transform(decimal_integer<decltype(o.seed)>())
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cmd->add_flag("--in-process", o.in_process,
                 "Run every round in this process (default: each round in a fresh process, so that "
@@ -380,8 +443,7 @@ namespace {
 // --rate, --rate-per-sender, --flows, --source, --replay-speed (docs/bench.md, "Offered load
 // and traffic").
 void add_traffic_options(CLI::App* cmd, BenchOptions& o) {
-  const CLI::Validator integer(decimal_integer, "");
-  const CLI::Validator number(decimal_number, "");
+  const CLI::Validator number = decimal_number();
   const CLI::Validator non_empty(not_empty, "");
   auto* rate = cmd->add_option("--rate", o.rate,
                                "Offered load: packets per second of all senders together, paced "
@@ -395,7 +457,7 @@ void add_traffic_options(CLI::App* cmd, BenchOptions& o) {
   cmd->add_option("--flows", o.flows,
                   "Flows per sender (distinct UDP source ports, each its flow hash), round-robin; "
                   "senders x flows at most 4096")
-      ->transform(integer)
+      ->transform(decimal_integer<decltype(o.flows)>())
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   auto* source = cmd->add_option("--source", o.source,
@@ -429,30 +491,29 @@ void add_output_options(CLI::App* cmd, BenchOptions& o, const CLI::Validator& nu
 }
 
 // What each sender sends and may hold: --payload, --burst, --sndbuf.
-void add_sender_options(CLI::App* cmd, BenchOptions& o, const CLI::Validator& integer) {
+void add_sender_options(CLI::App* cmd, BenchOptions& o) {
   cmd->add_option("--payload", o.payload, "UDP payload bytes")
-      ->transform(integer)
+      ->transform(decimal_integer<decltype(o.payload)>())
       ->check(CLI::Range(16, 9000))
       ->capture_default_str();
   cmd->add_option("--burst", o.burst,
                   "Packets per send call: 1, send() per packet; N > 1, send_burst() of N packets "
                   "(the floor row rings its doorbell every 64 packets whatever N)")
-      ->transform(integer)
+      ->transform(decimal_integer<decltype(o.burst)>())
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   cmd->add_option("--sndbuf", o.sndbuf,
                   "Each sender's send budget in bytes, as a socket's send buffer: packets handed over "
                   "and not yet freed charge their buffer and descriptor; past it the sender waits for "
                   "completions (default: Linux's wmem_default). 0: no budget")
-      ->transform(integer)
+      ->transform(decimal_integer<decltype(o.sndbuf)>())
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 32))
       ->capture_default_str();
 }
 
 void add_bench_command(CLI::App& app, BenchOptions& o) {
   CLI::App* cmd = app.add_subcommand("bench", "N senders into one TX queue; Mpps and CPU per packet");
-  const CLI::Validator integer(decimal_integer, "");  // no name: the help shows the type
-  const CLI::Validator number(decimal_number, "");
+  const CLI::Validator number = decimal_number();  // no name: the help shows the type
   const CLI::Validator non_empty(not_empty, "");
   cmd->add_option("--strategy", o.strategies,
                   "Comma-separated strategies, or 'all' (the floor row, then every strategy). 'floor': "
@@ -493,13 +554,13 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
   cmd->add_option("--tc-dev", o.tc_dev, "Device of --tc-config to use (default: its only device)")
       ->check(non_empty)
       ->needs(tc_config);
-  add_sender_options(cmd, o, integer);
+  add_sender_options(cmd, o);
   cmd->add_option("--repeat", o.repeat, "Rounds per point (interleaved); the median is reported")
-      ->transform(integer)
+      ->transform(decimal_integer<decltype(o.repeat)>())
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--nodes", o.nodes, "Use only the first N NUMA nodes (default: all)")
-      ->transform(integer)
+      ->transform(decimal_integer<decltype(o.nodes)>())
       ->check(CLI::Range(1, 1024));
   auto* pin = cmd->add_flag("--pin", o.pin, "Pin senders round-robin over cores, spread over NUMA nodes (default)");
   auto* no_pin = cmd->add_flag("--no-pin", o.no_pin, "Do not pin sender threads");
@@ -511,7 +572,7 @@ void add_bench_command(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   cmd->add_flag("--no-kernel-row", o.no_kernel_row,
                 "With afpacket/udp devices, do not add the kernel's own path (strategy kernel)");
-  add_round_options(cmd, o, integer);
+  add_round_options(cmd, o);
   add_traffic_options(cmd, o);
 }
 
@@ -542,7 +603,7 @@ int run_worker(const BenchOptions& o) {
         rp != r.data() + r.size())
       throw ConfigError("--worker: " + txpath::quoted(o.worker) + " is not THREADS:ROUND");
     check_round_pipe();
-    BenchConfig cfg = config_from(o);
+    BenchConfig cfg = config_from(o, nullptr);
     cfg.stop = &g_stop;
     report_intervals(cfg, o);  // a worker's runs are where the slices happen
     const std::string text = run_bench_round(cfg, threads, round, [&](const std::string& line) {
@@ -573,6 +634,7 @@ void print_warnings(const std::vector<BenchPoint>& points) {
 int run_bench_command(const BenchOptions& o) {
   if (!o.worker.empty()) return run_worker(o);
   const StopOnSignals stop_on_signals;  // until the outputs are written: a second signal exits
+  HeldFiles held_files;                 // FIFO outputs and the capture, until the outputs are written
   const BenchProvenance provenance{.command_line = o.command_line,
                                    .started = std::chrono::system_clock::now()};
   BenchConfig cfg;
@@ -584,14 +646,14 @@ int run_bench_command(const BenchOptions& o) {
   };
   std::optional<metrics::BackgroundExporter> exporter;  // stops after the last round
   try {
-    cfg = config_from(o);
+    cfg = config_from(o, &held_files);
     if (!o.metrics.empty()) {
       exporter.emplace(metrics::parse_listen(o.metrics, "--metrics"));
       if (!o.quiet) fmt::print(stderr, "txpath bench: metrics on http://{}/metrics\n", exporter->bound());
     }
     if (!o.in_process) {
-      cfg.round_runner = [&o, seed = cfg.seed](int threads, int round) {
-        return run_round_in_worker(o.args, seed, threads, round, g_signal);
+      cfg.round_runner = [&o, seed = cfg.seed, capture = cfg.source_fd](int threads, int round) {
+        return run_round_in_worker(o.args, seed, threads, round, g_signal, capture);
       };
     }
     print_config(cfg);

@@ -85,7 +85,7 @@ void signal_worker(int sig) noexcept {
 }
 
 std::string run_round_in_worker(const std::vector<std::string>& args, uint64_t seed, int threads, int round,
-                                const std::atomic<int>& stop_signal) {
+                                const std::atomic<int>& stop_signal, int capture_fd) {
   std::vector<std::string> argv_text = {"txpath"};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   for (const std::string& extra : {std::string("--seed"), std::to_string(seed), std::string("--worker"),
@@ -115,6 +115,8 @@ std::string run_round_in_worker(const std::vector<std::string>& args, uint64_t s
     } else {
       ::dup2(fds[1], kWorkerFd);  // the copy is not close-on-exec
     }
+    // The capture's snapshot is at 10 or above (snapshot_pcap), never one of the two above.
+    if (capture_fd >= 0) ::dup2(capture_fd, kCaptureFd);
     ::execv("/proc/self/exe", argv.data());
     ::_exit(127);
   }

@@ -14,7 +14,8 @@
 
 namespace txpath::cli {
 
-inline constexpr int kWorkerFd = 3;  // where a worker writes its round
+inline constexpr int kWorkerFd = 3;   // where a worker writes its round
+inline constexpr int kCaptureFd = 4;  // with --source: the parent's snapshot of the capture
 
 // A worker that did not give a round: it exited with a status of its own after printing its own
 // error line (reported: the parent adds nothing and exits with `status`), or it was killed, sent
@@ -33,9 +34,9 @@ struct WorkerFailed : std::runtime_error {
 // signal the parent forwarded; an empty text when that signal killed it before it could stop
 // (a stop during its start: nothing ran). Throws WorkerFailed otherwise.
 // `stop_signal`: the stop signal the parent caught (0: none), forwarded to a worker that started
-// just after it.
+// just after it. `capture_fd` (-1: none): the capture's snapshot, the worker's kCaptureFd.
 std::string run_round_in_worker(const std::vector<std::string>& args, uint64_t seed, int threads, int round,
-                                const std::atomic<int>& stop_signal);
+                                const std::atomic<int>& stop_signal, int capture_fd);
 
 // The worker's side: throws ConfigError (one line) unless file descriptor 3 is a pipe (--worker
 // run by hand); then writes the round's text there (throws when the write fails).

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 
+#include "cli_numbers.hpp"
 #include "core/text.hpp"
 #include "net_cmds.hpp"
 #include "txpath/error.hpp"
@@ -124,8 +125,11 @@ void add_testbed_command(CLI::App& app, TestbedOptions& o) {
   o.up->add_option("--host-addr", o.config.host_addr, "IPv4 address/prefix of the host end (ifb default 10.88.0.1/24)")->capture_default_str();
   o.up->add_option("--peer-addr", o.config.peer_addr, "IPv4 address/prefix of the peer end (ifb: the target in the host's subnet the kernel row sends to; default 10.88.0.2/24)")->capture_default_str();
   o.up->add_option("--qdisc", o.config.qdisc, "root qdisc of the host end, or with --queues above 1 the qdisc under mq on each queue (tc syntax; noqueue: none)")->capture_default_str();
-  o.up->add_option("--mtu", o.config.mtu, "MTU of both ends")->capture_default_str();
+  o.up->add_option("--mtu", o.config.mtu, "MTU of both ends")
+      ->transform(decimal_integer<decltype(o.config.mtu)>())
+      ->capture_default_str();
   o.up->add_option("--queues", o.config.queues, "TX and RX queues of each end; above 1 the host end gets mq at its root")
+      ->transform(decimal_integer<decltype(o.config.queues)>())
       ->check(CLI::Range(1u, kMaxTestbedQueues))
       ->capture_default_str();
   o.down = tb->add_subcommand("down", "remove the testbed on --host-if (only what `up` made)");

@@ -139,6 +139,10 @@ struct BenchConfig {
   // With a capture: no kernel row, no --flows, the sink does not count (the frames are not
   // numbered by this run); conservation is checked as for every row.
   std::string source;
+  // With a capture: a file descriptor holding its bytes (a sealed snapshot, snapshot_pcap()),
+  // read instead of the file when >= 0, so that every round of a bench replays the same
+  // capture whatever happens to the file meanwhile. Not owned; -1: read the file.
+  int source_fd = -1;
   // A capture's timing: 0 flat out; X > 0 its time stamps X times as fast (2: twice as fast).
   // Needs a capture; not with a rate.
   double replay_speed = 0;

@@ -62,6 +62,7 @@ void log_departures(NetDevice& device, std::vector<LatencyHistogram>& logs) {
 }
 
 bench_detail::Capture load_source(const BenchConfig& cfg, const Device& device) {
+  if (cfg.source_fd >= 0) return bench_detail::load_pcap_snapshot(cfg.source_fd, device.max_frame_len(), cfg.source.substr(5));
   return bench_detail::load_pcap(cfg.source.substr(5), device.max_frame_len());
 }
 

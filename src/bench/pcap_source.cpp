@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <pcap/pcap.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "core/text.hpp"
 #include "txpath/error.hpp"
@@ -129,30 +131,85 @@ Capture parse_pcap(std::span<const std::byte> file, std::size_t max_frame_len, s
   return cap;
 }
 
-Capture load_pcap(const std::string& path, std::size_t max_frame_len) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+namespace {
+
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+int open_capture_file(const std::string& path) {
+  // O_NONBLOCK: a FIFO (or a device) opens at once and is refused by read_capture(), never
+  // waited on in open() (a FIFO with no writer blocked there for ever, signals included).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) throw bad(path, std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  return fd;
+}
+
+// The whole of the capture open as `fd`, from its start: a regular file within the caps.
+std::vector<std::byte> read_capture(int fd, std::string_view name) {
   struct stat st{};
-  if (::fstat(fd, &st) != 0) throw bad(path, std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw bad(path, "not a regular file");
+  if (::fstat(fd, &st) != 0) throw bad(name, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw bad(name, "not a regular file");
   constexpr std::size_t kMaxFile = kFileHeader + kMaxReplayBytes + kMaxReplayFrames * kRecordHeader;
   if (static_cast<uint64_t>(st.st_size) > kMaxFile)
-    throw bad(path, std::to_string(st.st_size) + " bytes, over the replay's cap of " + std::to_string(kMaxFile));
+    throw bad(name, std::to_string(st.st_size) + " bytes, over the replay's cap of " + std::to_string(kMaxFile));
   std::vector<std::byte> file(static_cast<std::size_t>(st.st_size));
   std::size_t got = 0;
   while (got < file.size()) {
-    const ssize_t n = ::read(fd, file.data() + got, file.size() - got);
+    const ssize_t n = ::pread(fd, file.data() + got, file.size() - got, static_cast<off_t>(got));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw bad(path, std::strerror(errno));
+    if (n < 0) throw bad(name, std::strerror(errno));
     if (n == 0) break;  // shrank while we read: parse what is there
     got += static_cast<std::size_t>(n);
   }
   file.resize(got);
-  return parse_pcap(file, max_frame_len, path);
+  return file;
+}
+
+constexpr unsigned kSnapshotSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+
+}  // namespace
+
+Capture load_pcap(const std::string& path, std::size_t max_frame_len) {
+  const FdCloser file{open_capture_file(path)};
+  return parse_pcap(read_capture(file.fd, path), max_frame_len, path);
+}
+
+int snapshot_pcap(const std::string& path) {
+  std::vector<std::byte> bytes;
+  {
+    const FdCloser file{open_capture_file(path)};
+    bytes = read_capture(file.fd, path);
+  }
+  const FdCloser mem{::memfd_create("txpath-capture", MFD_CLOEXEC | MFD_ALLOW_SEALING)};
+  if (mem.fd < 0) throw bad(path, std::string("a copy in memory: memfd_create: ") + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(mem.fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw bad(path, std::string("a copy in memory: write: ") + std::strerror(n < 0 ? errno : EIO));
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fcntl(mem.fd, F_ADD_SEALS, kSnapshotSeals) != 0)
+    throw bad(path, std::string("a copy in memory: seal: ") + std::strerror(errno));
+  // 10 or above: a worker's fork moves it to a low number of its own (kCaptureFd) first.
+  const int high = ::fcntl(mem.fd, F_DUPFD_CLOEXEC, 10);
+  if (high < 0) throw bad(path, std::string("a copy in memory: ") + std::strerror(errno));
+  return high;
+}
+
+bool is_pcap_snapshot(int fd) noexcept {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  return seals >= 0 && (static_cast<unsigned>(seals) & kSnapshotSeals) == kSnapshotSeals;
+}
+
+Capture load_pcap_snapshot(int fd, std::size_t max_frame_len, std::string_view name) {
+  return parse_pcap(read_capture(fd, name), max_frame_len, name);
 }
 
 }  // namespace txpath::bench_detail

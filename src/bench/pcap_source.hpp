@@ -55,4 +55,17 @@ Capture parse_pcap(std::span<const std::byte> file, std::size_t max_frame_len, s
 // ConfigError naming the file for a file that cannot be read, too large a file, or a bad capture.
 Capture load_pcap(const std::string& path, std::size_t max_frame_len);
 
+// A sealed in-memory copy (memfd) of the capture file `path`, read as load_pcap() reads it (the
+// same refusals for a file that cannot be read, is not a regular file or is too large): a file
+// descriptor of 10 or above, close-on-exec, that the caller owns. A bench reads its capture
+// once, here, and every round (each in its own process) replays these bytes: a file replaced
+// or rewritten between rounds does not change what the rounds send, nor fail them.
+int snapshot_pcap(const std::string& path);
+
+// True if `fd` is open on such a snapshot (a regular file whose contents are sealed).
+bool is_pcap_snapshot(int fd) noexcept;
+
+// load_pcap() of a snapshot (read from its start); `name` (the file's) names it in errors.
+Capture load_pcap_snapshot(int fd, std::size_t max_frame_len, std::string_view name);
+
 }  // namespace txpath::bench_detail

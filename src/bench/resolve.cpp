@@ -123,6 +123,17 @@ void add_kernel_row(BenchConfig& cfg, const Device& device, const FrameSpec& fra
   }
 }
 
+// The most TX queues a bench run takes on this machine: 8 per hardware thread, at least 64 (a
+// real NIC has about one per CPU; XPS maps each CPU to its own). Each queue of a run is a whole
+// TxQueue with its own service thread, which wakes every millisecond while idle: past a few
+// hundred on two cores those threads take every CPU, and the setup and teardown of the run's
+// queues (linear) crawled behind them (600 queues: 23 s for a 0.1 s run; 800: not in 60 s).
+uint32_t bench_queue_cap() {
+  constexpr uint32_t kPerCpu = 8, kFloor = 64;
+  const auto pus = static_cast<uint32_t>(std::max(1, topology().pus));
+  return std::clamp(pus * kPerCpu, kFloor, kMaxTxQueues);
+}
+
 // The TX queue counts: the device spec's own (queues=N) when cfg.queues is empty, else each of
 // cfg.queues once, in range, on a kind that takes queues=N; every count's device is built and
 // given the XPS map (cfg.xps), so that a bad CPU or queue fails here. `spec_queues`: the spec's
@@ -139,6 +150,10 @@ void resolve_queues(BenchConfig& cfg, uint32_t spec_queues) {
     const uint32_t q = cfg.queues[i];
     if (q < 1 || q > kMaxTxQueues)
       throw ConfigError("queue count " + std::to_string(q) + " out of range 1.." + std::to_string(kMaxTxQueues));
+    if (const uint32_t cap = bench_queue_cap(); q > cap)
+      throw ConfigError("queue count " + std::to_string(q) + " is over this machine's limit of " + std::to_string(cap) +
+                        " TX queues for a bench run (8 per hardware thread, at least 64: each queue runs its "
+                        "own service thread)");
     if (std::find(cfg.queues.begin(), cfg.queues.begin() + static_cast<std::ptrdiff_t>(i), q) !=
         cfg.queues.begin() + static_cast<std::ptrdiff_t>(i))
       throw ConfigError("queue count " + std::to_string(q) + " given twice");

@@ -2,6 +2,7 @@
 #include "bench/sender_pools.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "bench/pcap_source.hpp"
@@ -39,6 +40,16 @@ std::size_t sender_buffer_size(const BenchConfig& cfg, const Capture* capture) n
 
 std::size_t check_send_budget(const BenchConfig& cfg, const Capture* capture) {
   if (cfg.sndbuf == 0) return 0;
+  // Each sender's pool is allocated when its run starts: the budgets of a thread count's senders
+  // together stay within kMaxSendBudgetTotal (a division: the library's sndbuf may be any value).
+  for (const int t : cfg.threads) {
+    const uint64_t threads = static_cast<uint64_t>(std::max(t, 1));
+    if (cfg.sndbuf > kMaxSendBudgetTotal / threads)
+      throw ConfigError("sndbuf " + std::to_string(cfg.sndbuf) + " for each of " + std::to_string(threads) +
+                        " senders is over the limit of " + std::to_string(kMaxSendBudgetTotal >> 20) +
+                        " MiB of send buffers in total (at most " + std::to_string(kMaxSendBudgetTotal / threads) +
+                        " per sender at " + std::to_string(threads) + " threads)");
+  }
   const std::size_t truesize = packet_truesize(sender_buffer_size(cfg, capture));
   const std::size_t packets = cfg.sndbuf / truesize;
   if (packets == 0)

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -55,8 +56,14 @@ std::size_t packet_truesize(std::size_t buffer_size) noexcept;
 // The senders' buffer size: room for the run's frames (a capture's longest), at least 256 bytes.
 std::size_t sender_buffer_size(const BenchConfig& cfg, const Capture* capture) noexcept;
 
+// The send budgets of one thread count's senders together (cfg.sndbuf x threads), at most: each
+// sender's pool is allocated when its run starts, so this bounds the run's buffers (1 GiB holds
+// the default budget, Linux's wmem_default, for 4096 senders).
+inline constexpr uint64_t kMaxSendBudgetTotal = uint64_t{1} << 30;
+
 // Packets a sender's budget holds (cfg.sndbuf bytes at each packet's truesize); 0 without a
-// budget. Throws ConfigError (one line) when a budget cannot hold a single packet.
+// budget. Throws ConfigError (one line) when a budget cannot hold a single packet, or when the
+// budgets of a thread count's senders together exceed kMaxSendBudgetTotal.
 std::size_t check_send_budget(const BenchConfig& cfg, const Capture* capture);
 
 }  // namespace txpath::bench_detail

@@ -107,9 +107,7 @@ OutputFile::OutputFile(std::string path, std::string_view what)
   const bool exists = ::stat(target_.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) fail("", EISDIR);
   if (exists && !S_ISREG(st.st_mode)) {
-    // A device, FIFO or pipe: written in place (O_NOCTTY: a terminal never becomes ours).
-    fd_ = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd_ < 0) fail("open", errno);
+    open_in_place();
     return;
   }
   if (exists) {
@@ -125,6 +123,25 @@ OutputFile::OutputFile(std::string path, std::string_view what)
   fd_ = ::mkostemp(tmpl.data(), O_CLOEXEC);
   if (fd_ < 0) fail("create a temporary file beside it", errno);
   temp_ = std::move(tmpl);
+}
+
+// A device, FIFO or pipe: written in place (O_NOCTTY: a terminal never becomes ours). Opened
+// O_NONBLOCK, so that a FIFO nobody reads is refused at once (ENXIO) instead of blocking in
+// open() for ever (signals included: the bench's handlers restart calls); the writes then block
+// as on any pipe. Whatever the name is by now must not be a regular file or a directory: a
+// target replaced since the stat() above is refused rather than written in place.
+void OutputFile::open_in_place() {
+  fd_ = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd_ < 0 && errno == ENXIO) {
+    discard();
+    throw FileError(what_ + " " + quoted(path_) + ": a FIFO that nobody reads");
+  }
+  if (fd_ < 0) fail("open", errno);
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) fail("fstat", errno);
+  if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) fail("open", EEXIST);
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) fail("fcntl", errno);
 }
 
 OutputFile::~OutputFile() { discard(); }

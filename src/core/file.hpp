@@ -10,7 +10,8 @@
 //
 // Targets that are not regular files (a character device such as /dev/null or /dev/full, a FIFO,
 // a pipe from the shell) are written in place instead: they cannot be replaced, only written,
-// and every write and the final close are still checked.
+// and every write and the final close are still checked. They are opened without blocking: a
+// FIFO that nobody has open for reading is refused at once ("a FIFO that nobody reads").
 //
 // Symlinks: a link that the caller owns is followed (to its final target). A link owned by
 // another user is refused, unless it sits in a directory that is not sticky-and-world-writable or
@@ -61,6 +62,7 @@ class OutputFile {
 
  private:
   [[noreturn]] void fail(std::string_view step, int err);
+  void open_in_place();
   void discard() noexcept;
 
   std::string path_;    // the target as given (messages)

@@ -143,10 +143,10 @@ want_hex=$(printf '%s' "pcap:$odd" | od -An -tx1 | tr -d ' \n')
 # ---- 3: SIGINT / SIGTERM --------------------------------------------------------------------------
 # Starts a long bench in the background (SIGINT not ignored, as it would be for a background job
 # of a script); waits for its first progress line.
-start_long() {  # $1: --json target
+start_long() {  # $1: --json target; $2: --plot target (default $tmp/sig.svg)
   rm -f "$tmp/sig.out" "$tmp/sig.err"  # the previous run's progress line must not count
   env --default-signal=INT,TERM "$bin" bench --device null --strategy busylock,rootlock --threads 1,2 --duration 30 --repeat 3 \
-    --json "$1" --csv "$tmp/sig.csv" --plot "$tmp/sig.svg" >"$tmp/sig.out" 2>"$tmp/sig.err" &
+    --json "$1" --csv "$tmp/sig.csv" --plot "${2:-$tmp/sig.svg}" >"$tmp/sig.out" 2>"$tmp/sig.err" &
   bg=$!
   for _ in $(seq 200); do
     grep -q '^txpath bench: \[1/' "$tmp/sig.err" 2>/dev/null && return 0
@@ -190,18 +190,31 @@ for sig in INT TERM; do
   ls -A "$tmp" | grep -q '^\.sig\.' && FAIL "SIG$sig: temporary files left: $(ls -A "$tmp")"
 done
 
-# A second signal exits at once: the first one's outputs block on a FIFO nobody reads.
+# A second signal exits at once: the first one's outputs block on a FIFO that is held open but
+# not read (its buffer shrunk to a page, less than the SVG; a FIFO nobody has open is refused
+# before anything runs).
 # ThreadSanitizer defers a signal while the thread that would take it sits in open() on the FIFO,
 # so in a TSan build this check cannot see the handler run; the Release and ASan builds run it.
 if nm "$bin" 2>/dev/null | grep -q ' __tsan_init$'; then
   echo "bench_outputs.sh: second-signal check skipped in a ThreadSanitizer build (signals deferred)"
 else
   mkfifo "$tmp/fifo"
-  start_long "$tmp/fifo" || FAIL "second signal: no progress line"
+  python3 - "$tmp/fifo" "$tmp/held" <<'EOF' &
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
+fcntl.fcntl(fd, 1031, 4096)  # F_SETPIPE_SZ: one page
+open(sys.argv[2], 'w').close()
+time.sleep(120)
+EOF
+  holder=$!
+  for _ in $(seq 200); do [ -e "$tmp/held" ] && break; sleep 0.05; done
+  start_long "$tmp/sig.json" "$tmp/fifo" || FAIL "second signal: no progress line"
   kill -INT "$bg"
   for _ in $(seq 200); do grep -q '^park:' "$tmp/sig.out" && break; sleep 0.05; done
   kill -TERM "$bg"
   finish
+  kill -KILL "$holder" 2>/dev/null
+  wait "$holder" 2>/dev/null
   [ "$rc" = 143 ] || FAIL "second signal: exit $rc, not 143 at once"
 fi
 
