@@ -219,7 +219,7 @@ TEST(SendBudget, ABudgetThatHoldsNoPacketIsRefusedInOneLine) {
 TEST(SendBudget, BudgetsOverOneGibibyteInTotalAreRefusedInOneLine) {
   BenchConfig c = test::null_bench({"busylock"}, {1}, 0.05, 1);
   c.sndbuf = uint64_t{1} << 32;
-  test::expect_error(c, "sndbuf 4294967296 for each of 1 senders is over the limit of 1024 MiB of send buffers in total");
+  test::expect_error(c, "sndbuf 4294967296 times 1 sender is over the limit of 1024 MiB of send buffers in total");
   c.sndbuf = uint64_t{1} << 30;  // exactly the cap, one sender
   EXPECT_NO_THROW(resolve_bench_config(c));
   c.threads = {1, 2};  // the largest thread count decides

@@ -34,10 +34,10 @@ constexpr uint32_t scale_hash(uint32_t hash, uint32_t n) noexcept {
 // What netdev_pick_tx() knows about one packet.
 struct QueuePick {
   uint32_t num_queues = 1;                  // the device's TX queues (> 0)
-  std::optional<uint32_t> explicit_queue;  // the application's choice; used when < num_queues
+  std::optional<uint32_t> explicit_queue{};  // the application's choice; used when < num_queues
   // The sending CPU's XPS map as a bitmap: bit q % 64 of word q / 64 names queue q (may be
   // empty; bits past num_queues are ignored).
-  std::span<const uint64_t> xps_mask;
+  std::span<const uint64_t> xps_mask{};
   uint32_t flow_hash = 0;                   // the packet's flow hash (0: none, queue 0's hash)
   // The packet's traffic class's queues, [class_offset, class_offset + class_count) (mqprio);
   // class_count 0: every queue. Clipped to num_queues.

@@ -45,10 +45,11 @@ std::size_t check_send_budget(const BenchConfig& cfg, const Capture* capture) {
   for (const int t : cfg.threads) {
     const uint64_t threads = static_cast<uint64_t>(std::max(t, 1));
     if (cfg.sndbuf > kMaxSendBudgetTotal / threads)
-      throw ConfigError("sndbuf " + std::to_string(cfg.sndbuf) + " for each of " + std::to_string(threads) +
-                        " senders is over the limit of " + std::to_string(kMaxSendBudgetTotal >> 20) +
+      throw ConfigError("sndbuf " + std::to_string(cfg.sndbuf) + " times " + std::to_string(threads) +
+                        (threads == 1 ? " sender" : " senders") + " is over the limit of " +
+                        std::to_string(kMaxSendBudgetTotal >> 20) +
                         " MiB of send buffers in total (at most " + std::to_string(kMaxSendBudgetTotal / threads) +
-                        " per sender at " + std::to_string(threads) + " threads)");
+                        " per sender at " + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)"));
   }
   const std::size_t truesize = packet_truesize(sender_buffer_size(cfg, capture));
   const std::size_t packets = cfg.sndbuf / truesize;
