@@ -302,16 +302,6 @@ void Config::show_classes(const DeviceTree& d, std::ostream& out, const ShowOpti
   if (show.json) emit_json(out, arr, show.pretty);
 }
 
-void warn_about_class(const Tree& tree, uint32_t classid, const Config::ShowOptions& show) {
-  for (const TreeNode& n : tree.nodes) {
-    const ClassOps* ops = n.qdisc->class_ops();
-    if (!ops || (n.handle & 0xFFFF0000u) != (classid & 0xFFFF0000u)) continue;
-    const std::string line = ops->class_warning(static_cast<uint16_t>(minor_of(classid)));
-    if (!line.empty() && show.warn) show.warn(line);
-    return;
-  }
-}
-
 // ---- the live document ----
 
 void append_counters(const Qdisc& q, uint32_t handle, uint32_t parent, const QdiscStats& stats,
