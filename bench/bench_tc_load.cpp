@@ -12,6 +12,8 @@
 //   BM_TcBuild/N    Config::build of one device of N classes (at most 50,000): the qdisc objects
 //   BM_TcBatch/N    `txpath tc -batch` of N class adds on a file with the htb root and its parent
 //                   class (tc::run(): read, lock, parse, the batch, write): linear, it was quadratic
+//   BM_TcLiveDocument/N  a running tree's live document of N classes (at most 50,000): written
+//                   (collect_counters, stats_document) and read as `tc -s class show` reads it
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -124,6 +126,22 @@ void BM_TcBatch(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
+void BM_TcLiveDocument(benchmark::State& state) {
+  Config cfg = Config::parse(htb_config(static_cast<int>(state.range(0))), "bench.tc");
+  const txpath::tc::Tree tree = cfg.build("d0");
+  Config::ShowOptions show;
+  show.stats = true;
+  const std::vector<std::string> cmd = {"class", "show", "dev", "d0"};
+  for (auto _ : state) {
+    const std::string doc = txpath::tc::stats_document(txpath::tc::collect_counters(tree.nodes), "d0");
+    show.fetch_live = [&doc](const std::string&) { return Config::ShowOptions::LiveDocument{doc, ""}; };
+    std::ostringstream out;
+    cfg.execute(cmd, out, show);
+    benchmark::DoNotOptimize(out.tellp());
+  }
+  state.SetItemsProcessed(state.iterations() * std::min<int64_t>(state.range(0), kPerDevice));
+}
+
 }  // namespace
 
 BENCHMARK(BM_TcParse)->Arg(1000)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
@@ -131,3 +149,4 @@ BENCHMARK(BM_TcLoad)->Arg(1000)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMil
 BENCHMARK(BM_TcCommand)->Arg(1000)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TcBuild)->Arg(1000)->Arg(10'000)->Arg(50'000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TcBatch)->Arg(1000)->Arg(2000)->Arg(4000)->Arg(10'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TcLiveDocument)->Arg(1000)->Arg(10'000)->Arg(50'000)->Unit(benchmark::kMillisecond);

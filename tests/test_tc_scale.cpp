@@ -3,10 +3,12 @@
 //  - tc -batch builds the trees once, not once per line, and still stops at the first failing
 //    line with its own error, FILE:LINE, warnings and what the lines before it changed;
 //  - a control request is bounded before it is parsed (a 16 MiB request of nested '[' took a
-//    worker to 1.26 GB).
+//    worker to 1.26 GB);
+//  - the live document of a full htb tree (65535 classes) is written and read in linear time.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -20,6 +22,7 @@
 #include "tc/control_request.hpp"
 #include "tc/control_socket.hpp"
 #include "tc/internal.hpp"
+#include "tc/live_document.hpp"
 #include "txpath/device.hpp"
 #include "txpath/tc.hpp"
 #include "txpath/txqueue.hpp"
@@ -179,6 +182,132 @@ TEST_F(TcControlRequest, ADeeplyNestedOneIsRefusedInBoundedMemory) {
   // The peak grew by the request's copies (client, server), not by a document of 16M values; a
   // high-water mark, so only a rise is seen (an earlier test's peak hides nothing that matters).
   EXPECT_LT(max_rss_kib() - before, 256 * 1024) << "KiB";
+}
+
+// ---- the live document ----
+
+// What the reader takes from a document: counters, xstats in order, kind, options; an entry
+// given twice is the last; an entry that is not an object has zeros; bad values read as none.
+TEST(LiveDocumentReader, ReadsWhatTheWriterWrites) {
+  TreeCounters counters;
+  TreeCounters::Entry q{0x10000, kRoot, false, {}, {{"a", -1}, {"b", 2}, {"a", 3}}, "htb", kRoot,
+                        DumpAttrs().number("r2q", 10).word("ver", "3.17").flag("f", true).array("x", {1, 2})};
+  q.stats.bytes = 18446744073709551615u;
+  q.stats.qlen = 7;
+  counters.entries.push_back(q);
+  for (uint32_t k : {1u, 2u, 3u}) {  // the third is class 1:1 again
+    const uint32_t minor = k == 3 ? 1 : k;
+    TreeCounters::Entry c{0x10000 | minor, kRoot, true, {}, {{"lended", minor}}, "htb", 0x10000, {}};
+    c.stats.packets = k * 10;
+    counters.entries.push_back(c);
+  }
+  const std::optional<LiveEntries> doc = read_live_document(stats_document(counters, "d\"0"));
+  ASSERT_TRUE(doc);
+  EXPECT_FALSE(doc->error);
+  EXPECT_TRUE(doc->has_qdiscs && doc->has_classes);
+  ASSERT_EQ(doc->qdiscs.count("1:"), 1u);
+  const LiveEntry& e = doc->qdiscs.at("1:");
+  EXPECT_EQ(e.stats.bytes, 18446744073709551615u);
+  EXPECT_EQ(e.stats.qlen, 7u);
+  EXPECT_EQ(e.xstats, (Xstats{{"a", -1}, {"b", 2}, {"a", 3}}));
+  EXPECT_EQ(e.kind, "htb");
+  ASSERT_TRUE(e.options);
+  EXPECT_EQ(*e.options, q.options);
+  ASSERT_EQ(doc->classes.size(), 2u);
+  EXPECT_EQ(doc->classes.at("1:1").stats.packets, 30u);
+  EXPECT_EQ(doc->classes.at("1:2").stats.packets, 20u);
+  EXPECT_FALSE(doc->classes.at("1:1").options);
+
+  const auto odd = read_live_document(
+      R"({"qdiscs":{"1:":5,"2:":{"bytes":-3,"packets":1.5,"drops":{"x":1},"qlen":4,"kind":7,)"
+      R"("xstats":[["ok",1],["bad"],[1,2],["deep",[1]],"x",["u",18446744073709551615]]},)"
+      R"("2:":{"bytes":9}},"classes":[]})");
+  ASSERT_TRUE(odd);
+  EXPECT_TRUE(odd->has_qdiscs);
+  EXPECT_FALSE(odd->has_classes);
+  EXPECT_EQ(odd->qdiscs.at("1:").stats.bytes, 0u);
+  EXPECT_EQ(odd->qdiscs.at("2:").stats.bytes, 9u);  // the last "2:"
+  EXPECT_EQ(odd->qdiscs.at("2:").stats.qlen, 0u);
+
+  const auto first = read_live_document(R"({"qdiscs":{"2:":{"bytes":-3,"packets":1.5,"drops":{"x":1},)"
+                                        R"("qlen":4,"kind":7,"xstats":[["ok",1],["bad"],[1,2],["deep",[1]],)"
+                                        R"("x",["u",18446744073709551615]]}}})");
+  ASSERT_TRUE(first);
+  const LiveEntry& f = first->qdiscs.at("2:");
+  EXPECT_EQ(f.stats.bytes, 0u);
+  EXPECT_EQ(f.stats.packets, 0u);
+  EXPECT_EQ(f.stats.drops, 0u);
+  EXPECT_EQ(f.stats.qlen, 4u);
+  EXPECT_FALSE(f.kind);
+  EXPECT_EQ(f.xstats, (Xstats{{"ok", 1}, {"u", -1}}));
+  EXPECT_EQ(read_live_document(R"({"error":"the queue did not answer"})")->error, "the queue did not answer");
+  EXPECT_FALSE(read_live_document("[1]"));
+  EXPECT_FALSE(read_live_document("{\"qdiscs\":{}"));
+}
+
+double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// The least CPU time of 3 runs of f.
+template <class F>
+double least_of_3(F&& f) {
+  double least = 1e9;
+  for (int i = 0; i < 3; ++i) {
+    const double start = thread_cpu_seconds();
+    f();
+    least = std::min(least, thread_cpu_seconds() - start);
+  }
+  return least;
+}
+
+// The issue's contract: the live document of a full htb tree (65535 classes) is built "well under
+// 1 s" — it took 6.4 s, so tc -s and the exporter, which wait 2 s for it, gave up. Checked on both
+// sides of the socket, each against that 1 s: the server's side (collect_counters and
+// stats_document, what LiveStats does per request; 0.2 s in a release build) and the client's (tc
+// -s class show reading that document and looking up all 65535 classes; 0.35 s, of which 0.13 s
+// builds the file's tree to list it; before, a search of the document's keys per class).
+// Measured in this thread's CPU time, so a loaded machine does not make it fail; skipped where
+// the build is not optimised or is instrumented. Only the API that existed before is used, so
+// the test runs, and fails, on the old code too.
+TEST(LiveDocumentCost, AFullHtbTreeIsWrittenAndReadWellUnderASecond) {
+#if defined(TXPATH_TSAN) || defined(TXPATH_ASAN) || !defined(NDEBUG)
+  GTEST_SKIP() << "a bound on CPU time: checked in the release run";
+#endif
+  std::string text = "link add dev d0\nqdisc add dev d0 root handle 1: htb default 1\n";
+  for (int i = 1; i <= 0xFFFF; ++i) {
+    char line[96];
+    std::snprintf(line, sizeof line, "class add dev d0 parent 1: classid 1:%x htb rate 10mbit\n", i);
+    text += line;
+  }
+  Config cfg = Config::parse(text, "big.tc");
+  const Tree tree = cfg.build("d0");
+  // The least of 3 tries: a busy machine's page faults and cache misses inflate a try, never
+  // shrink one.
+  std::string doc;
+  const double written = least_of_3([&] { doc = stats_document(collect_counters(tree.nodes), "d0"); });
+  EXPECT_LT(written, 1.0) << "CPU seconds to write the document of 65535 classes";
+  EXPECT_LT(doc.size(), (16u << 20)) << "the document fits the wire";
+
+  Config::ShowOptions show;
+  show.stats = true;
+  std::string why_not;
+  show.fetch_live = [&doc](const std::string&) { return Config::ShowOptions::LiveDocument{doc, ""}; };
+  show.note = [&why_not](const std::string& line) { why_not = line; };
+  std::ostringstream out;
+  const double read = least_of_3([&] {
+    out.str("");
+    cfg.execute(std::vector<std::string>{"class", "show", "dev", "d0"}, out, show);
+  });
+  EXPECT_LT(read, 1.0) << "CPU seconds for tc -s class show to read it and show 65535 classes";
+  EXPECT_EQ(why_not, "") << "every class's counters are the live document's";
+  const std::string shown = out.str();
+  std::size_t classes = 0;
+  for (std::size_t at = shown.find("class htb "); at != std::string::npos; at = shown.find("class htb ", at + 1))
+    ++classes;
+  EXPECT_EQ(classes, 0xFFFFu);
 }
 
 }  // namespace
