@@ -10,6 +10,10 @@
 //   BM_TcCommand/N  what `txpath tc class add ...` does besides locking and renaming: parse,
 //                   one class add (which builds the device's tree again), serialize
 //   BM_TcBuild/N    Config::build of one device of N classes (at most 50,000): the qdisc objects
+//   BM_TcBatch/N    `txpath tc -batch` of N class adds on a file with the htb root and its parent
+//                   class (tc::run(): read, lock, parse, the batch, write): linear, it was quadratic
+//   BM_TcLiveDocument/N  a running tree's live document of N classes (at most 50,000): written
+//                   (collect_counters, stats_document) and read as `tc -s class show` reads it
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -97,9 +101,52 @@ void BM_TcBuild(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * std::min<int64_t>(state.range(0), kPerDevice));
 }
 
+void BM_TcBatch(benchmark::State& state) {
+  const auto n = static_cast<int>(std::min<int64_t>(state.range(0), kPerDevice - 1));
+  const std::string base = htb_config(1);
+  std::string lines;
+  char line[128];
+  for (int i = 2; i < n + 2; ++i) {
+    std::snprintf(line, sizeof line, "class add dev d0 parent 1:1 classid 1:%x htb rate 1mbit ceil 10gbit\n", i);
+    lines += line;
+  }
+  const auto dir = std::filesystem::temp_directory_path() / ("txpath-bench-batch-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "x.tc").string(), batch = (dir / "b").string();
+  std::ofstream(batch) << lines;
+  const std::vector<std::string> args = {"--config", path, "-batch", batch};
+  std::ostringstream out, err;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::ofstream(path, std::ios::trunc) << base;
+    state.ResumeTiming();
+    if (txpath::tc::run(args, out, err) != 0) state.SkipWithError("the batch failed");
+  }
+  std::filesystem::remove_all(dir);
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+void BM_TcLiveDocument(benchmark::State& state) {
+  Config cfg = Config::parse(htb_config(static_cast<int>(state.range(0))), "bench.tc");
+  const txpath::tc::Tree tree = cfg.build("d0");
+  Config::ShowOptions show;
+  show.stats = true;
+  const std::vector<std::string> cmd = {"class", "show", "dev", "d0"};
+  for (auto _ : state) {
+    const std::string doc = txpath::tc::stats_document(txpath::tc::collect_counters(tree.nodes), "d0");
+    show.fetch_live = [&doc](const std::string&) { return Config::ShowOptions::LiveDocument{doc, ""}; };
+    std::ostringstream out;
+    cfg.execute(cmd, out, show);
+    benchmark::DoNotOptimize(out.tellp());
+  }
+  state.SetItemsProcessed(state.iterations() * std::min<int64_t>(state.range(0), kPerDevice));
+}
+
 }  // namespace
 
 BENCHMARK(BM_TcParse)->Arg(1000)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TcLoad)->Arg(1000)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TcCommand)->Arg(1000)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TcBuild)->Arg(1000)->Arg(10'000)->Arg(50'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TcBatch)->Arg(1000)->Arg(2000)->Arg(4000)->Arg(10'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TcLiveDocument)->Arg(1000)->Arg(10'000)->Arg(50'000)->Unit(benchmark::kMillisecond);

@@ -240,6 +240,7 @@ class Config {
   bool qdisc_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                      const ShowOptions& show);
   struct TreeCommand;  // qdisc_command's and class_command's verbs on the file's tree (commands.hpp)
+  friend class BatchRun;  // -batch: the lines' builds deferred to the end (src/tc/batch.cpp)
   bool class_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out,
                      const ShowOptions& show);
   bool link_command(std::string_view cmd, std::span<const std::string> args, std::ostream& out);
@@ -248,6 +249,8 @@ class Config {
   // Builds d's tree after a change, turning any error into the command's error; the caller
   // restores the previous state on throw. Does nothing while a file is read (defer_validation_).
   void validate(const DeviceTree& d) const;
+  // Tells show.warn the kernel's warning about class `classid` of d just added or changed, if any.
+  void warn_about_class(const DeviceTree& d, uint32_t classid, const ShowOptions& show) const;
   bool builds() const;  // every device builds
   void reindex();
   // One line of a configuration file, with its errors as "ORIGIN:LINE: message".

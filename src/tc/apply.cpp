@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "core/text.hpp"
+#include "tc/control_request.hpp"
 #include "tc/control_socket.hpp"
 #include "tc/internal.hpp"
 #include "txpath/multiqueue.hpp"
@@ -176,6 +177,8 @@ std::string control_answer(const std::string& request, const std::string& dev,
                            const std::function<void(const Config&)>& apply) {
   nlohmann::json answer;
   try {
+    // Bounded before it is parsed: a request nested or long past the protocol's is refused.
+    if (const std::string why = control_request_refusal(request); !why.empty()) throw ConfigError(why);
     const nlohmann::json req = nlohmann::json::parse(request);
     if (!req.is_object() || !req.contains("dev") || !req["dev"].is_string() || !req.contains("config") ||
         !req["config"].is_string())

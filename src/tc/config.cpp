@@ -372,10 +372,12 @@ void Config::DeviceTree::remove_class(uint32_t classid) {
   }
   child_classes.erase(classid);
   classes.erase(it);
+  ++removals;
 }
 
 void Config::DeviceTree::remove_subtree(uint32_t handle) {
   std::vector<uint32_t> work{handle};  // a work list, not recursion: depth is the input's
+  ++removals;
   while (!work.empty()) {
     const uint32_t h = work.back();
     work.pop_back();
@@ -572,7 +574,7 @@ bool Config::qdisc_command(std::string_view cmd, std::span<const std::string> ar
   if (t.dev.empty()) refuse_errno("No such device");  // tc sends the request without a device
   DeviceTree& d = need(t.dev);
   std::optional<DeviceTree> before;
-  if (!state_->defer_validation) before = d;
+  if (!state_->defer_validation && !state_->defer_build) before = d;
   TreeCommand edit{*this, d, t};
   try {
     return verb == Verb::del ? edit.del() : edit.modify(verb);
@@ -601,14 +603,14 @@ bool Config::class_command(std::string_view cmd, std::span<const std::string> ar
   if (t.dev.empty()) refuse_errno("No such device");
   DeviceTree& d = need(t.dev);
   std::optional<DeviceTree> before;
-  if (!state_->defer_validation) before = d;
+  if (!state_->defer_validation && !state_->defer_build) before = d;
   TreeCommand edit{*this, d, t};
   try {
     const bool changed = edit.edit_class(verb);
     // The kernel's warning about the class just added or changed (htb's quantum), on stderr.
     if (changed && verb != Verb::del && show.warn && !state_->defer_validation && t.classid &&
         minor_of(*t.classid) != 0)
-      warn_about_class(build(d, QdiscEnv{}), *t.classid, show);
+      warn_about_class(d, *t.classid, show);
     return changed;
   } catch (...) {
     if (before) d = std::move(*before);

@@ -2,6 +2,7 @@
 // tc::Config: building a device's configured tree into qdiscs (build, root_factory, multiqueue,
 // validation). See config.cpp for the model and its invariants.
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -54,7 +55,15 @@ void add_default_children(Tree& tree, Qdisc& q, uint32_t handle, Grafted&& graft
 
 Tree Config::build(std::string_view dev, QdiscEnv env) const { return build(need(dev), env); }
 
+namespace {
+// Relaxed: a count for tests, read after the commands it counts returned; orders nothing.
+std::atomic<uint64_t> g_tree_builds{0};
+}  // namespace
+
+uint64_t tree_builds() noexcept { return g_tree_builds.load(std::memory_order_relaxed); }
+
 Tree Config::build(const DeviceTree& d, QdiscEnv env) const {
+  g_tree_builds.fetch_add(1, std::memory_order_relaxed);
   env.txqueuelen = d.config.txqueuelen;
   env.mtu = d.config.mtu;
   env.tx_queues = d.config.tx_queues;
@@ -222,7 +231,33 @@ Config::MultiQueueSetup Config::multiqueue(std::string_view dev, std::shared_ptr
 }
 
 void Config::validate(const DeviceTree& d) const {
-  if (!state_->defer_validation) (void)build(d, QdiscEnv{});
+  if (!state_->defer_validation && !state_->defer_build) (void)build(d, QdiscEnv{});
+}
+
+// Its class alone on a scratch qdisc of its qdisc's kind and options: htb's warning depends on
+// the class's rate and quantum and on its qdisc's r2q, and an inner class (one with children)
+// has none; building the whole tree after every class command made a batch quadratic.
+void Config::warn_about_class(const DeviceTree& d, uint32_t classid, const ShowOptions& show) const {
+  const QdiscConfig* owner = d.qdisc(classid & 0xFFFF0000u);
+  const auto it = d.classes.find(classid);
+  if (!owner || it == d.classes.end() || d.child_classes.count(classid) || !show.warn) return;
+  QdiscEnv env;
+  env.txqueuelen = d.config.txqueuelen;
+  env.mtu = d.config.mtu;
+  env.tx_queues = d.config.tx_queues;
+  env.handle_major = static_cast<uint16_t>(major_of(owner->handle));
+  std::string line;
+  try {
+    const std::unique_ptr<Qdisc> scratch = make_tc_qdisc(join(owner->kind, owner->options), env);
+    const ClassOps* ops = scratch->class_ops();
+    if (!ops) return;
+    const auto minor = static_cast<uint16_t>(minor_of(classid));
+    add_class(*scratch, minor, 0, class_options_of(it->second.config).options(), env);
+    line = ops->class_warning(minor);
+  } catch (const ConfigError&) {
+    return;  // the tree's build says what is wrong, not a warning
+  }
+  if (!line.empty()) show.warn(line);
 }
 
 bool Config::builds() const {

@@ -32,6 +32,9 @@ struct Config::DeviceTree {
   std::map<uint32_t, uint32_t> child_classes;  // class id -> how many classes it is parent of
   uint64_t next_seq = 0;
   uint32_t next_auto_major = 0x8001;  // where the search for an automatic handle starts
+  // Qdiscs and classes removed so far (remove_class, remove_subtree): how -batch tells an add that
+  // took a leaf's qdisc away (batch.cpp).
+  uint64_t removals = 0;
 
   QdiscConfig* qdisc(uint32_t handle) noexcept;
   const QdiscConfig* qdisc(uint32_t handle) const noexcept;
@@ -58,6 +61,10 @@ struct Config::State {
   // While a file is read, trees are built once at the end rather than after every line, and a
   // failed command does not restore the state (the whole configuration is dropped).
   bool defer_validation = false;
+  // While a -batch line runs (batch.cpp), its device's tree is not built and a failed command does
+  // not restore the state (the batch builds the trees once and restores from its own copy); the
+  // line's own checks (tc's parse of its options, the edit's) run as always.
+  bool defer_build = false;
 };
 
 }  // namespace txpath::tc

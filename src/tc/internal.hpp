@@ -5,6 +5,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <span>
 #include <string>
@@ -37,8 +38,6 @@ QdiscStats shown_stats(const Qdisc& q);
 // its classes' entries (show.cpp).
 void append_counters(const Qdisc& q, uint32_t handle, uint32_t parent, const QdiscStats& stats,
                      TreeCounters& out);
-// Tells show.warn the kernel's warning about class `classid` of `tree`, if any (show.cpp).
-void warn_about_class(const Tree& tree, uint32_t classid, const Config::ShowOptions& show);
 // make_qdisc() for the `txpath tc` commands: its errors are tc's own lines alone, with tc's exit
 // statuses (tc_error.hpp), not `qdisc "<spec>": ...` (qdisc_registry.cpp).
 std::unique_ptr<Qdisc> make_tc_qdisc(std::string_view spec, const QdiscEnv& env);
@@ -52,5 +51,14 @@ DumpAttrs dump_attrs_from_json(const nlohmann::ordered_json& j);
 bool is_read_only_command(std::span<const std::string> words);
 // True if words[0] is a tc object (qdisc, class or link, or a prefix tc accepts for one).
 bool is_tc_command(std::span<const std::string> words);
+// Runs every line of a -batch file `text` (`name` in its errors) on cfg as tc's batch mode does:
+// the first failure stops it (with -force it goes on), the changes of the lines that succeeded
+// are kept. Returns 1 if a line failed, else 0; an error at which tc exits at once (tc_exits)
+// stops it with that status (batch.cpp). `changed`: a line changed the configuration.
+int run_batch(Config& cfg, std::string_view text, std::string_view name, bool force,
+              const Config::ShowOptions& show, std::ostream& out, std::ostream& err, bool& changed);
+// How many device trees Config::build() has built in this process: what a command costs, for
+// the tests that check that a batch does not build a tree per line.
+uint64_t tree_builds() noexcept;
 
 }  // namespace txpath::tc

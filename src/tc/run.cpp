@@ -257,40 +257,6 @@ std::string default_config_path() {
   return env && *env ? env : "txpath.tc";
 }
 
-namespace {
-
-// Runs every line of a -batch file on cfg: the first failure stops it (with -force it goes on);
-// the changes of the lines that succeeded are kept, as tc's are. Returns 1 if a line failed (tc's
-// batch status), else 0; an error at which tc exits at once (tc_exits) stops it with 255.
-int run_batch(Config& cfg, const std::string& text, const std::string& name, bool force,
-              const Config::ShowOptions& show, std::ostream& out, std::ostream& err,
-              bool& changed) {
-  int status = 0;
-  std::size_t line_no = 0;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    ++line_no;
-    const auto words = batch_words(line);
-    if (words.empty()) continue;
-    try {
-      // A file that is not a tc batch file is named, never quoted: tc's line without the word.
-      if (!is_tc_command(words))
-        throw TcArgLine("Object on line " + std::to_string(line_no) + " is unknown, try \"tc help\".");
-      changed = cfg.execute(words, out, show) || changed;
-    } catch (const ConfigError& e) {
-      err << error_line(e) << "\n";
-      if (tc_exits(e)) return exit_status(e);  // tc exits at once, naming no line
-      err << "Command failed " << escape_user_text(name) << ":" << line_no << "\n";
-      status = 1;  // tc's batch mode: a failing line is exit status 1, whatever its own
-      if (!force) break;
-    }
-  }
-  return status;
-}
-
-}  // namespace
-
 int run(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Config::ShowOptions show;
   std::string config_path = default_config_path();

@@ -13,18 +13,21 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <optional>
 #include <span>
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/text.hpp"
 #include "qdisc/mq.hpp"
 #include "tc/config_model.hpp"
 #include "tc/internal.hpp"
+#include "tc/live_document.hpp"
 #include "tc/qdisc_kinds.hpp"
 #include "tc/tc_units.hpp"
 #include "txpath/tc.hpp"
@@ -50,31 +53,15 @@ Json parse_object(const std::string& text) {
 // The live counters of `key` ("1:" / "1:10") in section "qdiscs" / "classes" of a document.
 // With the entry's typed options when the entry is of `kind` (the live tree may differ from the
 // configuration's).
-std::optional<Counters> live_counters(const Json* doc, const char* section, const std::string& key,
+std::optional<Counters> live_counters(const LiveEntries* doc, bool classes, const std::string& key,
                                       std::string_view kind) {
-  if (!doc || !doc->contains(section)) return std::nullopt;
-  const Json& sec = (*doc)[section];
-  if (!sec.is_object() || !sec.contains(key)) return std::nullopt;
-  const Json& n = sec[key];
-  Counters c;
-  auto u = [&](const char* k) -> uint64_t {
-    return n.contains(k) && n[k].is_number_unsigned() ? n[k].get<uint64_t>() : 0;
-  };
-  c.stats.bytes = u("bytes");
-  c.stats.packets = u("packets");
-  c.stats.drops = u("drops");
-  c.stats.overlimits = u("overlimits");
-  c.stats.requeues = u("requeues");
-  c.stats.backlog = u("backlog");
-  c.stats.qlen = u("qlen");
-  if (n.contains("xstats") && n["xstats"].is_array()) {
-    for (const auto& kv : n["xstats"]) {
-      if (kv.is_array() && kv.size() == 2 && kv[0].is_string() && kv[1].is_number_integer())
-        c.xstats.emplace_back(kv[0].get<std::string>(), kv[1].get<int64_t>());
-    }
-  }
-  if (n.contains("options") && n["options"].is_object() && n.contains("kind") && n["kind"] == kind)
-    c.options = dump_attrs_from_json(n["options"]);
+  if (!doc) return std::nullopt;
+  const auto& sec = classes ? doc->classes : doc->qdiscs;
+  const auto it = sec.find(key);
+  if (it == sec.end()) return std::nullopt;
+  const LiveEntry& n = it->second;
+  Counters c{n.stats, n.xstats, std::nullopt};
+  if (n.options && n.kind == kind) c.options = n.options;
   return c;
 }
 
@@ -121,16 +108,15 @@ void note(const Config::ShowOptions& show, const std::string& line) {
 
 // The live document of `dev` when -s asks for statistics and a process serves them. Otherwise,
 // when live counters were asked for, a note says why the configuration's are shown instead.
-std::optional<Json> live_document(const Config::ShowOptions& show, const std::string& dev) {
+std::optional<LiveEntries> live_document(const Config::ShowOptions& show, const std::string& dev) {
   if (!show.stats || !show.fetch_live) return std::nullopt;
   const Config::ShowOptions::LiveDocument live = show.fetch_live(dev);
   std::string why = live.why_not.empty() ? "no running process serves it" : live.why_not;
   if (live.text) {
-    Json doc = Json::parse(*live.text, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_object() && doc.contains("error") && doc["error"].is_string())
-      why = "the running process took no snapshot: " + escape_user_text(doc["error"].get<std::string>());
-    else if (doc.is_object() && doc.contains("qdiscs") && doc["qdiscs"].is_object() &&
-             doc.contains("classes") && doc["classes"].is_object())
+    std::optional<LiveEntries> doc = read_live_document(*live.text);
+    if (doc && doc->error)
+      why = "the running process took no snapshot: " + escape_user_text(*doc->error);
+    else if (doc && doc->has_qdiscs && doc->has_classes)
       return doc;
     else
       why = "the running process sent no valid document";
@@ -152,9 +138,9 @@ void note_not_live(const Config::ShowOptions& show, const std::string& dev, std:
 
 // The counters shown for one entry: the running process's (from the live document `doc`), else
 // the configuration's; an entry the live tree lacks counts in `not_live`.
-Counters shown_counters(const std::optional<Json>& doc, const char* section, const std::string& id,
+Counters shown_counters(const std::optional<LiveEntries>& doc, bool classes, const std::string& id,
                         std::string_view kind, Counters configured, std::size_t& not_live) {
-  if (auto live = live_counters(doc ? &*doc : nullptr, section, id, kind)) return *live;
+  if (auto live = live_counters(doc ? &*doc : nullptr, classes, id, kind)) return *live;
   if (doc) ++not_live;
   return configured;
 }
@@ -215,7 +201,7 @@ void Config::show_qdiscs(const DeviceTree* only, std::ostream& out, const ShowOp
   for (const auto& d : state_->devs) {
     if (only && &d != only) continue;
     const Tree tree = build(d, QdiscEnv{});
-    const std::optional<Json> doc = live_document(show, d.config.name);
+    const std::optional<LiveEntries> doc = live_document(show, d.config.name);
     std::size_t not_live = 0;
     // A qdisc's age: its configuration's sequence number; a default child of mq (handle 0) was
     // made with mq, the one of the highest queue last.
@@ -228,7 +214,7 @@ void Config::show_qdiscs(const DeviceTree* only, std::ostream& out, const ShowOp
       const TreeNode& n = *node;
       const Qdisc& q = *n.qdisc;
       const std::string handle = format_handle(n.handle);
-      const Counters c = shown_counters(doc, "qdiscs", qdisc_key(n.handle, n.parent), q.kind(),
+      const Counters c = shown_counters(doc, /*classes=*/false, qdisc_key(n.handle, n.parent), q.kind(),
                                         {shown_stats(q), q.xstats(), std::nullopt}, not_live);
       // The options as the running tree dumps them, else as the configuration's does.
       const DumpAttrs opts = c.options ? *c.options : q.dump_options();
@@ -258,8 +244,11 @@ void Config::show_qdiscs(const DeviceTree* only, std::ostream& out, const ShowOp
 void Config::show_classes(const DeviceTree& d, std::ostream& out, const ShowOptions& show) const {
   Json arr = Json::array();
   const Tree tree = build(d, QdiscEnv{});
-  const std::optional<Json> doc = live_document(show, d.config.name);
+  const std::optional<LiveEntries> doc = live_document(show, d.config.name);
   std::size_t not_live = 0;
+  std::unordered_map<uint32_t, uint32_t> leaf_of;  // class id -> the qdisc attached to it
+  for (const TreeNode& child : tree.nodes)
+    if (child.handle != 0) leaf_of[child.parent] = child.handle;  // tc: "leaf" if not 0
   for (const TreeNode& n : tree.nodes) {
     const Qdisc& q = *n.qdisc;
     const ClassOps* ops = q.class_ops();
@@ -274,9 +263,8 @@ void Config::show_classes(const DeviceTree& d, std::ostream& out, const ShowOpti
       const std::string id = format_handle(classid);
       const uint32_t parent = major | info.parent_minor;
       std::optional<uint32_t> leaf;
-      for (const TreeNode& child : tree.nodes)
-        if (child.parent == classid && child.handle != 0) leaf = child.handle;  // tc: "leaf" if not 0
-      const Counters c = shown_counters(doc, "classes", id, q.kind(),
+      if (const auto it = leaf_of.find(classid); it != leaf_of.end()) leaf = it->second;
+      const Counters c = shown_counters(doc, /*classes=*/true, id, q.kind(),
                                         {ops->class_stats(info.minor), ops->class_xstats(info.minor), std::nullopt},
                                         not_live);
       if (show.json) {
@@ -300,16 +288,6 @@ void Config::show_classes(const DeviceTree& d, std::ostream& out, const ShowOpti
   }
   note_not_live(show, d.config.name, not_live);
   if (show.json) emit_json(out, arr, show.pretty);
-}
-
-void warn_about_class(const Tree& tree, uint32_t classid, const Config::ShowOptions& show) {
-  for (const TreeNode& n : tree.nodes) {
-    const ClassOps* ops = n.qdisc->class_ops();
-    if (!ops || (n.handle & 0xFFFF0000u) != (classid & 0xFFFF0000u)) continue;
-    const std::string line = ops->class_warning(static_cast<uint16_t>(minor_of(classid)));
-    if (!line.empty() && show.warn) show.warn(line);
-    return;
-  }
 }
 
 // ---- the live document ----
@@ -378,26 +356,103 @@ TreeCounters merge_queue_counters(const QueueTrees& trees, std::span<const TreeC
   return out;
 }
 
-std::string stats_document(const TreeCounters& counters, std::string_view dev) {
-  Json doc;
-  if (!dev.empty()) doc["dev"] = std::string(dev);
-  doc["qdiscs"] = Json::object();
-  doc["classes"] = Json::object();
-  for (const TreeCounters::Entry& e : counters.entries) {
-    Json j;
-    add_counters_json(j, e.stats);
-    Json xs = Json::array();  // [name, value] pairs: keeps tc's order and repeated names
-    for (const auto& [k, v] : e.xstats) xs.push_back(Json::array({k, v}));
-    j["xstats"] = std::move(xs);
-    j["kind"] = e.kind;
-    j["parent"] = format_handle(e.is_class ? e.class_parent : e.parent);
-    // A qdisc's typed options (none copied: mq's root of a multi-queue tree, merged from its
-    // queues; a reader then prints the configuration's).
-    if (!e.is_class && !e.options.empty()) j["options"] = dump_attrs_json(e.options);
-    doc[e.is_class ? "classes" : "qdiscs"][e.is_class ? format_handle(e.handle) : qdisc_key(e.handle, e.parent)] =
-        std::move(j);
+namespace {
+
+// `s` as a JSON string: copied between quotes when it is printable ASCII without '"' or '\\'
+// (every handle, kind and xstat name txpath makes), else escaped by nlohmann::json, bytes that
+// are not UTF-8 as U+FFFD.
+void append_json_string(std::string& out, std::string_view s) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  if (!plain) {
+    out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return;
   }
-  return doc.dump();
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+template <class Int>
+void append_number(std::string& out, Int v) {
+  char buf[24];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out.append(buf, end);
+}
+
+// One entry's object, its keys in the order readers have always seen them.
+void append_entry(std::string& out, const TreeCounters::Entry& e) {
+  const QdiscStats& s = e.stats;
+  const std::pair<const char*, uint64_t> counts[] = {
+      {"{\"bytes\":", s.bytes},         {",\"packets\":", s.packets},   {",\"drops\":", s.drops},
+      {",\"overlimits\":", s.overlimits}, {",\"requeues\":", s.requeues}, {",\"backlog\":", s.backlog},
+      {",\"qlen\":", s.qlen}};
+  for (const auto& [key, v] : counts) {
+    out += key;
+    append_number(out, v);
+  }
+  out += ",\"xstats\":[";  // [name, value] pairs: keeps tc's order and repeated names
+  for (std::size_t i = 0; i < e.xstats.size(); ++i) {
+    out += i == 0 ? "[" : ",[";
+    append_json_string(out, e.xstats[i].first);
+    out += ',';
+    append_number(out, e.xstats[i].second);
+    out += ']';
+  }
+  out += "],\"kind\":";
+  append_json_string(out, e.kind);
+  out += ",\"parent\":";
+  append_json_string(out, format_handle(e.is_class ? e.class_parent : e.parent));
+  // A qdisc's typed options (none copied: mq's root of a multi-queue tree, merged from its
+  // queues; a reader then prints the configuration's).
+  if (!e.is_class && !e.options.empty()) {
+    out += ",\"options\":";
+    out += dump_attrs_json(e.options).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  out += '}';
+}
+
+}  // namespace
+
+// Written as text, one pass over the entries (a JSON object built key by key costs a search of
+// its keys per insert: 65k classes took seconds). A key given twice keeps its first place and its
+// last entry, as an object assigned key by key would.
+std::string stats_document(const TreeCounters& counters, std::string_view dev) {
+  struct Section {
+    std::vector<std::pair<std::string, const TreeCounters::Entry*>> entries;
+    std::unordered_map<std::string, std::size_t> index;  // key -> place in entries
+  };
+  Section sections[2];  // qdiscs, classes
+  for (const TreeCounters::Entry& e : counters.entries) {
+    Section& sec = sections[e.is_class ? 1 : 0];
+    std::string key = e.is_class ? format_handle(e.handle) : qdisc_key(e.handle, e.parent);
+    const auto [it, fresh] = sec.index.emplace(key, sec.entries.size());
+    if (fresh) sec.entries.emplace_back(std::move(key), &e);
+    else sec.entries[it->second].second = &e;
+  }
+  std::string out;
+  out.reserve(64 + 256 * counters.entries.size());
+  out += '{';
+  if (!dev.empty()) {
+    out += "\"dev\":";
+    append_json_string(out, dev);
+    out += ',';
+  }
+  for (int i = 0; i < 2; ++i) {
+    out += i == 0 ? "\"qdiscs\":{" : ",\"classes\":{";
+    bool first = true;
+    for (const auto& [key, e] : sections[i].entries) {
+      if (!first) out += ',';
+      first = false;
+      append_json_string(out, key);
+      out += ':';
+      append_entry(out, *e);
+    }
+    out += '}';
+  }
+  out += '}';
+  return out;
 }
 
 std::string Config::show_stats_json(std::string_view dev, const TreeCounters& counters) const {
