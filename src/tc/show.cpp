@@ -377,9 +377,10 @@ TreeCounters merge_queue_counters(const QueueTrees& trees, std::span<const TreeC
   return out;
 }
 
-std::string stats_document(const TreeCounters& counters, std::string_view dev) {
+std::string stats_document(const TreeCounters& counters, std::string_view dev, std::string_view config) {
   Json doc;
   if (!dev.empty()) doc["dev"] = std::string(dev);
+  if (!config.empty()) doc["config"] = std::string(config);
   doc["qdiscs"] = Json::object();
   doc["classes"] = Json::object();
   for (const TreeCounters::Entry& e : counters.entries) {
