@@ -73,15 +73,16 @@ struct HsServing {
 
 std::string hs_small_body(Format f) { return f == Format::kOpenMetrics ? "# EOF\n" : "\n"; }
 
-// Issue 31: 64 slowloris clients, each sending a byte every 100 ms and reconnecting as soon as
-// it is dropped, pushed a scrape to 5-9 s (past Prometheus's default 10 s with 160 of them).
-// The contract the issue names: a scrape answers within 1 s under that attack. 1 s is a generous
-// bound (the loop reads every client without blocking, so a scrape takes milliseconds here) and
-// the very figure of the issue; the attack runs past the 5 s head deadline so that the clients
-// are dropped and come back while the scrapes go on.
+// Issue 31: slowloris clients, each sending a byte every 100 ms and reconnecting as soon as it is
+// dropped, pushed a scrape to 5-9 s with 64 of them and 10-14 s with 160 (past Prometheus's
+// default 10 s timeout); at ca1ccb7 this test's scrapes were answered 503. The contract the issue
+// names: a scrape answers within 1 s under that attack, so 1 s is this test's bound: a generous
+// one (the loop reads every client without blocking: a scrape takes milliseconds here) and the
+// very figure of the issue, not a tuned threshold. 160 clients: the issue's upper figure. The attack runs past the 5 s head deadline, so that the
+// clients are dropped and come back while the scrapes go on (about 7 s in all).
 TEST(HttpServer, ScrapesAnswerWithinOneSecondUnderSlowClients) {
   HsServing s(hs_small_body);
-  constexpr int kAttackers = 64;
+  constexpr int kAttackers = 160;
   std::atomic<bool> done{false};
   std::atomic<int> reconnects{0};
   std::thread attack([&] {
@@ -126,8 +127,15 @@ TEST(HttpServer, ScrapesAnswerWithinOneSecondUnderSlowClients) {
 // still read and answered (it used to be refused 503 once 32 silent clients held every thread).
 TEST(HttpServer, SilentClientsBeyondThePendingCapDropTheOldest) {
   HsServing s(hs_small_body);
+  // One answer first: the loop is running (its workers started) before the backlog fills.
+  ASSERT_TRUE(hs_exchange(s.port, "GET /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200"));
   std::vector<int> idle;
-  for (int i = 0; i < HttpServer::kMaxPending + 40; ++i) idle.push_back(hs_connect(s.port));
+  for (int i = 0; i < HttpServer::kMaxPending + 40; ++i) {
+    idle.push_back(hs_connect(s.port));
+    // A pause now and then lets the loop take them from the listen backlog (64): a connect that
+    // finds it full waits for the kernel's SYN retry, a second or more.
+    if (i % 32 == 31) std::this_thread::sleep_for(20ms);
+  }
   std::this_thread::sleep_for(300ms);  // all of them accepted
   const Clock::time_point start = Clock::now();
   const std::string got = hs_exchange(s.port, "GET /metrics HTTP/1.1\r\n\r\n");
