@@ -26,7 +26,8 @@ extern "C" void stop_exporter(int) {
 
 void add_exporter_command(CLI::App& app, ExporterOptions& options) {
   CLI::App* cmd = app.add_subcommand(
-      "exporter", "serve this user's live queues as OpenMetrics text (GET /metrics) until SIGINT/SIGTERM");
+      "exporter", "serve this user's live queues as Prometheus metrics (GET /metrics; OpenMetrics if Accept asks) "
+      "until SIGINT/SIGTERM");
   cmd->add_option("--listen", options.listen, "HOST:PORT to listen on ([IPV6]:PORT; port 0: any)")
       ->capture_default_str();
 }
@@ -35,7 +36,7 @@ int run_exporter_command(const ExporterOptions& options) {
   try {
     const metrics::ListenAddress where = metrics::parse_listen(options.listen);
     metrics::live_metrics_text();  // an endpoint directory that is not private: exit 1 now
-    metrics::HttpServer server(where, metrics::live_metrics_text);
+    metrics::HttpServer server(where, [](metrics::Format f) { return metrics::live_metrics_text(f); });
     g_server = &server;
     struct sigaction sa{};
     sa.sa_handler = stop_exporter;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// `txpath exporter --listen HOST:PORT`: the OpenMetrics text of this user's live queues over HTTP
-// (include/txpath/metrics.hpp).
+// `txpath exporter --listen HOST:PORT`: this user's live queues over HTTP, as Prometheus text or
+// OpenMetrics (include/txpath/metrics.hpp).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -325,8 +325,10 @@ struct TreeCounters {
 TreeCounters collect_counters(const std::vector<TreeNode>& nodes,
                               const std::optional<QdiscStats>& root = std::nullopt,
                               const Qdisc* running_root = nullptr);
-// With `dev`, the document names its device ("dev"); each entry names its kind and parent.
-std::string stats_document(const TreeCounters& counters, std::string_view dev = {});
+// With `dev`, the document names its device ("dev"); with `config`, its configuration file
+// ("config": the path as stats_endpoint() resolves it); each entry names its kind and parent.
+std::string stats_document(const TreeCounters& counters, std::string_view dev = {},
+                           std::string_view config = {});
 
 // A TxQueue's counters as LiveStats serves them: copied inside TxQueue::inspect_qdisc (the root's
 // generic counters as the TxQueue sees them, TxQueueStats::qdisc). With `nodes` (the tree the

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The exporter's HTTP/1.1 endpoint (exporter/http_server.hpp) on cpp-httplib: httplib parses the
-// requests and writes the answers; this file keeps txpath's limits around it. A client's socket
-// is read and written through ClientStream (the extension point httplib's own SSLServer uses:
-// process_and_close_socket() over another httplib::Stream), which bounds the request head in
-// bytes and time and gives up on stop(); ClientPool (httplib::TaskQueue) bounds the clients
-// served at once. https://github.com/yhirose/cpp-httplib (README, "Server"), 0.11.
+// The exporter's HTTP/1.1 endpoint (exporter/http_server.hpp). Our own poll() loop accepts the
+// clients, reads their request heads (non-blocking, a deadline for the whole head) and sends the
+// answers; cpp-httplib parses a complete head and builds its answer on a worker thread, over a
+// Stream in memory (the extension point httplib's own SSLServer uses: process_request() over
+// another httplib::Stream), so httplib never touches a socket and no worker waits for a client.
+// https://github.com/yhirose/cpp-httplib (README, "Server"), 0.11.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <httplib.h>
@@ -15,16 +15,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <stop_token>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "exporter/http_server.hpp"
 #include "core/text.hpp"
 #include "tc/socket_io.hpp"
-#include "txpath/metrics.hpp"
 
 namespace txpath::metrics {
 
@@ -34,6 +41,8 @@ using tc::wire::Clock;
 using tc::wire::Fd;
 
 constexpr const char* kTextPlain = "text/plain; charset=utf-8";
+constexpr int kBacklog = 64;      // the kernel's accept queue
+constexpr int kAcceptBatch = 16;  // accepted per turn of the loop, before the clients are read again
 
 std::string_view reason_of(int status) {
   switch (status) {
@@ -55,8 +64,8 @@ void plain(httplib::Response& res, int status) {
   res.set_content(std::string(reason_of(status)) + "\n", kTextPlain);
 }
 
-// A whole answer written by hand, for the two cases httplib never sees: a head over the limit
-// (httplib would wait for its end) and a client beyond the pool's cap.
+// A whole answer written by hand, for what httplib never sees: a head over the limit, a request
+// beyond kMaxClients.
 std::string canned(int status) {
   const std::string body = std::string(reason_of(status)) + "\n";
   return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason_of(status)) +
@@ -64,164 +73,410 @@ std::string canned(int status) {
          "\r\nConnection: close\r\n\r\n" + body;
 }
 
-// A client's connection as httplib reads and writes it. Reads stop at HttpServer::kMaxRequest
-// bytes (over_limit() then says so) and at the read deadline, kReadTimeout after the client was
-// taken up; writes at kWriteTimeout after the first one; both at once when the server stops.
-// Every recv() and send() is non-blocking, after a poll() that honours those deadlines.
-class ClientStream final : public httplib::Stream {
- public:
-  ClientStream(int fd, int stop_fd)
-      : fd_(fd), stop_fd_(stop_fd), read_deadline_(Clock::now() + HttpServer::kReadTimeout) {}
-
-  bool is_readable() const override { return pos_ < len_ || wait(POLLIN, read_deadline_); }
-  bool is_writable() const override { return wait(POLLOUT, write_deadline()); }
-  ssize_t read(char* ptr, size_t size) override;
-  ssize_t write(const char* ptr, size_t size) override;
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { address(::getpeername, ip, port); }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { address(::getsockname, ip, port); }
-  socket_t socket() const override { return fd_; }
-
-  bool over_limit() const noexcept { return over_; }
-  bool wrote() const noexcept { return wrote_; }
-  // Writes all of `answer` within the write deadline (or fails quietly).
-  void send_all(std::string_view answer);
-
- private:
-  Clock::time_point write_deadline() const {
-    return started_writing_ ? write_deadline_ : Clock::now() + HttpServer::kWriteTimeout;
-  }
-  // One send() within the write deadline: bytes sent, 0 to try again, -1 to give up.
-  ssize_t send_some(const char* ptr, size_t size);
-  // Whether fd_ is ready for `events` before `deadline` (false too once the server stops).
-  bool wait(short events, Clock::time_point deadline) const;
-  using NameFn = int (*)(int, sockaddr*, socklen_t*);
-  void address(NameFn fn, std::string& ip, int& port) const;
-
-  int fd_;
-  int stop_fd_;
-  char buf_[4096];
-  std::size_t pos_ = 0, len_ = 0;  // buf_[pos_, len_) not yet handed to httplib
-  std::size_t taken_ = 0;          // bytes received from the client in all
-  Clock::time_point read_deadline_;
-  Clock::time_point write_deadline_{};
-  bool started_writing_ = false;
-  bool over_ = false;   // the head did not fit in kMaxRequest bytes: the answer is 431
-  bool wrote_ = false;  // something was sent
-};
-
-bool ClientStream::wait(short events, Clock::time_point deadline) const {
-  for (;;) {
-    pollfd fds[2] = {{fd_, events, 0}, {stop_fd_, POLLIN, 0}};
-    const int n = ::poll(fds, 2, tc::wire::ms_until(deadline));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || fds[1].revents) return false;  // error, deadline, or the server stops
-    return (fds[0].revents & (events | POLLHUP | POLLERR)) != 0;
-  }
-}
-
-ssize_t ClientStream::read(char* ptr, size_t size) {
-  if (pos_ == len_) {
-    if (taken_ >= HttpServer::kMaxRequest) {
-      over_ = true;
-      return -1;
-    }
-    if (!wait(POLLIN, read_deadline_)) return -1;
-    const ssize_t n = ::recv(fd_, buf_, std::min(sizeof buf_, HttpServer::kMaxRequest - taken_), MSG_DONTWAIT);
-    if (n <= 0) return n == 0 ? 0 : -1;
-    taken_ += static_cast<std::size_t>(n);
-    pos_ = 0;
-    len_ = static_cast<std::size_t>(n);
-  }
-  const std::size_t k = std::min(size, len_ - pos_);
-  std::memcpy(ptr, buf_ + pos_, k);
-  pos_ += k;
-  return static_cast<ssize_t>(k);
-}
-
-ssize_t ClientStream::write(const char* ptr, size_t size) {
-  if (over_) {  // httplib's 400 for a head it could not finish: the answer is ours, 431, alone
-    if (!wrote_) send_all(canned(431));
-    return static_cast<ssize_t>(size);
-  }
-  return send_some(ptr, size);
-}
-
-ssize_t ClientStream::send_some(const char* ptr, size_t size) {
-  if (!started_writing_) {
-    started_writing_ = true;
-    write_deadline_ = Clock::now() + HttpServer::kWriteTimeout;
-  }
-  if (!wait(POLLOUT, write_deadline_)) return -1;
-  const ssize_t n = ::send(fd_, ptr, size, MSG_DONTWAIT | MSG_NOSIGNAL);
-  if (n > 0) wrote_ = true;
-  return n < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : n;
-}
-
-void ClientStream::send_all(std::string_view answer) {
-  for (std::size_t sent = 0; sent < answer.size();) {
-    const ssize_t n = send_some(answer.data() + sent, answer.size() - sent);
-    if (n < 0) return;
-    sent += static_cast<std::size_t>(n);
-  }
-}
-
-void ClientStream::address(NameFn fn, std::string& ip, int& port) const {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  port = 0;
-  if (fn(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return;
+std::string host_text(const sockaddr_storage& ss, bool brackets, int* port_out = nullptr) {
   char host[INET6_ADDRSTRLEN] = {};
   const bool v6 = ss.ss_family == AF_INET6;
-  const void* a = v6 ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr)
-                     : static_cast<const void*>(&reinterpret_cast<const sockaddr_in&>(ss).sin_addr);
-  ::inet_ntop(ss.ss_family, a, host, sizeof host);
-  ip = host;
-  port = ntohs(v6 ? reinterpret_cast<const sockaddr_in6&>(ss).sin6_port : reinterpret_cast<const sockaddr_in&>(ss).sin_port);
+  const auto& a6 = reinterpret_cast<const sockaddr_in6&>(ss);
+  const auto& a4 = reinterpret_cast<const sockaddr_in&>(ss);
+  ::inet_ntop(ss.ss_family, v6 ? static_cast<const void*>(&a6.sin6_addr) : static_cast<const void*>(&a4.sin_addr),
+              host, sizeof host);
+  const uint16_t port = ntohs(v6 ? a6.sin6_port : a4.sin_port);
+  if (port_out) *port_out = port;
+  if (!brackets) return host;
+  std::string out = v6 ? "[" : "";  // appended, not "[" + string: GCC 12 warns falsely (-Wrestrict)
+  out.append(host).append(v6 ? "]:" : ":").append(std::to_string(port));
+  return out;
 }
 
-// Set on the accepting thread while ClientPool runs a task it refused (see enqueue()).
-thread_local bool t_refusing = false;
+// Whether `line` (without its "\n") is a request line httplib parses: METHOD TARGET HTTP/1.x.
+bool request_line_ok(std::string_view line) {
+  if (line.ends_with('\r')) line.remove_suffix(1);
+  const std::size_t a = line.find(' '), b = a == std::string_view::npos ? a : line.find(' ', a + 1);
+  if (b == std::string_view::npos || b == a + 1 || line.find(' ', b + 1) != std::string_view::npos) return false;
+  static constexpr std::string_view kMethods[] = {"GET",     "HEAD",  "POST",  "PUT", "DELETE",
+                                                  "CONNECT", "OPTIONS", "TRACE", "PATCH", "PRI"};
+  const std::string_view method = line.substr(0, a), version = line.substr(b + 1);
+  return std::find(std::begin(kMethods), std::end(kMethods), method) != std::end(kMethods) &&
+         (version == "HTTP/1.1" || version == "HTTP/1.0");
+}
 
-// httplib's TaskQueue: a ThreadPool of kMaxClients threads; a client accepted while all of
-// them are taken is refused on the accepting thread (503, closed) instead of queued.
-class ClientPool final : public httplib::TaskQueue {
- public:
-  ClientPool() : pool_(static_cast<std::size_t>(HttpServer::kMaxClients)) {}
-  void enqueue(std::function<void()> fn) override {
-    // Only the accepting thread enqueues, so busy_ cannot grow between the check and the add.
-    if (busy_.load(std::memory_order_acquire) >= HttpServer::kMaxClients) {
-      t_refusing = true;
-      fn();  // process_and_close_socket(): answers 503 without reading, closes
-      t_refusing = false;
-      return;
-    }
-    busy_.fetch_add(1, std::memory_order_relaxed);  // pairs with the fetch_sub below
-    pool_.enqueue([this, fn = std::move(fn)] {
-      fn();
-      busy_.fetch_sub(1, std::memory_order_release);  // pairs with the acquire load above
-    });
+enum class Head { kPartial, kComplete, kTooLarge };
+
+// Whether the bytes received so far hold a whole request head (or a request line httplib will
+// refuse anyway: answered at once, as httplib alone would), or can no longer be one. `from`: how
+// many of them were looked at before (only what follows is searched: a client that trickles costs
+// linear time); `line_end`: where the request line ends, npos until it does.
+Head head_state(std::string_view in, std::size_t from, std::size_t& line_end) {
+  if (line_end == std::string_view::npos) {
+    line_end = in.find('\n', from);
+    if (line_end != std::string_view::npos && !request_line_ok(in.substr(0, line_end))) return Head::kComplete;
   }
-  void shutdown() override { pool_.shutdown(); }
+  if (in.find("\r\n\r\n", from >= 3 ? from - 3 : 0) != std::string_view::npos ||
+      in.find("\n\n", from >= 1 ? from - 1 : 0) != std::string_view::npos)
+    return Head::kComplete;
+  return in.size() >= HttpServer::kMaxRequest ? Head::kTooLarge : Head::kPartial;
+}
+
+// Threads that run the jobs handed to them; the destructor lets them finish the jobs queued, then
+// joins them (also when the constructor throws half-way: each std::jthread joins itself).
+class Workers {
+ public:
+  explicit Workers(int n) {
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this](std::stop_token stop) { work(stop); });
+  }
+  void enqueue(std::function<void()> job) {
+    {
+      const std::lock_guard lock(mutex_);
+      jobs_.push_back(std::move(job));
+    }
+    ready_.notify_one();
+  }
 
  private:
-  std::atomic<int> busy_{0};  // clients taken and not yet closed
-  httplib::ThreadPool pool_;
+  void work(const std::stop_token& stop) {
+    for (;;) {
+      std::unique_lock lock(mutex_);
+      if (!ready_.wait(lock, stop, [this] { return !jobs_.empty(); })) return;  // stopped, none left
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+    }
+  }
+
+  std::mutex mutex_;  // guards jobs_
+  std::condition_variable_any ready_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::jthread> threads_;  // last: joined before the rest goes
 };
 
-std::string host_text(const sockaddr_storage& ss) {
-  char host[INET6_ADDRSTRLEN] = {};
-  uint16_t port = 0;
-  if (ss.ss_family == AF_INET6) {
-    const auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
-    ::inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof host);
-    port = ntohs(a.sin6_port);
-    std::string out = "[";  // appended, not "[" + string: GCC 12 warns falsely (-Wrestrict)
-    out.append(host).append("]:").append(std::to_string(port));
-    return out;
+// The stream httplib reads a request from and writes its answer to: the head the loop received,
+// then end of file; the answer into out. socket() is none: httplib never touches the client.
+class BufferStream final : public httplib::Stream {
+ public:
+  BufferStream(std::string_view in, const sockaddr_storage& peer) : in_(in), peer_(peer) {}
+  bool is_readable() const override { return true; }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    const std::size_t k = std::min(size, in_.size() - pos_);
+    std::memcpy(ptr, in_.data() + pos_, k);
+    pos_ += k;
+    return static_cast<ssize_t>(k);
   }
-  const auto& a = reinterpret_cast<const sockaddr_in&>(ss);
-  ::inet_ntop(AF_INET, &a.sin_addr, host, sizeof host);
-  return std::string(host) + ":" + std::to_string(ntohs(a.sin_port));
+  ssize_t write(const char* ptr, size_t size) override {
+    out.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { ip = host_text(peer_, false, &port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip.clear();
+    port = 0;
+  }
+  socket_t socket() const override { return INVALID_SOCKET; }
+
+  std::string out;
+
+ private:
+  std::string_view in_;
+  std::size_t pos_ = 0;
+  sockaddr_storage peer_;
+};
+
+}  // namespace
+
+// httplib::Server with the endpoint's routes; never listens (the loop below does).
+class HttpServer::Handler final : public httplib::Server {
+ public:
+  explicit Handler(Body body);
+  // The whole answer to the request head `head` from `peer`, as bytes to send.
+  std::string answer(std::string_view head, const sockaddr_storage& peer);
+
+ private:
+  Body body_;
+};
+
+HttpServer::Handler::Handler(Body body) : body_(std::move(body)) {
+  // Only GET /metrics is served: another path 404, another method 405 (HEAD too, which httplib
+  // would otherwise route to the GET handler).
+  set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (req.path != "/metrics") {
+      plain(res, 404);
+    } else if (req.method != "GET") {
+      plain(res, 405);
+      res.set_header("Allow", "GET");
+    } else {
+      return HandlerResponse::Unhandled;
+    }
+    return HandlerResponse::Handled;
+  });
+  Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string accept;  // every Accept header, as one list
+    for (auto [it, end] = req.headers.equal_range("Accept"); it != end; ++it)
+      accept += (accept.empty() ? "" : ",") + it->second;
+    const Format format = negotiate_format(accept);
+    try {
+      res.set_content(body_(format), std::string(content_type(format)));
+      res.set_header("Vary", "Accept");
+    } catch (const std::exception&) {
+      plain(res, 500);  // (httplib's own would carry the exception's text in a header)
+    }
+  });
+  // httplib's own errors (400 for a request it does not parse, ...) get the same plain body.
+  set_error_handler(HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return HandlerResponse::Unhandled;
+    plain(res, res.status);
+    return HandlerResponse::Handled;
+  }));
+}
+
+std::string HttpServer::Handler::answer(std::string_view head, const sockaddr_storage& peer) {
+  BufferStream strm(head, peer);
+  bool closed = false;
+  process_request(strm, /*close_connection=*/true, closed, std::function<void(httplib::Request&)>());
+  return strm.out.empty() ? canned(400) : std::move(strm.out);
+}
+
+namespace {
+
+// One connection, as the loop holds it.
+struct Client {
+  enum class State { kReading, kAnswering, kWriting };
+  Fd fd;
+  sockaddr_storage peer{};
+  State state = State::kReading;
+  bool counted = false;  // one of the kMaxClients requests answered at once
+  Clock::time_point deadline;  // reading: the whole head's; writing: the whole answer's
+  std::string data;            // the head received so far, then the answer
+  std::size_t line_end = std::string::npos;  // where the request line ends in data
+  std::size_t sent = 0;
+};
+
+// One run() of the server: the clients, the worker threads, the answers they hand back.
+class ClientLoop {
+ public:
+  ClientLoop(int listen_fd, int stop_fd, HttpServer::Handler& handler);
+  ~ClientLoop();
+  ClientLoop(const ClientLoop&) = delete;
+  ClientLoop& operator=(const ClientLoop&) = delete;
+  void run();
+
+ private:
+  using Clients = std::map<uint64_t, Client>;  // by accept order: the first pending is the oldest
+
+  void accept_some(Clock::time_point now);
+  void read_from(Clients::iterator it, Clock::time_point now);
+  void dispatch(Clients::iterator it, Clock::time_point now);
+  void start_writing(Client& c, std::string answer, Clock::time_point now);
+  // Sends what the socket takes; closes the client once all is sent or the send fails.
+  void write_to(Clients::iterator it);
+  void take_answers(Clock::time_point now);
+  void expire(Clock::time_point now);
+  void close_client(Clients::iterator it);
+  bool drop_oldest_pending();
+  int pending() const noexcept { return static_cast<int>(clients_.size()) - answering_; }
+
+  int listen_fd_;
+  int stop_fd_;
+  HttpServer::Handler& handler_;
+  Clients clients_;
+  uint64_t next_id_ = 0;
+  int answering_ = 0;                     // clients counted in kMaxClients
+  Clock::time_point paused_until_{};      // no accept() before (out of file descriptors)
+  Fd wake_;                               // eventfd: a worker handed an answer back
+  std::mutex done_mutex_;                 // guards done_
+  std::vector<std::pair<uint64_t, std::string>> done_;  // answers built, by client id
+  Workers workers_;                       // last: its threads use the members above
+};
+
+ClientLoop::ClientLoop(int listen_fd, int stop_fd, HttpServer::Handler& handler)
+    : listen_fd_(listen_fd), stop_fd_(stop_fd), handler_(handler),
+      wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), workers_(HttpServer::kMaxClients) {
+  if (wake_.get() < 0) throw std::runtime_error("eventfd: " + tc::wire::errno_text(errno));
+}
+
+// Every client is dropped at once; then workers_ goes (a body in progress is finished, within the
+// scrape's own bound, and thrown away).
+ClientLoop::~ClientLoop() { clients_.clear(); }
+
+void ClientLoop::close_client(Clients::iterator it) {
+  if (it->second.counted) --answering_;
+  ::shutdown(it->second.fd.get(), SHUT_RDWR);
+  clients_.erase(it);
+}
+
+bool ClientLoop::drop_oldest_pending() {
+  for (auto it = clients_.begin(); it != clients_.end(); ++it)
+    if (!it->second.counted) {
+      close_client(it);
+      return true;
+    }
+  return false;
+}
+
+void ClientLoop::accept_some(Clock::time_point now) {
+  for (int i = 0; i < kAcceptBatch; ++i) {
+    sockaddr_storage peer{};
+    socklen_t len = sizeof peer;
+    Fd fd(::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (fd.get() < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      // Out of file descriptors or memory: make room from the pending clients, else wait a while.
+      if ((errno != EMFILE && errno != ENFILE) || !drop_oldest_pending())
+        paused_until_ = now + std::chrono::milliseconds(100);
+      return;
+    }
+    if (pending() >= HttpServer::kMaxPending) drop_oldest_pending();
+    Client& c = clients_[next_id_++];
+    c.fd = std::move(fd);
+    c.peer = peer;
+    c.deadline = now + HttpServer::kReadTimeout;
+  }
+}
+
+void ClientLoop::read_from(Clients::iterator it, Clock::time_point now) {
+  Client& c = it->second;
+  char buf[HttpServer::kMaxRequest];
+  const ssize_t n = ::recv(c.fd.get(), buf, HttpServer::kMaxRequest - c.data.size(), MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  if (n < 0 || (n == 0 && c.data.empty())) return close_client(it);
+  if (n == 0) return dispatch(it, now);  // the client said all it will: httplib decides
+  const std::size_t from = c.data.size();
+  c.data.append(buf, static_cast<std::size_t>(n));
+  switch (head_state(c.data, from, c.line_end)) {
+    case Head::kComplete: return dispatch(it, now);
+    case Head::kTooLarge: return start_writing(c, canned(431), now);
+    case Head::kPartial: return;
+  }
+}
+
+void ClientLoop::dispatch(Clients::iterator it, Clock::time_point now) {
+  Client& c = it->second;
+  if (answering_ >= HttpServer::kMaxClients) return start_writing(c, canned(503), now);
+  ++answering_;
+  c.counted = true;
+  c.state = Client::State::kAnswering;
+  workers_.enqueue([this, id = it->first, head = std::move(c.data), peer = c.peer] {
+    std::string answer;
+    try {
+      answer = handler_.answer(head, peer);
+    } catch (...) {
+      answer = canned(500);
+    }
+    {
+      const std::lock_guard lock(done_mutex_);
+      done_.emplace_back(id, std::move(answer));
+    }
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t w = ::write(wake_.get(), &one, sizeof one);
+  });
+}
+
+void ClientLoop::start_writing(Client& c, std::string answer, Clock::time_point now) {
+  c.state = Client::State::kWriting;
+  c.data = std::move(answer);
+  c.sent = 0;
+  c.deadline = now + HttpServer::kWriteTimeout;
+}
+
+void ClientLoop::write_to(Clients::iterator it) {
+  Client& c = it->second;
+  while (c.sent < c.data.size()) {
+    const ssize_t n = ::send(c.fd.get(), c.data.data() + c.sent, c.data.size() - c.sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) break;
+    c.sent += static_cast<std::size_t>(n);
+  }
+  close_client(it);
+}
+
+void ClientLoop::take_answers(Clock::time_point now) {
+  uint64_t count = 0;
+  [[maybe_unused]] const ssize_t r = ::read(wake_.get(), &count, sizeof count);
+  std::vector<std::pair<uint64_t, std::string>> done;
+  {
+    const std::lock_guard lock(done_mutex_);
+    done.swap(done_);
+  }
+  for (auto& [id, answer] : done) {
+    const auto it = clients_.find(id);
+    if (it == clients_.end()) continue;
+    start_writing(it->second, std::move(answer), now);
+    write_to(it);  // most answers fit the socket's buffer at once
+  }
+}
+
+void ClientLoop::expire(Clock::time_point now) {
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    const auto next = std::next(it);
+    if (it->second.state != Client::State::kAnswering && it->second.deadline <= now) close_client(it);
+    it = next;
+  }
+}
+
+void ClientLoop::run() {
+  std::vector<pollfd> fds;
+  std::vector<uint64_t> ids;  // fds[3 + i] is client ids[i]
+  for (;;) {
+    const Clock::time_point now = Clock::now();
+    const bool accepting = now >= paused_until_;
+    fds.assign({{stop_fd_, POLLIN, 0}, {wake_.get(), POLLIN, 0}, {accepting ? listen_fd_ : -1, POLLIN, 0}});
+    ids.clear();
+    Clock::time_point next = accepting ? Clock::time_point::max() : paused_until_;
+    for (const auto& [id, c] : clients_) {
+      if (c.state == Client::State::kAnswering) continue;
+      fds.push_back({c.fd.get(), static_cast<short>(c.state == Client::State::kReading ? POLLIN : POLLOUT), 0});
+      ids.push_back(id);
+      next = std::min(next, c.deadline);
+    }
+    const int timeout = next == Clock::time_point::max() ? -1 : tc::wire::ms_until(next);
+    if (::poll(fds.data(), fds.size(), timeout) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[0].revents) return;  // stop()
+    const Clock::time_point after = Clock::now();
+    if (fds[1].revents) take_answers(after);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (!fds[3 + i].revents) continue;
+      const auto it = clients_.find(ids[i]);
+      if (it == clients_.end()) continue;  // dropped meanwhile
+      if (it->second.state == Client::State::kReading) read_from(it, after);
+      else if (it->second.state == Client::State::kWriting) write_to(it);
+    }
+    expire(after);
+    if (fds[2].revents) accept_some(after);
+  }
+}
+
+// A listening socket for `where`: the first address it resolves to that binds.
+Fd listen_on(const ListenAddress& where) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(where.port);
+  if (const int rc = ::getaddrinfo(where.host.c_str(), port.c_str(), &hints, &found); rc != 0)
+    throw BadListen("host " + txpath::quoted(where.host) + " does not resolve: " + ::gai_strerror(rc));
+  const std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(found, ::freeaddrinfo);
+  int err = 0;
+  for (const addrinfo* a = found; a; a = a->ai_next) {
+    Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
+    if (fd.get() < 0) {
+      err = errno;
+      continue;
+    }
+    // SO_REUSEADDR only: not SO_REUSEPORT, which would let a second exporter share the port
+    // silently instead of failing to bind.
+    const int one = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd.get(), kBacklog) == 0) return fd;
+    err = errno;
+  }
+  throw std::runtime_error("cannot listen on " + txpath::quoted(where.host + ":" + port) + ": " +
+                           (err ? tc::wire::errno_text(err) : std::string("no address")));
 }
 
 }  // namespace
@@ -247,116 +502,21 @@ ListenAddress parse_listen(std::string_view value, std::string_view option) {
   return ListenAddress{std::string(host), static_cast<uint16_t>(p)};
 }
 
-// httplib::Server with the endpoint's routes and txpath's limits.
-class HttpServer::Server final : public httplib::Server {
- public:
-  Server(int stop_fd, std::function<std::string()> body);
-  ~Server() override;
-  Server(const Server&) = delete;
-  Server& operator=(const Server&) = delete;
-
-  // The listening socket (httplib's; closed by stop()).
-  int listen_fd() const noexcept { return svr_sock_.load(); }
-
- private:
-  bool process_and_close_socket(socket_t sock) override;
-
-  int stop_fd_;
-  std::function<std::string()> body_;
-};
-
-HttpServer::Server::Server(int stop_fd, std::function<std::string()> body) : stop_fd_(stop_fd), body_(std::move(body)) {
-  // httplib's ThreadPool in a unique_ptr of its own: new_task_queue hands over a raw pointer.
-  new_task_queue = [] { return std::make_unique<ClientPool>().release(); };
-  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a second exporter
-  // share the port silently instead of failing to bind.
-  set_socket_options([](socket_t s) {
-    const int one = 1;
-    ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  });
-  // Only GET /metrics is served: another path 404, another method 405 (HEAD too, which httplib
-  // would otherwise route to the GET handler).
-  set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (req.path != "/metrics") {
-      plain(res, 404);
-    } else if (req.method != "GET") {
-      plain(res, 405);
-      res.set_header("Allow", "GET");
-    } else {
-      return HandlerResponse::Unhandled;
-    }
-    return HandlerResponse::Handled;
-  });
-  Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    try {
-      res.set_content(body_(), std::string(kContentType));
-    } catch (const std::exception&) {
-      plain(res, 500);  // (httplib's own would carry the exception's text in a header)
-    }
-  });
-  // httplib's own errors (400 for a request it does not parse, ...) get the same plain body.
-  set_error_handler(HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return HandlerResponse::Unhandled;
-    plain(res, res.status);
-    return HandlerResponse::Handled;
-  }));
-}
-
-HttpServer::Server::~Server() {
-  // Never listened (run() not called): the bound socket is still ours to close.
-  if (const int fd = svr_sock_.exchange(INVALID_SOCKET); fd != INVALID_SOCKET) ::close(fd);
-}
-
-bool HttpServer::Server::process_and_close_socket(socket_t sock) {
-  const Fd fd(sock);
-  ::fcntl(sock, F_SETFD, FD_CLOEXEC);  // not into the bench's worker processes
-  ClientStream strm(sock, stop_fd_);
-  if (t_refusing) {
-    strm.send_all(canned(503));
-  } else {
-    bool closed = false;
-    process_request(strm, /*close_connection=*/true, closed, std::function<void(httplib::Request&)>());
-    if (strm.over_limit() && !strm.wrote()) strm.send_all(canned(431));
-  }
-  ::shutdown(sock, SHUT_RDWR);
-  return true;
-}
-
-HttpServer::HttpServer(const ListenAddress& where, std::function<std::string()> body) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string port = std::to_string(where.port);
-  if (const int rc = ::getaddrinfo(where.host.c_str(), port.c_str(), &hints, &found); rc != 0)
-    throw BadListen("host " + txpath::quoted(where.host) + " does not resolve: " + ::gai_strerror(rc));
-  ::freeaddrinfo(found);
-  stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (stop_fd_ < 0) throw std::runtime_error("eventfd: " + tc::wire::errno_text(errno));
-  try {
-    server_ = std::make_unique<Server>(stop_fd_, std::move(body));
-    errno = 0;
-    if (!server_->bind_to_port(where.host, where.port)) {
-      const std::string why = errno ? tc::wire::errno_text(errno) : "no address";
-      throw std::runtime_error("cannot listen on " + txpath::quoted(where.host + ":" + port) + ": " + why);
-    }
-  } catch (...) {
-    server_.reset();
-    ::close(stop_fd_);
-    throw;
-  }
-  const int fd = server_->listen_fd();
-  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  ::listen(fd, 64);  // again: the backlog httplib was built with (5) is short for a burst
+HttpServer::HttpServer(const ListenAddress& where, Body body) {
+  Fd listening = listen_on(where);
+  Fd stop(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (stop.get() < 0) throw std::runtime_error("eventfd: " + tc::wire::errno_text(errno));
+  handler_ = std::make_unique<Handler>(std::move(body));
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-  bound_ = host_text(ss);
+  ::getsockname(listening.get(), reinterpret_cast<sockaddr*>(&ss), &len);
+  bound_ = host_text(ss, true);
+  listen_fd_ = listening.release();
+  stop_fd_ = stop.release();
 }
 
 HttpServer::~HttpServer() {
-  server_.reset();
+  ::close(listen_fd_);
   ::close(stop_fd_);
 }
 
@@ -368,25 +528,12 @@ void HttpServer::stop() noexcept {
 }
 
 void HttpServer::run() {
-  // httplib's accept loop on a thread of its own; this one waits for stop() (an eventfd, which
-  // a signal handler may write) and then stops httplib, which joins the client threads.
-  std::atomic<bool> ended{false};
-  std::thread accepting([this, &ended] {
-    server_->listen_after_bind();
-    ended.store(true);
-    stop();  // it ended by itself (an accept error): run() returns too
-  });
-  pollfd pfd{stop_fd_, POLLIN, 0};
-  while (::poll(&pfd, 1, -1) < 0 && errno == EINTR) {
-  }
-  // httplib's stop() acts only once its loop runs: wait for it to start (or to have ended).
-  while (!server_->is_running() && !ended.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  server_->stop();
-  accepting.join();
+  ClientLoop loop(listen_fd_, stop_fd_, *handler_);
+  loop.run();
 }
 
 BackgroundExporter::BackgroundExporter(const ListenAddress& where)
-    : server_(where, live_metrics_text), thread_([this] { server_.run(); }) {}
+    : server_(where, [](Format format) { return live_metrics_text(format); }), thread_([this] { server_.run(); }) {}
 
 BackgroundExporter::~BackgroundExporter() {
   server_.stop();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The exporter's HTTP/1.1 endpoint (`txpath exporter`, `txpath bench --metrics`): serves the
-// OpenMetrics text of txpath/metrics.hpp. Part of the tools (txpath_app), not of the library.
+// metrics of txpath/metrics.hpp, in the format the client's Accept header asks for. Part of the
+// tools (txpath_app), not of the library.
 #pragma once
 
 #include <chrono>
@@ -12,6 +13,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+
+#include "txpath/metrics.hpp"
 
 namespace txpath::metrics {
 
@@ -31,39 +34,54 @@ struct ListenAddress {
 // HOST:PORT.
 ListenAddress parse_listen(std::string_view value, std::string_view option = "--listen");
 
-// The metrics endpoint, on cpp-httplib's httplib::Server (the distribution's libcpp-httplib,
-// 0.11): GET /metrics answers body() (200, kContentType); another path 404, another method on
-// /metrics 405 (Allow: GET); a request head over kMaxRequest bytes 431, a request line httplib
-// does not parse (an unknown method included) 400; every answer "Connection: close". Each client
-// is served on a thread of a pool of kMaxClients; one that arrives while all of them are busy is
-// answered 503 at once and closed. A client that has not sent its request head within
-// kReadTimeout of being accepted (however slowly it trickles bytes), or not taken the
-// answer within kWriteTimeout, is dropped; stop() drops the clients in progress too. So a slow
-// or hostile client never holds the others up for long.
+// The metrics endpoint. One thread (run()'s) accepts the clients and reads their request heads
+// with poll(), never blocking on one; a complete head goes to a worker thread, where cpp-httplib
+// (the distribution's libcpp-httplib, 0.11) parses it and writes its answer into memory; the
+// loop then sends that answer. So a slow client costs a buffer in the loop, never a worker, and
+// a scrape is never queued behind a slow reader.
+//
+// GET /metrics answers body(format) (200; the format negotiate_format() picks from Accept, its
+// content_type(), "Vary: Accept"); another path 404, another method on /metrics 405 (Allow: GET),
+// a request line httplib does not parse (an unknown method included) 400 as soon as that line is
+// in; every answer "Connection: close". Limits:
+//   * a head (request line and headers) of more than kMaxRequest bytes: 431;
+//   * a head not complete within kReadTimeout of the accept, however slowly it trickles: dropped;
+//   * at most kMaxPending connections still sending their head: a new one beyond drops the
+//     oldest of them (so slow clients can never keep a newcomer out);
+//   * at most kMaxClients requests answered at once (the body being built, or the answer sent): a
+//     complete request beyond them is answered 503 at once;
+//   * an answer not taken within kWriteTimeout of its first byte: dropped.
+// stop() drops every client at once (a body being built is finished first, then thrown away).
 class HttpServer {
  public:
+  using Body = std::function<std::string(Format)>;
+
   // Binds and listens. Throws BadListen if `where.host` does not resolve, std::runtime_error if
   // the socket cannot be bound (in use, no permission).
-  HttpServer(const ListenAddress& where, std::function<std::string()> body);
+  HttpServer(const ListenAddress& where, Body body);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
   // "HOST:PORT" actually bound (the port the kernel picked for 0).
   std::string bound() const;
-  // Serves until stop() (async-signal-safe: it writes an eventfd) is called. Returns normally.
+  // Serves until stop() (async-signal-safe: it writes an eventfd) is called. Returns normally;
+  // throws std::system_error if its worker threads cannot be started.
   void run();
   void stop() noexcept;
 
   static constexpr std::size_t kMaxRequest = 8 * 1024;
   static constexpr int kMaxClients = 32;
+  static constexpr int kMaxPending = 256;
   static constexpr std::chrono::seconds kReadTimeout{5};
   static constexpr std::chrono::seconds kWriteTimeout{10};
 
+  class Handler;  // httplib::Server: the routes, answering into memory (http_server.cpp)
+
  private:
-  class Server;                     // httplib::Server with txpath's limits (http_server.cpp)
-  int stop_fd_ = -1;                // eventfd: readable once stop() was called, never read
-  std::unique_ptr<Server> server_;  // bound from construction on
+  int listen_fd_ = -1;  // non-blocking, listening from construction on
+  int stop_fd_ = -1;    // eventfd: readable once stop() was called, never read
+  std::unique_ptr<Handler> handler_;
   std::string bound_;
 };
 

@@ -41,9 +41,10 @@ std::string error_document(const std::string& why) {
   return doc.dump();
 }
 
-// The document of `counters` on device `dev`, or an error document past the size limit.
-std::string finished_document(const TreeCounters& counters, const std::string& dev) {
-  const std::string doc = stats_document(counters, dev);
+// The document of `counters` on device `dev` of configuration `config`, or an error document past
+// the size limit.
+std::string finished_document(const TreeCounters& counters, const std::string& dev, const std::string& config) {
+  const std::string doc = stats_document(counters, dev, config);
   if (doc.size() > kMaxDocument)
     return error_document("the counters take " + std::to_string(doc.size()) +
                           " bytes, more than the limit of " + std::to_string(kMaxDocument));
@@ -111,10 +112,10 @@ LiveStats::LiveStats(const std::string& config_path, const std::string& dev, TxQ
                      std::shared_ptr<Tree> tree)
     : impl_(std::make_unique<Impl>(
           config_path, dev,
-          [&txq, tree, dev] {
+          [&txq, tree, dev, config = endpoint_config_path(config_path)] {
             TreeCounters counters;
             if (!queue_counters(txq, tree->nodes, counters)) return timed_out("the queue");
-            return finished_document(counters, dev);
+            return finished_document(counters, dev, config);
           },
           [&txq, tree, dev](const Config& after) { apply_to_queue(txq, *tree, after, dev); })) {}
 
@@ -122,7 +123,7 @@ LiveStats::LiveStats(const std::string& config_path, const std::string& dev, TxQ
 // instant's (Linux's mq_dump takes the children's locks one by one as well).
 LiveStats::LiveStats(const std::string& config_path, const std::string& dev, MultiQueueTx& tx,
                      std::shared_ptr<QueueTrees> trees)
-    : impl_(std::make_unique<Impl>(config_path, dev, [&tx, trees, dev] {
+    : impl_(std::make_unique<Impl>(config_path, dev, [&tx, trees, dev, config = endpoint_config_path(config_path)] {
         std::vector<TreeCounters> queues(tx.num_queues());
         for (uint32_t i = 0; i < tx.num_queues(); ++i) {
           static const std::vector<TreeNode> kNone;
@@ -130,7 +131,7 @@ LiveStats::LiveStats(const std::string& config_path, const std::string& dev, Mul
           if (!queue_counters(tx.queue(i), nodes, queues[i]))
             return timed_out("TX queue " + std::to_string(i));
         }
-        return finished_document(merge_queue_counters(*trees, queues), dev);
+        return finished_document(merge_queue_counters(*trees, queues), dev, config);
       }, [&tx, trees, dev](const Config& after) { apply_to_queues(tx, *trees, after, dev); })) {}
 
 LiveStats::~LiveStats() = default;

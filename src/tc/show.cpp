@@ -418,7 +418,7 @@ void append_entry(std::string& out, const TreeCounters::Entry& e) {
 // Written as text, one pass over the entries (a JSON object built key by key costs a search of
 // its keys per insert: 65k classes took seconds). A key given twice keeps its first place and its
 // last entry, as an object assigned key by key would.
-std::string stats_document(const TreeCounters& counters, std::string_view dev) {
+std::string stats_document(const TreeCounters& counters, std::string_view dev, std::string_view config) {
   struct Section {
     std::vector<std::pair<std::string, const TreeCounters::Entry*>> entries;
     std::unordered_map<std::string, std::size_t> index;  // key -> place in entries
@@ -437,6 +437,11 @@ std::string stats_document(const TreeCounters& counters, std::string_view dev) {
   if (!dev.empty()) {
     out += "\"dev\":";
     append_json_string(out, dev);
+    out += ',';
+  }
+  if (!config.empty()) {
+    out += "\"config\":";
+    append_json_string(out, config);
     out += ',';
   }
   for (int i = 0; i < 2; ++i) {

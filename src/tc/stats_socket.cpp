@@ -290,8 +290,7 @@ std::string stats_directory(bool create) {
   return dir;
 }
 
-std::string stats_endpoint_name(const std::string& config_path, const std::string& dev,
-                                std::size_t dir_len) {
+std::string endpoint_config_path(const std::string& config_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   // weakly_canonical: realpath() of an existing file; of a missing one, the canonical existing
@@ -299,7 +298,13 @@ std::string stats_endpoint_name(const std::string& config_path, const std::strin
   fs::path abs = fs::absolute(fs::path(config_path), ec);
   if (ec) abs = fs::path(config_path);
   const fs::path canon = fs::weakly_canonical(abs, ec);
-  const std::string path = ec ? abs.lexically_normal().string() : canon.string();
+  return ec ? abs.lexically_normal().string() : canon.string();
+}
+
+std::string stats_endpoint_name(const std::string& config_path, const std::string& dev,
+                                std::size_t dir_len) {
+  namespace fs = std::filesystem;
+  const std::string path = endpoint_config_path(config_path);
 
   std::string identity = path;
   identity.push_back('\0');  // neither a path nor a device name holds a NUL

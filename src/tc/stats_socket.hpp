@@ -115,6 +115,10 @@ std::string stats_directory(bool create);
 std::string stats_endpoint(const std::string& config_path, const std::string& dev,
                            bool create = false);
 
+// The configuration path stats_endpoint() names an endpoint by: realpath(config_path), or the path
+// made absolute (and lexically normal) if it does not exist. The live document's "config".
+std::string endpoint_config_path(const std::string& config_path);
+
 // The file name part of stats_endpoint() for a directory of `dir_len` bytes. Throws ConfigError
 // if the directory leaves no room for the hash.
 std::string stats_endpoint_name(const std::string& config_path, const std::string& dev,
