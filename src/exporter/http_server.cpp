@@ -273,6 +273,7 @@ class ClientLoop {
   void expire(Clock::time_point now);
   void close_client(Clients::iterator it);
   bool drop_oldest_pending();
+  bool drop_slowest_reader();
   int pending() const noexcept { return static_cast<int>(clients_.size()) - answering_; }
 
   int listen_fd_;
@@ -311,6 +312,20 @@ bool ClientLoop::drop_oldest_pending() {
       return true;
     }
   return false;
+}
+
+// Room for a request when all kMaxClients are taken: the client that has been sending its answer
+// longest (one that does not read it) is dropped, so clients that do not take their answers never
+// keep a scrape out; only bodies being built do.
+bool ClientLoop::drop_slowest_reader() {
+  auto slowest = clients_.end();
+  for (auto it = clients_.begin(); it != clients_.end(); ++it)
+    if (it->second.counted && it->second.state == Client::State::kWriting &&
+        (slowest == clients_.end() || it->second.deadline < slowest->second.deadline))
+      slowest = it;
+  if (slowest == clients_.end()) return false;
+  close_client(slowest);
+  return true;
 }
 
 void ClientLoop::accept_some(Clock::time_point now) {
@@ -352,7 +367,7 @@ void ClientLoop::read_from(Clients::iterator it, Clock::time_point now) {
 
 void ClientLoop::dispatch(Clients::iterator it, Clock::time_point now) {
   Client& c = it->second;
-  if (answering_ >= HttpServer::kMaxClients) return start_writing(c, canned(503), now);
+  if (answering_ >= HttpServer::kMaxClients && !drop_slowest_reader()) return start_writing(c, canned(503), now);
   ++answering_;
   c.counted = true;
   c.state = Client::State::kAnswering;

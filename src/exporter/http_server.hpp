@@ -49,7 +49,8 @@ ListenAddress parse_listen(std::string_view value, std::string_view option = "--
 //   * at most kMaxPending connections still sending their head: a new one beyond drops the
 //     oldest of them (so slow clients can never keep a newcomer out);
 //   * at most kMaxClients requests answered at once (the body being built, or the answer sent): a
-//     complete request beyond them is answered 503 at once;
+//     complete request beyond them drops the one that has been sending its answer longest (a
+//     client that does not read it), or is answered 503 at once if all of them are being built;
 //   * an answer not taken within kWriteTimeout of its first byte: dropped.
 // stop() drops every client at once (a body being built is finished first, then thrown away).
 class HttpServer {
