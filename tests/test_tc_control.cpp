@@ -125,8 +125,10 @@ TEST_F(TcControl, AChangeWhoseClientLeftIsNotApplied) {
 class TcControlEnds : public TcControl, public ::testing::WithParamInterface<bool> {};
 
 // The "process" serving dev d0's control endpoint at `path`: takes one connection, reads the
-// request, and with `told_to_go` says ready and reads the go too; then it ends without a word.
-std::thread process_that_ends(const std::string& path, bool told_to_go) {
+// request, and with `told_to_go` says ready (bound: 100 ms) and reads the go too; then, after
+// `silent_for` without a word (a stopped process), it ends.
+std::thread process_that_ends(const std::string& path, bool told_to_go,
+                              std::chrono::milliseconds silent_for = 0ms) {
   ::unlink(path.c_str());
   const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un addr{};
@@ -134,15 +136,16 @@ std::thread process_that_ends(const std::string& path, bool told_to_go) {
   std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
   EXPECT_EQ(::bind(listener, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
   EXPECT_EQ(::listen(listener, 4), 0);
-  return std::thread([path, listener, told_to_go] {
+  return std::thread([path, listener, told_to_go, silent_for] {
     const int fd = ::accept(listener, nullptr, nullptr);
     char buf[4096];
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, 5000) > 0) (void)::recv(fd, buf, sizeof buf, 0);
     if (told_to_go) {
-      write_all(fd, framed("{\"ready\": true, \"within_ms\": 1000}"));
+      write_all(fd, framed("{\"ready\": true, \"within_ms\": 100}"));
       if (::poll(&p, 1, 5000) > 0) (void)::recv(fd, buf, sizeof buf, 0);
     }
+    std::this_thread::sleep_for(silent_for);
     ::unlink(path.c_str());
     ::close(listener);
     ::close(fd);
@@ -163,6 +166,24 @@ TEST_P(TcControlEnds, AProcessThatEndsWithTheChangeInFlightLeavesItToTheFile) {
   EXPECT_NE(file().find("root handle 2: bfifo"), std::string::npos) << file();
 }
 INSTANTIATE_TEST_SUITE_P(BeforeOrAfterItsGo, TcControlEnds, ::testing::Bool());
+
+// A process told to go that says nothing within its bound (stopped: SIGSTOP) may still apply the
+// change: `txpath tc` says so, exit 1, and leaves the file as it was (the one case the client
+// cannot know; before, every failure read "file not changed" alone, though the process might
+// apply it later). The client waits the bound (100 ms) + 3 s; the "process" stays silent 5 s.
+TEST_F(TcControl, AProcessThatIsToldToGoAndIsSilentMayStillApplyIt) {
+  ASSERT_EQ(tc("link add dev d0"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: pfifo"), 0);
+  const std::string before = file();
+  std::thread process = process_that_ends(control_endpoint(path_, "d0", /*create=*/true), true, 5s);
+  const int status = tc("qdisc replace dev d0 root handle 2: bfifo");
+  process.join();
+  EXPECT_EQ(status, 1) << err_.str();
+  EXPECT_NE(err_.str().find("told to apply the change, the process did not answer within"), std::string::npos)
+      << err_.str();
+  EXPECT_NE(err_.str().find("it may still apply it: file not changed"), std::string::npos) << err_.str();
+  EXPECT_EQ(file(), before);
+}
 
 // A single-queue process cannot run a multi-queue root: the change is refused (exit 2, as a
 // multi-queue process refuses a change of its queue count) and the file stays as it was.
