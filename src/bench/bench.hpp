@@ -342,7 +342,7 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
                                   const std::function<void(const std::string&)>& progress = {});
 
 // What run_bench throws when a round fails after other runs finished (a tc file changed between
-// rounds so that it no longer builds, a capture replaced): `points` are those of every run that
+// rounds so that it no longer builds, a worker killed): `points` are those of every run that
 // finished (the failing thread count's marked incomplete, BenchPoint::complete; on_points was told
 // them), `cause` what the round threw; what() names the round and says why, in one line.
 struct BenchRoundFailed : std::runtime_error {
