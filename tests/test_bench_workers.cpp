@@ -124,5 +124,38 @@ TEST(BenchWorkers, MalformedRoundTextIsOneLineError) {
   }
 }
 
+// A round that fails after others finished (issue 31, class 3: a tc file that no longer builds
+// when the next worker reads it) keeps what ran: BenchRoundFailed carries every finished run's
+// point, marked incomplete, and names the round; a malformed round adds nothing of its own.
+// Before, run_bench threw the round's error alone and the finished rounds were lost.
+TEST(BenchWorkers, ALaterRoundThatFailsKeepsTheRoundsThatRan) {
+  BenchConfig c = tiny(5);
+  c.threads = {1};
+  c.repeat = 3;
+  BenchConfig here = c;
+  const std::string good = run_bench_round(here, 1, 0);
+  const std::string twice = good.substr(0, good.size() - 2) + "," +
+                            good.substr(good.find('[') + 1, good.size() - 2 - good.find('[') - 1) + "]}";
+  c.round_runner = [&](int threads, int round) -> std::string {
+    if (round == 0) return run_bench_round(here, threads, round);
+    if (round == 1) return twice;  // every row twice: malformed
+    throw std::runtime_error("not reached");
+  };
+  try {
+    (void)run_bench(c);
+    ADD_FAILURE() << "a failed round was not reported";
+  } catch (const BenchRoundFailed& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("round 2 at 1 thread(s) failed: bench worker (threads 1, round 2): malformed output: ", 0), 0u)
+        << what;
+    ASSERT_EQ(e.points.size(), 3u);
+    for (const BenchPoint& p : e.points) {
+      EXPECT_EQ(p.runs, 1) << p.strategy << ": only round 1's run, none of the malformed round's";
+      EXPECT_FALSE(p.complete) << p.strategy;
+      EXPECT_GT(p.sent, 0u) << p.strategy;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace txpath

@@ -310,7 +310,7 @@ bool write_outputs(const BenchOptions& o, const BenchConfig& cfg,
     const std::string into = counts.empty() ? "one TX queue" : counts + " TX queues";
     return render_svg(points, fmt::format("txpath bench: senders into {} (device {}, qdisc {}, lock {}, park {}){}",
                                           into, one_line(cfg.device), one_line(cfg.qdisc), one_line(cfg.lock), park_list,
-                                          partial ? " [partial: stopped by a signal]" : ""),
+                                          partial ? " [partial: stopped early]" : ""),
                       provenance_line());
   });
   // A device's own output (pcap:FILE), once per file.
@@ -645,6 +645,8 @@ int run_bench_command(const BenchOptions& o) {
     if (!std::exchange(header_printed, true)) fmt::print("{}", table_header(layout));
   };
   std::optional<metrics::BackgroundExporter> exporter;  // stops after the last round
+  std::string round_failed;             // a round that failed after others finished (exit 1)
+  bool round_failed_reported = false;   // its worker printed its own error line
   try {
     cfg = config_from(o, &held_files);
     if (!o.metrics.empty()) {
@@ -669,6 +671,16 @@ int run_bench_command(const BenchOptions& o) {
     points = run_bench(cfg, [&](const std::string& line) {
       if (!o.quiet) fmt::print(stderr, "txpath bench: {}\n", line);
     });
+  } catch (const BenchRoundFailed& e) {
+    // Rounds had finished: they are shown and written (marked partial), the failure said after.
+    points = e.points;
+    round_failed = e.what();
+    try {
+      std::rethrow_exception(e.cause);
+    } catch (const WorkerFailed& w) {
+      round_failed_reported = w.reported;  // the worker printed its own line
+    } catch (...) {
+    }
   } catch (const WorkerFailed& e) {
     if (!e.reported) fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
     return e.status;
@@ -683,22 +695,25 @@ int run_bench_command(const BenchOptions& o) {
     return 1;
   }
   // relaxed: see g_signal. A signal seen now stopped the bench (or came after its last run).
-  const bool partial = g_signal.load(std::memory_order_relaxed) != 0;
+  const bool partial = g_signal.load(std::memory_order_relaxed) != 0 || !round_failed.empty();
 
   print_header();  // the table's header even when no row ran
   fmt::print("{}{}{}{}", table_notes(layout, points), queue_table(layout, points),
              sink_table(layout, points), table_legend(layout));
   std::fflush(stdout);
   print_warnings(points);
-  if (partial)
+  if (g_signal.load(std::memory_order_relaxed) != 0)
     fmt::print(stderr, "txpath: stopped by {}: the rows above are those that ran; outputs are marked partial\n",
                g_signal.load(std::memory_order_relaxed) == SIGINT ? "SIGINT" : "SIGTERM");
+  if (!round_failed.empty())
+    fmt::print(stderr, "txpath: error: {}{}: the rows above are the rounds that ran; outputs are marked partial\n",
+               one_line(round_failed), round_failed_reported ? " (its error above)" : "");
   const bool written = write_outputs(o, cfg, points, provenance, partial);
   const bool all_ok = std::all_of(points.begin(), points.end(),
                                   [](const BenchPoint& p) { return p.conserved && p.delivered; });
   if (!all_ok) fmt::print(stderr, "txpath: error: conservation or delivery check failed\n");
   if (const int signal = g_signal.load(std::memory_order_relaxed); signal != 0) return 128 + signal;
-  return written && all_ok ? 0 : 1;
+  return written && all_ok && round_failed.empty() ? 0 : 1;
 }
 
 }  // namespace txpath::cli

@@ -118,6 +118,7 @@ struct TreeNode {
   uint32_t parent = kRoot;
   Qdisc* qdisc = nullptr;
 };
+class Config;
 // A built tree. Filled by Config::root_factory's factory, its root then owned by the TxQueue:
 // nodes[0].qdisc is the root the factory built, which the queue may not run (nolock runs the
 // lockless twin of a fifo root and frees the one built). So a running queue's tree is read only
@@ -125,6 +126,10 @@ struct TreeNode {
 struct Tree {
   std::unique_ptr<Qdisc> root;
   std::vector<TreeNode> nodes;  // nodes[0] is the root, parents before children
+  // The configuration the running tree is, once a queue runs it (Config::root_factory's, then
+  // each live change's): its kinds and options label the tree's counters. Changed with `nodes`
+  // (inside the queue's serialised context); read there, or once no change can come.
+  std::shared_ptr<const Config> config;
 };
 
 // The trees a multi-queue device's TX queues run (Config::multiqueue): queues[i].nodes is TX
@@ -136,6 +141,9 @@ struct QueueTrees {
   uint32_t root_handle = 0;      // its handle (major:0; 0 for the default root)
   TrafficClasses traffic_classes;  // mqprio's (num_tc 0 otherwise)
   std::vector<Tree> queues;      // one per TX queue
+  // The configuration every TX queue runs (Config::multiqueue's, then each live change's that
+  // every queue took): read once no change can come.
+  std::shared_ptr<const Config> config;
 };
 
 struct TreeCounters;  // below: the counters of a built tree, copied out
@@ -270,6 +278,25 @@ class Config {
 int run(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 // The configuration path run() uses when no --config is given.
 std::string default_config_path();
+
+// A shared flock() of configuration file `path`, for a process that reads it and then serves it
+// (LiveStats): hold it from before the read until the control endpoint serves. `txpath tc` holds
+// the exclusive lock while it tells the running processes a change and writes the file, so a
+// change lands either before the read (the tree read has it) or once the endpoint serves (the
+// change reaches the tree): never in between. A missing file holds nothing. A writer that keeps
+// the lock longer than kReadLockWait is not waited for (the read goes on, as without the lock).
+// Throws ConfigError as Config::load for a file that cannot be opened.
+class ConfigReadLock {
+ public:
+  static constexpr std::chrono::seconds kReadLockWait{30};
+  explicit ConfigReadLock(const std::string& path);
+  ~ConfigReadLock();
+  ConfigReadLock(const ConfigReadLock&) = delete;
+  ConfigReadLock& operator=(const ConfigReadLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 // ---- tc's printers: the text and JSON of a qdisc's typed dump (Qdisc::dump()) ----
 // What iproute2's q_KIND.c does with what the kernel dumps. Each kind's printer is in its file,

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -71,6 +72,18 @@ void run_round(const BenchConfig& cfg, int threads, int round, Delivery& deliver
   }
 }
 
+// "round 2 at 4 threads failed: WHY" for what a round threw.
+std::string round_failure(const std::exception_ptr& failed, int threads, int round) {
+  std::string why = "unknown error";
+  try {
+    std::rethrow_exception(failed);
+  } catch (const std::exception& e) {
+    why = e.what();
+  } catch (...) {
+  }
+  return "round " + std::to_string(round + 1) + " at " + std::to_string(threads) + " thread(s) failed: " + why;
+}
+
 // The sink (or the ifb testbed's counter) that checks arrivals for `delivery`, and with --source
 // the capture its senders replay (into `capture`); the sink, null when none.
 std::unique_ptr<Sink> start_delivery(const BenchConfig& cfg, Delivery& delivery,
@@ -116,21 +129,33 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
   for (int threads : cfg.threads) {
     if (bench_detail::stop_requested(cfg)) break;
     bench_detail::RunsByPoint runs;
+    std::exception_ptr failed;  // a round that failed after others had finished
+    int failed_round = 0;
     // Interleaved: round 1 runs every (queues, park, strategy) once, then round 2, ... (A B A B).
     for (int round = 0; round < cfg.repeat && !bench_detail::stop_requested(cfg); ++round) {
-      if (cfg.round_runner) {
-        const std::string text = cfg.round_runner(threads, round);
-        if (text.empty() && bench_detail::stop_requested(cfg)) break;  // stopped before the round ran
-        for (const bench_detail::RowKey& key : bench_detail::read_round(cfg, threads, round, text, runs))
-          bench_detail::tell_live_note(runs[key].back(), progress, counter);
-      } else {
-        bench_detail::run_round(cfg, threads, round, delivery, progress, counter, runs);
+      try {
+        if (cfg.round_runner) {
+          const std::string text = cfg.round_runner(threads, round);
+          if (text.empty() && bench_detail::stop_requested(cfg)) break;  // stopped before the round ran
+          for (const bench_detail::RowKey& key : bench_detail::read_round(cfg, threads, round, text, runs))
+            bench_detail::tell_live_note(runs[key].back(), progress, counter);
+        } else {
+          bench_detail::run_round(cfg, threads, round, delivery, progress, counter, runs);
+        }
+      } catch (...) {
+        const bool any_ran = !points.empty() || std::any_of(runs.begin(), runs.end(),
+                                                            [](const auto& r) { return !r.second.empty(); });
+        if (!any_ran) throw;  // nothing ran: the failure alone, as before
+        failed = std::current_exception();
+        failed_round = round;
+        break;
       }
     }
     const std::size_t before = points.size();
     bench_detail::append_points(cfg, threads, runs, points);
     if (cfg.on_points && points.size() > before)
       cfg.on_points(std::span<const BenchPoint>(points).subspan(before));
+    if (failed) throw BenchRoundFailed(bench_detail::round_failure(failed, threads, failed_round), points, failed);
   }
   return points;
 }

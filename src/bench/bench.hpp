@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <string_view>
@@ -337,8 +339,22 @@ BenchConfig resolve_bench_config(const BenchConfig& config);
 // programs): {"device": "pcap:/tmp/\ufffd.pcap", "device_hex": "706361703a2f746d702fff2e70636170"}. The
 // sibling is present only when needed; a reader that wants the bytes takes NAME_hex when
 // present, else NAME.
+//
+// A round that fails (its worker, or one of its runs, throws) after some run had finished throws
+// BenchRoundFailed: the finished runs are not discarded.
 std::vector<BenchPoint> run_bench(const BenchConfig& config,
                                   const std::function<void(const std::string&)>& progress = {});
+
+// What run_bench throws when a round fails after other runs finished (a tc file changed between
+// rounds so that it no longer builds, a worker killed): `points` are those of every run that
+// finished (the failing thread count's marked incomplete, BenchPoint::complete; on_points was told
+// them), `cause` what the round threw; what() names the round and says why, in one line.
+struct BenchRoundFailed : std::runtime_error {
+  BenchRoundFailed(const std::string& what, std::vector<BenchPoint> finished, std::exception_ptr why)
+      : std::runtime_error(what), points(std::move(finished)), cause(std::move(why)) {}
+  std::vector<BenchPoint> points;
+  std::exception_ptr cause;
+};
 
 // One round of a resolved configuration in this process (a worker's job: BenchConfig::round_runner
 // runs it elsewhere): every row at `threads` once, in the seed's order, with the sink if any.

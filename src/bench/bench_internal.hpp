@@ -254,8 +254,8 @@ void append_points(const BenchConfig& cfg, int threads, RunsByPoint& runs,
 std::string round_text(const RunsByPoint& runs);
 
 // Adds a worker's round to `runs`: every row of the round at most once, each a row of the
-// configuration with its TX queues; anything else throws a one-line runtime_error. Returns the
-// rows it added.
+// configuration with its TX queues; anything else throws a one-line runtime_error and adds
+// nothing (a malformed round is no finished run). Returns the rows it added.
 std::vector<RowKey> read_round(const BenchConfig& cfg, int threads, int round, const std::string& text,
                                RunsByPoint& runs);
 

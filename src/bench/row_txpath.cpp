@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -171,11 +172,16 @@ Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, i
   device->set_departure_log(&queue_delay);
 
   auto tc_tree = std::make_shared<tc::Tree>();
+  // The file is read and its endpoint opened under its shared lock: a change lands before the
+  // read or reaches the endpoint, never in between (tc::ConfigReadLock).
+  std::optional<tc::ConfigReadLock> file_lock;
+  if (!cfg.tc_config.empty()) file_lock.emplace(cfg.tc_config);
   TxQueueConfig qcfg = queue_config(cfg, strategy, tc_tree);
   qcfg.service_cpus = sender_cpus(cfg, threads);  // the queue's "irq affinity" follows its senders
   auto txq = TxQueue::create(*device, qcfg);
   std::string live_note;
   std::unique_ptr<tc::LiveStats> live = serve_live_stats(cfg, *txq, tc_tree, live_note);
+  file_lock.reset();
   const auto traffic = sender_traffic(cfg, frames_for(*device, cfg.payload), threads, false, delivery.capture);
 
   delivery.reset();
@@ -188,10 +194,10 @@ Run run_single_queue_once(const BenchConfig& cfg, const std::string& strategy, i
   Run r = summarize_run(txq->lock_kind(), drained, {txq->stats()}, senders, w);
   r.queue_delay = queue_delay;
   r.live_note = std::move(live_note);
+  live.reset();  // no change after this one: the tree's configuration (tc_tree->config) is final
   r.tc_stats = bench_detail::final_tc_stats(cfg, *txq, *tc_tree);
   delivery.check(r.sent, r);
   // Nothing transmits once the queue is gone: the device's output (pcap:FILE) is complete.
-  live.reset();
   txq.reset();
   r.output_error = bench_detail::finish_output(*device);
   return r;
@@ -237,6 +243,8 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
   log_departures(*device, queue_delay);
   apply_xps(*device, cfg);
   auto trees = std::make_shared<tc::QueueTrees>();
+  std::optional<tc::ConfigReadLock> file_lock;  // as run_single_queue_once's
+  if (!cfg.tc_config.empty()) file_lock.emplace(cfg.tc_config);
   MultiQueueConfig mq_cfg{.queue = queue_config(cfg, strategy, std::make_shared<tc::Tree>()),
                           .queue_qdisc = tc_queue_trees(cfg, *device, trees),
                           .service_on_xps_cpus = cfg.pin};  // as the single queue's, per queue
@@ -247,6 +255,7 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
   if (per_queue_trees && tx->queue(0).qdisc()) live = serve_live_stats(cfg, *tx, trees, live_note);
   if (!cfg.tc_config.empty() && !per_queue_trees)
     live_note = "the tc device has another TX queue count than this run";
+  file_lock.reset();
   const auto traffic = sender_traffic(cfg, frames_for(device->tx_queue(0), cfg.payload), threads, true, delivery.capture);
 
   delivery.reset();
@@ -259,9 +268,9 @@ Run run_multi_queue_once(const BenchConfig& cfg, const std::string& strategy, in
   Run r = summarize_run(tx->queue(0).lock_kind(), drained, tx->queue_stats(), senders, w);
   for (const LatencyHistogram& q : queue_delay) r.queue_delay.merge(q);
   r.live_note = std::move(live_note);
+  live.reset();  // no change after this one: trees->config is final
   r.tc_stats = bench_detail::final_tc_stats(cfg, *tx, per_queue_trees ? trees.get() : nullptr);
   delivery.check(r.sent, r);
-  live.reset();
   tx.reset();
   for (uint32_t q = 0; q < queues && r.output_error.empty(); ++q)
     r.output_error = bench_detail::finish_output(device->tx_queue(q));

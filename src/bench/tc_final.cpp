@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <memory>
 #include <sstream>
 #include <vector>
 
@@ -57,6 +58,13 @@ tc::Config spec_config(const BenchConfig& cfg, uint32_t queues) {
   return c;
 }
 
+// The configuration the run's tree is (its last live change's, else the one it was built from):
+// its kinds label the counters, whatever the file says now. The file only for a tree that does
+// not know it (none should).
+tc::Config running_config(const BenchConfig& cfg, const std::shared_ptr<const tc::Config>& running) {
+  return running ? *running : tc::Config::load(cfg.tc_config);
+}
+
 const char* kNoAnswer = "the queue did not answer for its final tc statistics";
 
 }  // namespace
@@ -67,7 +75,7 @@ std::string final_tc_stats(const BenchConfig& cfg, TxQueue& txq, const tc::Tree&
     if (!cfg.tc_config.empty()) {
       const auto counters = tc::snapshot_counters(txq, tree.nodes, kSnapshotTimeout);
       if (!counters) return error_document(kNoAnswer);
-      return tc::Config::load(cfg.tc_config).show_stats_json(cfg.tc_dev, *counters);
+      return running_config(cfg, tree.config).show_stats_json(cfg.tc_dev, *counters);
     }
     const auto counters = tc::snapshot_counters(txq, {}, kSnapshotTimeout, kRootHandle, tc::kRoot);
     if (!counters) return error_document(kNoAnswer);
@@ -93,7 +101,7 @@ std::string final_tc_stats(const BenchConfig& cfg, MultiQueueTx& tx, const tc::Q
     }
     if (trees) {
       const tc::TreeCounters merged = tc::merge_queue_counters(*trees, queues);
-      return tc::Config::load(cfg.tc_config).show_stats_json(cfg.tc_dev, merged);
+      return running_config(cfg, trees->config).show_stats_json(cfg.tc_dev, merged);
     }
     tc::QueueTrees mq;
     mq.root_kind = "mq";

@@ -196,6 +196,7 @@ std::vector<RowKey> read_round(const BenchConfig& cfg, int threads, int round, c
     if (!rows.is_array()) throw std::runtime_error("txpath_round is not a list");
     const std::vector<RowKey> expected = round_order(cfg, threads, round);
     std::vector<RowKey> seen;
+    std::vector<Run> taken;  // into `runs` only once the whole round reads: a round is kept or not
     for (const auto& row : rows) {
       const FieldReader in(row);
       const auto queues = in.count("queues");
@@ -207,8 +208,9 @@ std::vector<RowKey> read_round(const BenchConfig& cfg, int threads, int round, c
         throw std::runtime_error("row " + txpath::quoted(std::get<2>(key)) + " twice");
       seen.push_back(key);
       const std::size_t queue_count = std::get<2>(key) == kKernelStrategy ? 0 : std::get<0>(key);
-      runs[key].push_back(run_from_json(in.at("run"), queue_count));
+      taken.push_back(run_from_json(in.at("run"), queue_count));
     }
+    for (std::size_t i = 0; i < seen.size(); ++i) runs[seen[i]].push_back(std::move(taken[i]));
     return seen;
   } catch (const std::exception& e) {
     throw std::runtime_error(where + "malformed output: " + e.what());

@@ -108,24 +108,42 @@ namespace {
   throw ConfigError(what + " did not take the change within " + std::to_string(kApplyTimeout.count()) + " ms");
 }
 
-}  // namespace
-
-void apply_to_queue(TxQueue& txq, Tree& tree, const Config& after, const std::string& dev) {
-  Tree next = after.build(dev, QdiscEnv{});  // refused here: nothing changed
-  bool edited = false;
-  const auto since = std::chrono::steady_clock::now();
-  const bool served = txq.edit_qdisc(
-      [&](Qdisc& root, TxQueue::QdiscEdit& edit) {
-        if (tree.nodes.empty()) return;  // not built from the configuration: nothing to move
-        migrate_tree(root, tree.nodes, next, edit);
-        edited = true;
-      },
-      kApplyTimeout);
-  if (!served) not_taken(txq, "the running queue of dev " + txpath::quoted(dev), since);
-  if (!edited) throw ConfigError("the running queue of dev " + txpath::quoted(dev) + " was not built from its configuration");
+// A change of a single-queue process that would make its device multi-queue (an mq root, more TX
+// queues): refused, as a multi-queue process refuses a change of its queue count.
+void check_one_queue(const Config& after, const std::string& dev) {
+  const DeviceConfig* d = after.device(dev);
+  if (d && d->tx_queues != 1)
+    throw ConfigRejected("dev " + txpath::quoted(dev) + " runs 1 TX queue, the change has " +
+                         std::to_string(d->tx_queues) + ": a running process cannot change its TX queues");
 }
 
-void apply_to_queues(MultiQueueTx& tx, QueueTrees& trees, const Config& after, const std::string& dev) {
+}  // namespace
+
+PreparedChange prepare_queue_change(TxQueue& txq, Tree& tree, const Config& after, const std::string& dev) {
+  check_one_queue(after, dev);
+  auto next = std::make_shared<Tree>(after.build(dev, QdiscEnv{}));  // refused here: nothing changed
+  auto running = std::make_shared<const Config>(after);
+  PreparedChange change;
+  change.within = kApplyTimeout;
+  change.commit = [&txq, &tree, dev, next, running] {
+    bool edited = false;
+    const auto since = std::chrono::steady_clock::now();
+    const bool served = txq.edit_qdisc(
+        [&](Qdisc& root, TxQueue::QdiscEdit& edit) {
+          if (tree.nodes.empty()) return;  // not built from the configuration: nothing to move
+          migrate_tree(root, tree.nodes, *next, edit);
+          tree.config = running;  // read with the nodes: in this context, or after the queue's end
+          edited = true;
+        },
+        kApplyTimeout);
+    if (!served) not_taken(txq, "the running queue of dev " + txpath::quoted(dev), since);
+    if (!edited) throw ConfigError("the running queue of dev " + txpath::quoted(dev) + " was not built from its configuration");
+  };
+  return change;
+}
+
+PreparedChange prepare_queues_change(MultiQueueTx& tx, QueueTrees& trees, const Config& after,
+                                     const std::string& dev) {
   auto next = std::make_shared<QueueTrees>();
   const Config::MultiQueueSetup setup = after.multiqueue(dev, next);
   if (setup.tx_queues != tx.num_queues() || next->root_kind != trees.root_kind ||
@@ -134,27 +152,42 @@ void apply_to_queues(MultiQueueTx& tx, QueueTrees& trees, const Config& after, c
                          " TX queues under root " + escape_user_text(trees.root_kind) + " " +
                          format_handle(trees.root_handle) +
                          ": a running process cannot change its root qdisc or TX queues");
-  std::vector<Tree> roots(tx.num_queues());
+  auto roots = std::make_shared<std::vector<Tree>>(tx.num_queues());
   for (uint32_t i = 0; i < tx.num_queues(); ++i) {
-    roots[i].root = setup.queue_qdisc(i, QdiscEnv{});
-    roots[i].nodes = next->queues[i].nodes;
+    (*roots)[i].root = setup.queue_qdisc(i, QdiscEnv{});
+    (*roots)[i].nodes = next->queues[i].nodes;
   }
-  for (uint32_t i = 0; i < tx.num_queues(); ++i) {
-    // trees.queues[i].nodes is read by LiveStats inside queue i's context only: changed there.
-    bool edited = false;
-    const auto since = std::chrono::steady_clock::now();
-    const bool served = tx.queue(i).edit_qdisc(
-        [&](Qdisc& root, TxQueue::QdiscEdit& edit) {
-          if (trees.queues[i].nodes.empty()) return;
-          migrate_tree(root, trees.queues[i].nodes, roots[i], edit);
-          edited = true;
-        },
-        kApplyTimeout);
-    const std::string what = "TX queue " + std::to_string(i) + " of dev " + txpath::quoted(dev) +
-                             (i > 0 ? " (TX queues 0 to " + std::to_string(i - 1) + " changed)" : "");
-    if (!served) not_taken(tx.queue(i), what, since);
-    if (!edited) throw ConfigError(what + " was not built from its configuration");
-  }
+  auto running = std::make_shared<const Config>(after);
+  PreparedChange change;
+  change.within = kApplyTimeout * static_cast<int64_t>(tx.num_queues());
+  change.commit = [&tx, &trees, dev, roots, running] {
+    for (uint32_t i = 0; i < tx.num_queues(); ++i) {
+      // trees.queues[i].nodes is read by LiveStats inside queue i's context only: changed there.
+      bool edited = false;
+      const auto since = std::chrono::steady_clock::now();
+      const bool served = tx.queue(i).edit_qdisc(
+          [&](Qdisc& root, TxQueue::QdiscEdit& edit) {
+            if (trees.queues[i].nodes.empty()) return;
+            migrate_tree(root, trees.queues[i].nodes, (*roots)[i], edit);
+            edited = true;
+          },
+          kApplyTimeout);
+      const std::string what = "TX queue " + std::to_string(i) + " of dev " + txpath::quoted(dev) +
+                               (i > 0 ? " (TX queues 0 to " + std::to_string(i - 1) + " changed)" : "");
+      if (!served) not_taken(tx.queue(i), what, since);
+      if (!edited) throw ConfigError(what + " was not built from its configuration");
+    }
+    trees.config = running;  // every queue runs it now (read after the queues' end)
+  };
+  return change;
+}
+
+void apply_to_queue(TxQueue& txq, Tree& tree, const Config& after, const std::string& dev) {
+  prepare_queue_change(txq, tree, after, dev).commit();
+}
+
+void apply_to_queues(MultiQueueTx& tx, QueueTrees& trees, const Config& after, const std::string& dev) {
+  prepare_queues_change(tx, trees, after, dev).commit();
 }
 
 std::string device_lines(const Config& cfg, std::string_view dev) {
@@ -173,9 +206,25 @@ std::string device_lines(const Config& cfg, std::string_view dev) {
   return out;
 }
 
-std::string control_answer(const std::string& request, const std::string& dev,
-                           const std::function<void(const Config&)>& apply) {
+namespace {
+
+std::string answer_text(const nlohmann::json& answer) {
+  return answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+nlohmann::json error_json(const std::exception& e) {
   nlohmann::json answer;
+  answer["error"] = e.what();
+  const auto* config = dynamic_cast<const ConfigError*>(&e);
+  answer["status"] = config ? exit_status(*config) : 1;
+  return answer;
+}
+
+}  // namespace
+
+ControlPlan control_plan(const std::string& request, const std::string& dev,
+                         const std::function<PreparedChange(const Config&)>& prepare) {
+  ControlPlan plan;
   try {
     // Bounded before it is parsed: a request nested or long past the protocol's is refused.
     if (const std::string why = control_request_refusal(request); !why.empty()) throw ConfigError(why);
@@ -185,51 +234,120 @@ std::string control_answer(const std::string& request, const std::string& dev,
       throw ConfigError("the request is not a txpath control request");
     if (req["dev"].get<std::string>() != dev)
       throw ConfigError("this process serves dev " + txpath::quoted(dev) + ", not " + txpath::quoted(req["dev"].get<std::string>()));
-    apply(Config::parse(req["config"].get<std::string>(), "the change"));
-    answer["ok"] = true;
-  } catch (const ConfigError& e) {
-    answer["error"] = e.what();
-    answer["status"] = exit_status(e);
+    PreparedChange change = prepare(Config::parse(req["config"].get<std::string>(), "the change"));
+    plan.within = change.within;
+    plan.commit = [commit = std::move(change.commit)] {
+      try {
+        commit();
+        return answer_text(nlohmann::json{{"ok", true}});
+      } catch (const std::exception& e) {
+        return answer_text(error_json(e));
+      }
+    };
   } catch (const std::exception& e) {
-    answer["error"] = std::string(e.what());
-    answer["status"] = 1;
+    plan.commit = nullptr;
+    plan.answer = answer_text(error_json(e));
   }
-  return answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return plan;
 }
 
-void apply_live(const std::string& config_path, const Config& before, const Config& after) {
+namespace {
+
+// The process's refusal as one line: our own text, its user parts quoted by the process; escaped
+// whole only if it is not one printable line (a process of ours that misbehaves).
+std::string refusal_text(const nlohmann::json& a) {
+  const std::string why = a.is_object() && a.contains("error") && a["error"].is_string()
+                              ? a["error"].get<std::string>()
+                              : std::string("an answer that is not a txpath control answer");
+  const bool printable = std::all_of(why.begin(), why.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+  });
+  return printable && why.size() <= 1000 ? why : escape_user_text(why);
+}
+
+// Where a process running `dev` of the file may listen: this uid's endpoint, and when root
+// changes another user's file, that user's (control_socket.hpp: user_control_endpoints).
+std::vector<ControlTarget> targets_of(const std::string& config_path, const std::string& dev, uid_t owner) {
+  std::vector<ControlTarget> out;
+  try {
+    ControlTarget own;
+    own.path = control_endpoint(config_path, dev);
+    out.push_back(std::move(own));
+  } catch (const ConfigError&) {
+    // a directory that is not private: no process of ours can serve there (LiveStats refuses to
+    // start in it), and another user cannot hold our edits up with one
+  }
+  if (::geteuid() == 0 && owner != 0) {
+    std::vector<ControlTarget> theirs = user_control_endpoints(config_path, dev, owner);
+    for (ControlTarget& t : theirs) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Sends dev's new lines to the process at `target`. A server that went away before it took the
+// change, or ended while it applied it (a round that ended: its tree is gone with it), is asked
+// again: its successor, or nobody (the file alone).
+ControlReply send_change(const ControlTarget& target, const std::string& request) {
+  const auto deadline = std::chrono::steady_clock::now() + kApplyTimeout * 2;
+  for (int attempt = 0;; ++attempt) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    ControlReply reply = control_request(target.path, request, std::max(left, std::chrono::milliseconds(100)),
+                                         target.server_uid);
+    if (!reply.ended || attempt == 8 || left.count() <= 0) return reply;
+    ::usleep(20000);  // a round's worker ends, the next one starts: let it
+  }
+}
+
+// `before` with the devices in `applied` as `after` has them: what the file must say when only
+// those processes took the change.
+Config partly_changed(const Config& before, const Config& after, const std::set<std::string>& applied,
+                      const std::set<std::string>& devs) {
+  std::string text;
+  for (const std::string& dev : devs) text += device_lines(applied.count(dev) ? after : before, dev);
+  return Config::parse(text, "the changes that were applied");
+}
+
+}  // namespace
+
+void apply_live(const std::string& config_path, const Config& before, const Config& after, uid_t owner,
+                const std::function<void(const Config&)>& write_applied) {
   std::set<std::string> devs;
   for (const Config* c : {&before, &after})
     for (const DeviceConfig& d : c->devices()) devs.insert(d.name);
+  std::set<std::string> done;     // devices changed: by their process, or in the file alone
+  std::set<std::string> applied;  // those a running process took the change of
+  const auto fail = [&](const std::string& what, int status) {
+    std::string line = what;
+    if (!applied.empty()) {  // a process runs them now: the file must say so
+      write_applied(partly_changed(before, after, done, devs));
+      line += " (the file was written with the changes that were applied, to dev";
+      for (const std::string& d : done) line += " " + txpath::quoted(d);
+      line += ")";
+    } else {
+      line += ": file not changed";
+    }
+    throw_with_status(line, status);
+  };
   for (const std::string& dev : devs) {
     std::string lines = device_lines(after, dev);
     if (lines == device_lines(before, dev)) continue;
-    std::string endpoint;
-    try {
-      endpoint = control_endpoint(config_path, dev);
-    } catch (const ConfigError&) {
-      continue;  // a directory that is not private: no process of ours can serve there (LiveStats
-                 // refuses to start in it), and another user cannot hold our edits up with one
-    }
-    const ControlReply reply = control_request(endpoint,
-                                               nlohmann::json{{"dev", dev}, {"config", std::move(lines)}}.dump(),
-                                               kApplyTimeout * 2);
-    if (reply.no_server) continue;  // nobody runs it: the file alone
+    const std::string request = nlohmann::json{{"dev", dev}, {"config", std::move(lines)}}.dump();
     const std::string who = "the running process of dev " + txpath::quoted(dev);
-    if (!reply.answer) throw ConfigError(who + " did not apply the change (" + reply.why_not + "): file not changed");
-    nlohmann::json a = nlohmann::json::parse(*reply.answer, nullptr, false);
-    if (a.is_object() && a.value("ok", false)) continue;
-    const std::string why = a.is_object() && a.contains("error") && a["error"].is_string()
-                                ? a["error"].get<std::string>()
-                                : std::string("an answer that is not a txpath control answer");
-    const int status = a.is_object() && a.contains("status") && a["status"].is_number_integer() ? a["status"].get<int>() : 1;
-    // Our own text, its user parts quoted by the process; escaped whole only if it is not one
-    // printable line (a process of ours that misbehaves).
-    const bool printable = std::all_of(why.begin(), why.end(), [](char c) {
-      return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
-    });
-    throw_with_status(who + " refused the change: " + (printable && why.size() <= 1000 ? why : escape_user_text(why)),
-                      status);
+    for (const ControlTarget& target : targets_of(config_path, dev, owner)) {
+      if (!target.why_not.empty()) fail(who + ": " + target.why_not + ": not applied", 1);
+      const ControlReply reply = send_change(target, request);
+      if (reply.no_server) continue;  // nobody runs it there: the file alone
+      if (reply.unknown) fail(who + ": " + reply.why_not, 1);
+      if (!reply.answer) fail(who + " did not take the change (" + reply.why_not + "): not applied", 1);
+      const nlohmann::json a = nlohmann::json::parse(*reply.answer, nullptr, false);
+      if (a.is_object() && a.value("ok", false)) {
+        applied.insert(dev);
+        continue;
+      }
+      const int status = a.is_object() && a.contains("status") && a["status"].is_number_integer() ? a["status"].get<int>() : 1;
+      fail(who + " refused the change: " + refusal_text(a), status);
+    }
+    done.insert(dev);
   }
 }
 

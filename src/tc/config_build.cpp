@@ -148,6 +148,7 @@ std::function<std::unique_ptr<Qdisc>(const QdiscEnv&)> Config::root_factory(
     if (tree) {
       tree->nodes = std::move(built.nodes);
       tree->root.reset();
+      tree->config = self;
     }
     return root;
   };
@@ -225,6 +226,7 @@ Config::MultiQueueSetup Config::multiqueue(std::string_view dev, std::shared_ptr
     trees->traffic_classes = setup.traffic_classes;
     trees->queues.clear();
     trees->queues.resize(d.config.tx_queues);
+    trees->config = st->config;
   }
   setup.queue_qdisc = [st](uint32_t index, const QdiscEnv& env) { return build_queue_root(*st, index, env); };
   return setup;

@@ -87,23 +87,32 @@ std::optional<TreeCounters> snapshot_counters(TxQueue& txq, const std::vector<Tr
 }
 
 struct LiveStats::Impl {
+  using Prepare = std::function<PreparedChange(const Config&)>;
   Impl(const std::string& config_path, const std::string& dev, std::function<std::string()> take,
-       std::function<void(const Config&)> change)
+       Prepare prepare_change)
       : snapshot(std::move(take)),
-        apply(std::move(change)),
+        prepare(std::move(prepare_change)),
         server(stats_endpoint(config_path, dev, /*create=*/true), [this] { return snapshot(); }),
-        control(control_endpoint(config_path, dev, /*create=*/true), [this, dev](const std::string& req) {
-          return control_answer(req, dev, [this](const Config& after) { apply_locked(after); });
-        }) {}
+        control(control_endpoint(config_path, dev, /*create=*/true),
+                ControlServer::Prepare([this, dev](const std::string& req) {
+                  ControlPlan plan = control_plan(req, dev, prepare);
+                  if (plan.commit)
+                    plan.commit = [this, commit = std::move(plan.commit)] {
+                      const std::lock_guard one_at_a_time(apply_mutex);
+                      return commit();
+                    };
+                  return plan;
+                })) {}
 
   void apply_locked(const Config& after) {
+    PreparedChange change = prepare(after);
     const std::lock_guard one_at_a_time(apply_mutex);
-    apply(after);
+    change.commit();
   }
 
   std::function<std::string()> snapshot;  // answers one request
-  std::function<void(const Config&)> apply;  // a live change (apply.cpp)
-  std::mutex apply_mutex;
+  Prepare prepare;                        // a live change, built (apply.cpp)
+  std::mutex apply_mutex;                 // one commit at a time
   StatsServer server;  // holds the endpoint's lock: before the control endpoint
   ControlServer control;  // last: stops serving before the rest goes
 };
@@ -117,7 +126,7 @@ LiveStats::LiveStats(const std::string& config_path, const std::string& dev, TxQ
             if (!queue_counters(txq, tree->nodes, counters)) return timed_out("the queue");
             return finished_document(counters, dev, config);
           },
-          [&txq, tree, dev](const Config& after) { apply_to_queue(txq, *tree, after, dev); })) {}
+          [&txq, tree, dev](const Config& after) { return prepare_queue_change(txq, *tree, after, dev); })) {}
 
 // Each TX queue's snapshot in its own serialised context, one after the other: the sum is not one
 // instant's (Linux's mq_dump takes the children's locks one by one as well).
@@ -132,7 +141,7 @@ LiveStats::LiveStats(const std::string& config_path, const std::string& dev, Mul
             return timed_out("TX queue " + std::to_string(i));
         }
         return finished_document(merge_queue_counters(*trees, queues), dev, config);
-      }, [&tx, trees, dev](const Config& after) { apply_to_queues(tx, *trees, after, dev); })) {}
+      }, [&tx, trees, dev](const Config& after) { return prepare_queues_change(tx, *trees, after, dev); })) {}
 
 LiveStats::~LiveStats() = default;
 

@@ -13,6 +13,7 @@
 // Errors print one line, tc's (its own line, or "Error: " and the kernel's message), and give tc's
 // exit status (1 parse, 2 rejected, 255 args; 1 for a failing -batch line, as tc's batch mode).
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -163,6 +164,7 @@ class LockedConfig {
   LockedConfig& operator=(const LockedConfig&) = delete;
 
   std::string read() const { return read_config(fd_, path_); }
+  uid_t owner() const noexcept { return owner_; }
 
   // The new contents, through an OutputFile; the lock is held until destruction.
   void replace(std::string_view text) {
@@ -198,6 +200,7 @@ class LockedConfig {
     if (::stat(path_.c_str(), &now) != 0 || now.st_ino != mine.st_ino || now.st_dev != mine.st_dev)
       return false;  // replaced (or removed) while we waited: lock the file there now
     fd_ = fd.release();
+    owner_ = mine.st_uid;
     created_ = created;
     ino_ = mine.st_ino;
     dev_ = mine.st_dev;
@@ -210,7 +213,36 @@ class LockedConfig {
   bool replaced_ = false;
   ino_t ino_ = 0;
   dev_t dev_ = 0;
+  uid_t owner_ = 0;
 };
+
+// SIGINT, SIGTERM, SIGHUP and SIGQUIT held back while a running process is told a change and the
+// file is written after it: a ^C then ends the command once the file says what the process runs
+// (at most the process's bound later, control_socket.hpp), never between the two.
+class DeferStopSignals {
+ public:
+  DeferStopSignals() {
+    sigset_t stop;
+    sigemptyset(&stop);
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&stop, sig);
+    ::pthread_sigmask(SIG_BLOCK, &stop, &old_);
+  }
+  ~DeferStopSignals() { ::pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  DeferStopSignals(const DeferStopSignals&) = delete;
+  DeferStopSignals& operator=(const DeferStopSignals&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+// Tells the running processes (apply_live) and then writes the file: exactly what they took.
+void change_live_and_file(const std::string& config_path, LockedConfig& file, const Config& before,
+                          const Config& after) {
+  const DeferStopSignals hold;
+  apply_live(config_path, before, after, file.owner(),
+             [&file](const Config& applied) { file.replace(applied.serialize()); });
+  file.replace(after.serialize());
+}
 
 // The text of a -batch file ("-": standard input), at most kMaxConfigBytes.
 std::string read_batch(const std::string& name) {
@@ -250,6 +282,32 @@ Config Config::load(const std::string& path) {
   if (fd.get() < 0) return Config{};  // no file: an empty configuration
   check_config_file(fd.get(), path);
   return Config::parse(read_config(fd.get(), path), path);
+}
+
+ConfigReadLock::ConfigReadLock(const std::string& path) {
+  const auto give_up = std::chrono::steady_clock::now() + kReadLockWait;
+  for (int attempt = 0; attempt < 10000; ++attempt) {
+    Fd fd(open_config(path));
+    if (fd.get() < 0) return;  // no file: nothing to hold (the tree is the empty configuration's)
+    check_config_file(fd.get(), path);
+    int rc;
+    while ((rc = ::flock(fd.get(), LOCK_SH | LOCK_NB)) != 0 && (errno == EINTR || errno == EWOULDBLOCK)) {
+      if (std::chrono::steady_clock::now() >= give_up) return;  // a writer that never lets go
+      ::usleep(1000);
+    }
+    if (rc != 0) fail(path, "flock", errno);
+    struct stat mine, now;
+    if (::fstat(fd.get(), &mine) == 0 && ::stat(path.c_str(), &now) == 0 && now.st_ino == mine.st_ino &&
+        now.st_dev == mine.st_dev) {
+      fd_ = fd.release();
+      return;
+    }
+    // replaced while we waited (a writer renamed its new file over it): lock the file there now
+  }
+}
+
+ConfigReadLock::~ConfigReadLock() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 std::string default_config_path() {
@@ -313,18 +371,12 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
     Config cfg = Config::parse(file.read(), config_path);
     const Config before = cfg;  // a running process gets the change first (apply.cpp)
     if (!batch) {
-      if (cfg.execute(command, out, show)) {
-        apply_live(config_path, before, cfg);
-        file.replace(cfg.serialize());
-      }
+      if (cfg.execute(command, out, show)) change_live_and_file(config_path, file, before, cfg);
       return 0;
     }
     bool changed = false;
     const int status = run_batch(cfg, text, *batch, force, show, out, err, changed);
-    if (changed) {
-      apply_live(config_path, before, cfg);
-      file.replace(cfg.serialize());
-    }
+    if (changed) change_live_and_file(config_path, file, before, cfg);
     return status;
   } catch (const ConfigError& e) {
     err << error_line(e) << "\n";
