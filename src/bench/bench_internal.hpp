@@ -44,6 +44,10 @@ struct QueueRun {
 
 // One run's numbers: figures over its measured window (a point reports their medians), counters
 // (a point sums them) and what went wrong.
+// The most a row's final tc -s document (Run::tc_stats) may take on the worker's wire; a larger
+// one (htb trees of thousands of classes) is replaced by an error document, and the row stands.
+inline constexpr std::size_t kMaxFinalTcStats = 1u << 20;
+
 struct Run {
   double mpps = 0, cpu_ns_per_pkt = 0, fairness = 0;
   LatencyHistogram send_latency, queue_delay;  // sampled, ns (BenchPoint::send_p50_ns)

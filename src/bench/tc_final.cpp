@@ -11,6 +11,8 @@
 #include <sstream>
 #include <vector>
 
+#include "bench/bench_internal.hpp"
+
 namespace txpath::bench_detail {
 
 namespace {
@@ -67,6 +69,15 @@ tc::Config running_config(const BenchConfig& cfg, const std::shared_ptr<const tc
 
 const char* kNoAnswer = "the queue did not answer for its final tc statistics";
 
+// `doc`, unless it is over kMaxFinalTcStats: then an error document saying so (the row stands;
+// `txpath tc -s` shows such a tree while the bench runs).
+std::string bounded(std::string doc) {
+  if (doc.size() <= kMaxFinalTcStats) return doc;
+  return error_document("the final tc statistics take " + std::to_string(doc.size()) +
+                        " bytes, more than the limit of " + std::to_string(kMaxFinalTcStats >> 20) +
+                        " MiB for a row: left out (txpath tc -s shows them while the bench runs)");
+}
+
 }  // namespace
 
 std::string final_tc_stats(const BenchConfig& cfg, TxQueue& txq, const tc::Tree& tree) {
@@ -75,7 +86,7 @@ std::string final_tc_stats(const BenchConfig& cfg, TxQueue& txq, const tc::Tree&
     if (!cfg.tc_config.empty()) {
       const auto counters = tc::snapshot_counters(txq, tree.nodes, kSnapshotTimeout);
       if (!counters) return error_document(kNoAnswer);
-      return running_config(cfg, tree.config).show_stats_json(cfg.tc_dev, *counters);
+      return bounded(running_config(cfg, tree.config).show_stats_json(cfg.tc_dev, *counters));
     }
     const auto counters = tc::snapshot_counters(txq, {}, kSnapshotTimeout, kRootHandle, tc::kRoot);
     if (!counters) return error_document(kNoAnswer);
@@ -101,7 +112,7 @@ std::string final_tc_stats(const BenchConfig& cfg, MultiQueueTx& tx, const tc::Q
     }
     if (trees) {
       const tc::TreeCounters merged = tc::merge_queue_counters(*trees, queues);
-      return running_config(cfg, trees->config).show_stats_json(cfg.tc_dev, merged);
+      return bounded(running_config(cfg, trees->config).show_stats_json(cfg.tc_dev, merged));
     }
     tc::QueueTrees mq;
     mq.root_kind = "mq";

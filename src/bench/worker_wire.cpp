@@ -47,7 +47,6 @@ constexpr std::pair<const char*, uint64_t QueueRun::*> kQueueCounts[] = {
 // What run_bench accepts from a worker: a round's text is a few kB per row.
 constexpr std::size_t kMaxRoundText = 16u << 20;
 constexpr std::size_t kMaxWorkerString = 4096;
-constexpr std::size_t kMaxWorkerTcStats = 1u << 20;  // a row's final tc -s document (JSON text)
 constexpr int kMaxRoundDepth = 7;
 
 // A histogram as [min, max, [[bucket, count], ...]] (only the buckets that counted).
@@ -160,7 +159,7 @@ Run run_from_json(const nlohmann::json& j, std::size_t queue_count) {
   for (const auto& [name, field] : kRunFlags) r.*field = in.flag(name);
   for (const auto& [name, field] : kRunTexts) r.*field = in.text(name);
   for (const auto& [name, field] : kRunHistograms) r.*field = histogram_from_json(in.at(name), name);
-  r.tc_stats = in.text("tc_stats", kMaxWorkerTcStats);
+  r.tc_stats = in.text("tc_stats", kMaxFinalTcStats);
   r.noise = {in.real("steal_pct"), in.real("other_cpu_pct")};
   const auto& queues = in.at("per_queue");
   if (!queues.is_array() || queues.size() != queue_count)

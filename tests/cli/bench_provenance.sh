@@ -132,5 +132,17 @@ if ! jq -e '.results[0].tc.qdiscs as $q |
   FAIL "mq --tc-config: final tc statistics"; jq '.results' "$tmp/mqtc.json"
 fi
 
+# ---- a tree too large for a row's final statistics: an error document, the row stands ----------
+# (issue 31: 8000 htb classes made every round's worker fail, and the bench discarded its rows)
+conf="$tmp/big.tc"
+{ echo "link add dev b0"; echo "qdisc add dev b0 root handle 1: htb default 1"
+  for i in $(seq 1 8000); do printf 'class add dev b0 parent 1: classid 1:%x htb rate 1mbit\n' "$i"; done
+} >"$tmp/big.batch"
+"$bin" tc --config "$conf" -batch "$tmp/big.batch" >/dev/null 2>&1 || FAIL "tc -batch of 8000 classes"
+"$bin" bench --device null --threads 1 --duration 0.02 --quiet --tc-config "$conf" --strategy busylock --repeat 1 \
+  --json "$tmp/big.json" >"$tmp/big.out" 2>&1 || { FAIL "8000-class run exited $?"; cat "$tmp/big.out"; }
+jq -e '.results[0] | .sent > 0 and (.tc.error | test("more than the limit of 1 MiB for a row"))' \
+  "$tmp/big.json" >/dev/null || { FAIL "8000 classes: the row or its tc error"; head -c 2000 "$tmp/big.json"; }
+
 [ "$fail" -eq 0 ] && echo "bench provenance: ok"
 exit "$fail"
