@@ -204,6 +204,12 @@ TEST_F(TcControl, ASingleQueueProcessRefusesAMultiQueueRoot) {
 // user's own directory, its server checked to be that user), instead of changing the file alone.
 TEST_F(TcControl, RootReachesAUsersProcess) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a process as another uid";
+#if defined(TXPATH_TSAN)
+  // TSan's runtime has a thread of its own, and a forked child of a threaded process that starts
+  // threads (the child's live server does) is one TSan cannot follow: it ends the child. The
+  // release and ASan builds run this test.
+  GTEST_SKIP() << "a forked child that starts threads is not supported under ThreadSanitizer";
+#endif
   std::filesystem::permissions(dir_, std::filesystem::perms::all);
   int ready[2], done[2];
   ASSERT_EQ(::pipe(ready), 0);

@@ -129,10 +129,10 @@ reader=""
 
 # ---- class 9: --sndbuf ------------------------------------------------------------------------
 # (ulimit -v: the code before this check allocated the whole budget up front)
-out=$(ulimit -v 3000000; bad_now bench "${quick[@]}" --sndbuf 4294967296)
+out=$(memcap 3000000; bad_now bench "${quick[@]}" --sndbuf 4294967296)
 grep -qF "sndbuf 4294967296 times 1 sender is over the limit of 1024 MiB of send buffers in total" <<<"$out" ||
   FAIL "--sndbuf 4294967296: $out"
-out=$(ulimit -v 3000000; bad_now bench --device null --strategy busylock --threads 1,2 --duration 0.01 --repeat 1 --sndbuf 1073741824)
+out=$(memcap 3000000; bad_now bench --device null --strategy busylock --threads 1,2 --duration 0.01 --repeat 1 --sndbuf 1073741824)
 grep -qF "at most 536870912 per sender at 2 threads" <<<"$out" || FAIL "--sndbuf 1 GiB x 2: $out"
 
 # ---- class 10: --queues ------------------------------------------------------------------------
