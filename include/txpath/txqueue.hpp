@@ -58,10 +58,21 @@ enum class SendStatus : uint8_t {
   congested,   // accepted, another packet was dropped to make room (NET_XMIT_CN)
   dropped,     // accepted and dropped (NET_XMIT_DROP); the queue freed it
   too_big,     // refused: longer than the device's max frame; the caller still owns the packet
+  invalid,     // refused: not a packet the queue can take (nullptr, no pool, len > capacity);
+               // the caller still owns it, nothing was read past its header (docs/library.md)
+  in_flight,   // refused: this packet was already handed over (an earlier send(), or earlier in
+               // the same burst) and has not been handed out by its pool again since; the first
+               // submission stands, this one changed nothing
 };
 
+// Whether a status means the queue took the packet (queued, congested, dropped): the others
+// leave it with the caller (too_big, invalid) or with its first submission (in_flight).
+constexpr bool is_accepted(SendStatus s) noexcept {
+  return s == SendStatus::queued || s == SendStatus::congested || s == SendStatus::dropped;
+}
+
 struct TxQueueStats {
-  uint64_t submitted = 0;  // packets accepted by send() (everything but too_big)
+  uint64_t submitted = 0;  // packets accepted by send() (all but too_big, invalid, in_flight)
   uint64_t sent = 0;       // accepted by the device
   uint64_t dropped = 0;    // dropped by the qdisc, the strategy, or purged at teardown
   uint64_t queued = 0;     // in the qdisc, the requeue list, or a strategy's hand-off lists
@@ -82,7 +93,9 @@ class TxQueue {
   static std::unique_ptr<TxQueue> create(Device& device, const TxQueueConfig& config = {});
   virtual ~TxQueue() = default;
 
-  // Hands a packet to the transmit path. Ownership passes to the queue unless too_big.
+  // Hands a packet to the transmit path. Ownership passes to the queue unless refused (too_big,
+  // invalid: still the caller's; in_flight: already the queue's). Checked before anything else
+  // of the packet is read: nullptr, no pool, len > capacity, a second submission.
   virtual SendStatus send(Packet* p) noexcept = 0;
 
   // Hands a burst to the transmit path with one serialisation (the role of DPDK's
@@ -91,8 +104,9 @@ class TxQueue {
   // a burst on an idle queue costs one lock round and one doorbell. status[i] receives
   // packets[i]'s verdict, with send()'s meanings; only the first min(packets.size(),
   // status.size()) packets are looked at (the rest stay with the caller, untouched). A too_big
-  // packet stays with the caller; every other passes to the queue. Returns the number accepted
-  // (everything but too_big). Thread-safe, as send(); per-sender order holds across send() and
+  // or invalid packet stays with the caller; the same packet twice in a burst (or one already
+  // submitted) is in_flight the second time; every other passes to the queue. Returns the
+  // number accepted (all but those refusals). Thread-safe, as send(); per-sender order holds across send() and
   // send_burst() calls.
   virtual std::size_t send_burst(std::span<Packet* const> packets,
                                  std::span<SendStatus> status) noexcept = 0;

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "txpath/error.hpp"
@@ -50,6 +51,21 @@ void ClassOps::change_class(uint16_t minor, const QdiscOptions& options, const Q
 void ClassOps::delete_class(uint16_t minor) {
   (void)minor;
   throw ConfigRejected("qdisc " + std::string(kind()) + " does not support deleting classes");
+}
+
+namespace {
+
+void check_env_range(std::string_view what, uint32_t value, uint32_t low, uint32_t high) {
+  if (value >= low && value <= high) [[likely]] return;
+  throw ConfigError("qdisc environment: " + std::string(what) + " " + std::to_string(value) +
+                    " is out of range (" + std::to_string(low) + ".." + std::to_string(high) + ")");
+}
+
+}  // namespace
+
+void check_qdisc_env(const QdiscEnv& env) {
+  check_env_range("mtu", env.mtu, kMinQdiscMtu, kMaxQdiscMtu);
+  check_env_range("tx_queues", env.tx_queues, 1, kMaxTxQueues);
 }
 
 void add_class(Qdisc& q, uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
