@@ -26,8 +26,6 @@ namespace txpath::tc {
 
 namespace {
 
-constexpr uint32_t range_first(uint32_t handle) { return handle & 0xFFFF0000u; }
-
 // Whether class `classid` of a qdisc whose classes are implicit (not htb) exists, as its class
 // operations' find() answers: tbf's one class for every id, mq's one per TX queue, prio's one per
 // band.

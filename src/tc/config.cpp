@@ -272,13 +272,6 @@ std::string parse_class_show(std::span<const std::string> args) {
   return dev;
 }
 
-// The [first, last] keys of a qdisc's classes (and of the parents of the qdiscs on them) in the
-// maps keyed by class id: major:0 .. major:ffff, less kRoot (ffff:ffff), which is no class.
-constexpr uint32_t range_first(uint32_t handle) { return handle & 0xFFFF0000u; }
-constexpr uint32_t range_last(uint32_t handle) {
-  return (handle | 0xFFFFu) == kRoot ? kRoot - 1 : (handle | 0xFFFFu);
-}
-
 template <class T>
 std::vector<const T*> by_seq(std::vector<std::pair<uint64_t, const T*>>& v) {
   std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

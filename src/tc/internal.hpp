@@ -16,6 +16,13 @@
 
 namespace txpath::tc {
 
+// The [first, last] keys of a qdisc's classes (and of the parents of the qdiscs on them) in the
+// maps keyed by class id: major:0 .. major:ffff, less kRoot (ffff:ffff), which is no class.
+constexpr uint32_t range_first(uint32_t handle) noexcept { return handle & 0xFFFF0000u; }
+constexpr uint32_t range_last(uint32_t handle) noexcept {
+  return (handle | 0xFFFFu) == kRoot ? kRoot - 1 : (handle | 0xFFFFu);
+}
+
 // A batch or configuration line split as tc's makeargs does: whitespace-separated words, double
 // quotes group a word, '#' starts a comment (config.cpp).
 std::vector<std::string> batch_words(std::string_view line);

@@ -21,8 +21,6 @@ namespace {
 
 [[noreturn]] void rejected(const std::string& what) { throw ConfigRejected(what); }
 
-constexpr uint32_t range_first(uint32_t handle) { return handle & 0xFFFF0000u; }
-
 bool explicit_classes(const QdiscConfig& q) { return qdisc_kind(q.kind).classes == ClassModel::explicit_; }
 
 
