@@ -45,7 +45,8 @@ struct Packet {
   // The library's, never the application's: set when a queue accepts the packet (TxQueue::send,
   // send_burst), cleared when its pool hands it out again (Pool::get, Pool::Cache::get). A queue
   // refuses a packet that has it set (SendStatus::in_flight): the same packet submitted twice.
-  // Written only by whoever owns the packet at that moment; the hand-overs order it.
+  // The library accesses it only through std::atomic_ref<bool> (src/engine/admission.hpp): of
+  // two submissions of one packet, even from two threads at once, exactly one is accepted.
   bool in_flight = false;
   uint64_t tstamp_ns = 0;       // skb->tstamp: earliest departure time (EDT), steady-clock ns
                                 // (the env clock of time-based qdiscs); 0 = none (fq)
