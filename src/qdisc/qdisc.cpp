@@ -70,6 +70,7 @@ void check_qdisc_env(const QdiscEnv& env) {
 
 void add_class(Qdisc& q, uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
                const QdiscEnv& env) {
+  check_qdisc_env(env);  // a class's leaf qdisc and quantum are sized from it
   ClassOps* ops = q.class_ops();
   if (!ops) refuse_add(std::string(q.kind()));
   ops->add_class(minor, parent_minor, options, env);
