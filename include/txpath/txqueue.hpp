@@ -132,7 +132,8 @@ class TxQueue {
   // no batch is between the qdisc and the device. Once every sender has returned from send(),
   // submitted == sent + dropped + queued holds in it. Waits up to `timeout` (the queue stops for
   // the time of one stats() read); nullopt on timeout or while the queue is being destroyed.
-  // Without the service thread it is served by the next send() or service() call.
+  // Without the service thread it is served by the next send() or service() call. Throws
+  // UsageError when called from inside this queue's inspect_qdisc()/edit_qdisc() callback.
   virtual std::optional<TxQueueStats> consistent_stats(std::chrono::milliseconds timeout) = 0;
   virtual std::string_view strategy() const noexcept = 0;
   virtual std::string_view lock_kind() const noexcept = 0;
@@ -148,7 +149,8 @@ class TxQueue {
   // thread) and should be short: the qdisc is stopped meanwhile. An exception thrown by fn is
   // rethrown here. With strategy `nolock` the senders' enqueues into the lockless rings are not
   // excluded (as in Linux), only the driver loop; its qlen/backlog live in the rings' per-thread
-  // counters, not in Qdisc::stats().
+  // counters, not in Qdisc::stats(). Called from inside fn (or an edit_qdisc() callback) of the
+  // same queue it would wait for itself: it throws UsageError at once instead (docs/library.md).
   virtual bool inspect_qdisc(const std::function<void(const Qdisc&)>& fn,
                              std::chrono::milliseconds timeout) = 0;
   virtual Device& device() noexcept = 0;
@@ -167,7 +169,8 @@ class TxQueue {
   // Waits up to `timeout`; false on timeout, for a queue without a qdisc (peer:*), and for
   // strategy `nolock` (its senders enqueue into the root without the root lock). An exception
   // thrown by fn is rethrown here (fn must then leave the tree as it found it). Any thread except
-  // one inside fn.
+  // one inside fn: from inside this queue's edit_qdisc()/inspect_qdisc() callback it throws
+  // UsageError (for a strategy whose tree is editable).
   struct QdiscEdit {
     std::unique_ptr<Qdisc> root;  // a new root, or nullptr: the root stays
     PacketList freed;             // packets taken out of the tree for good, freed after
