@@ -171,7 +171,10 @@ TEST_P(HostileSend, LenBeyondCapacityIsRefusedAndStaysWithTheCaller) {
   Rig r(GetParam());
   Packet* p = r.fresh(kBuffer + 1);  // below the device's max frame: not too_big
   EXPECT_EQ(r.txq->send(p), SendStatus::invalid);
-  Packet* q = r.fresh(UINT32_MAX);
+  // The device's max frame, far past the buffer (longer than the max would be too_big, as ever).
+  Packet* q = r.fresh(r.dev->max_frame_len());
+  Packet* huge = r.fresh(UINT32_MAX);
+  EXPECT_EQ(r.txq->send(huge), SendStatus::too_big);
   Packet* ok = r.fresh(kBuffer);  // exactly its capacity: fine
   std::array<Packet*, 3> burst{p, ok, q};
   std::array<SendStatus, 3> status{};
@@ -182,6 +185,7 @@ TEST_P(HostileSend, LenBeyondCapacityIsRefusedAndStaysWithTheCaller) {
   r.expect_conserved(1);
   r.cache.put(p);  // still ours
   r.cache.put(q);
+  r.cache.put(huge);
 }
 
 TEST_P(HostileSend, SamePacketTwiceInOneBurstIsSentOnce) {

@@ -58,8 +58,9 @@ enum class SendStatus : uint8_t {
   congested,   // accepted, another packet was dropped to make room (NET_XMIT_CN)
   dropped,     // accepted and dropped (NET_XMIT_DROP); the queue freed it
   too_big,     // refused: longer than the device's max frame; the caller still owns the packet
-  invalid,     // refused: not a packet the queue can take (nullptr, no pool, len > capacity);
-               // the caller still owns it, nothing was read past its header (docs/library.md)
+  invalid,     // refused: not a packet the queue can take (nullptr, no pool, len > capacity
+               // but within the max frame, else too_big); the caller still owns it, nothing
+               // was read past its header (docs/library.md, "Refusals")
   in_flight,   // refused: this packet was already handed over (an earlier send(), or earlier in
                // the same burst) and has not been handed out by its pool again since; the first
                // submission stands, this one changed nothing

@@ -3,9 +3,12 @@
 // API's boundary, docs/library.md "Refusals"): checks of the packet's header alone, O(1), in
 // every build type.
 //
-//   nullptr, no pool, len > capacity  SendStatus::invalid   the caller keeps the packet
+//   nullptr, no pool                  SendStatus::invalid   the caller keeps the packet
 //   handed over already (in flight)   SendStatus::in_flight the first submission stands
-//   len > the device's max frame       SendStatus::too_big   the caller keeps the packet
+//   len > the device's max frame      SendStatus::too_big   the caller keeps the packet
+//   len > capacity (within the max)   SendStatus::invalid   the caller keeps the packet
+// (too_big before len > capacity: a frame longer than the device's maximum stays too_big, as
+// it always was, whatever its buffer.)
 //
 // Packet::in_flight is the second-submission guard. It is claimed with one atomic exchange, so
 // that of two submissions of one packet, even from two threads at once, exactly one wins; it is
@@ -42,19 +45,24 @@ static_assert(std::atomic_ref<bool>::required_alignment <= alignof(bool),
 
 // The checks in the order that reads the least of a packet that may not be the caller's: the
 // pointer, the claim (an in-flight packet's other fields belong to the queue that holds it),
-// then the header fields. On `queued` the packet is claimed; otherwise it is left as it was.
+// then the header fields (too_big first: see above). On `queued` the packet is claimed;
+// otherwise it is left as it was.
 [[gnu::always_inline]] inline SendStatus admission(Packet* p, uint32_t max_frame_len) noexcept {
   if (p == nullptr) [[unlikely]]
     return SendStatus::invalid;
   if (!claim_packet(p)) [[unlikely]]
     return SendStatus::in_flight;
-  if (p->pool == nullptr || p->len > p->capacity) [[unlikely]] {
+  if (p->pool == nullptr) [[unlikely]] {
     unclaim_packet(p);
     return SendStatus::invalid;
   }
   if (p->len > max_frame_len) [[unlikely]] {
     unclaim_packet(p);
     return SendStatus::too_big;
+  }
+  if (p->len > p->capacity) [[unlikely]] {
+    unclaim_packet(p);
+    return SendStatus::invalid;
   }
   return SendStatus::queued;
 }
