@@ -157,6 +157,17 @@ class Device {
   void ring_and_complete(PacketList& batch) noexcept;
   // The same for a doorbell that announces `p` alone (a lone sender's bypass): no list to walk.
   void ring_and_complete_one(Packet* p) noexcept;
+  // A frame longer than its buffer (Packet::len > capacity), which TxQueue::send() refuses
+  // (SendStatus::invalid) and only a direct xmit() caller can hand over: true for such a packet,
+  // which is then counted as accepted, as a tx error and as completed, and returned to its pool
+  // unread (no byte past its buffer is written out or sent). Called first in xmit(), with
+  // tx_lock held; the device then returns XmitResult::ok.
+  bool drop_overlong(Packet* p) noexcept {
+    if (p->len <= p->capacity) [[likely]]
+      return false;
+    drop_overlong_slow(p);
+    return true;
+  }
   // Lockless TX (Linux's NETIF_F_LLTX, which dummy and veth set): the driver loop calls xmit()
   // without tx_lock. Only for a device whose xmit() and completions share no state with
   // another thread: nothing but the driver-loop owner calls xmit() on this TX queue, and it
@@ -171,6 +182,7 @@ class Device {
 
  private:
   void notify_wake() noexcept;
+  [[gnu::cold]] void drop_overlong_slow(Packet* p) noexcept;
 
   static constexpr uint32_t kDrvXoff = 1;    // __QUEUE_STATE_DRV_XOFF
   static constexpr uint32_t kStackXoff = 2;  // __QUEUE_STATE_STACK_XOFF (BQL)

@@ -29,4 +29,11 @@ class DeviceError : public ConfigError {
   explicit DeviceError(const std::string& what) : ConfigError(what) {}
 };
 
+// Thrown for a call the API forbids where it is made, e.g. TxQueue::inspect_qdisc() or
+// edit_qdisc() from inside their own callback (which would wait for itself). what() is one line.
+class UsageError : public std::logic_error {
+ public:
+  explicit UsageError(const std::string& what) : std::logic_error(what) {}
+};
+
 }  // namespace txpath

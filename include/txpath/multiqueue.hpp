@@ -49,12 +49,14 @@ class MultiQueueTx {
   MultiQueueTx& operator=(const MultiQueueTx&) = delete;
 
   // Picks the TX queue (NetDevice::pick_tx_queue) and sends on it. Ownership as TxQueue::send:
-  // the queue owns the packet unless too_big.
+  // the queue owns the packet unless refused (too_big, invalid, in_flight: checked before the
+  // pick).
   SendStatus send(Packet* p) noexcept;
   // TxQueue::send_burst on a device with several queues: picks each packet's queue as send()
   // does and hands each run of consecutive packets for the same queue to that queue's
   // send_burst() (a burst whose packets all go to one queue is one call). Verdicts, ownership
-  // and the return value as TxQueue::send_burst; a too_big packet is refused before its pick.
+  // and the return value as TxQueue::send_burst; a refused packet (too_big, invalid, in_flight)
+  // is refused before its pick.
   std::size_t send_burst(std::span<Packet* const> packets, std::span<SendStatus> status) noexcept;
 
   uint32_t num_queues() const noexcept { return static_cast<uint32_t>(queues_.size()); }

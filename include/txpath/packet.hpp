@@ -42,6 +42,12 @@ struct Packet {
   // when nonzero and the packet is accepted, tells Device::note_departure() (the queueing delay
   // the bench measures). No qdisc touches it; a sender that samples writes it on every packet.
   uint32_t sent_stamp = 0;
+  // The library's, never the application's: set when a queue accepts the packet (TxQueue::send,
+  // send_burst), cleared when its pool hands it out again (Pool::get, Pool::Cache::get). A queue
+  // refuses a packet that has it set (SendStatus::in_flight): the same packet submitted twice.
+  // The library accesses it only through std::atomic_ref<bool> (src/engine/admission.hpp): of
+  // two submissions of one packet, even from two threads at once, exactly one is accepted.
+  bool in_flight = false;
   uint64_t tstamp_ns = 0;       // skb->tstamp: earliest departure time (EDT), steady-clock ns
                                 // (the env clock of time-based qdiscs); 0 = none (fq)
   uint64_t pacing_rate = 0;     // sk->sk_pacing_rate of the sending flow, bytes/s; 0 = unpaced (fq)

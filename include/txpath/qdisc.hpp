@@ -22,6 +22,7 @@
 #include "txpath/counter.hpp"
 #include "txpath/packet.hpp"
 #include "txpath/qdisc_dump.hpp"
+#include "txpath/traffic_classes.hpp"
 
 namespace txpath {
 
@@ -55,6 +56,8 @@ inline void add_counts(QdiscStats& sum, const QdiscStats& s) noexcept {
 }
 
 // Device facts a qdisc needs to pick its defaults (Linux: dev->tx_queue_len, psched_mtu()).
+// make_qdisc(), add_class() and TxQueue::create() refuse an environment outside these ranges
+// (check_qdisc_env()): mtu kMinQdiscMtu..kMaxQdiscMtu, tx_queues 1..kMaxTxQueues.
 struct QdiscEnv {
   uint32_t txqueuelen = 1000;  // default limit of fifo-like queues
   uint32_t mtu = 1500;         // L3 MTU; psched_mtu() = mtu + Ethernet header (14)
@@ -69,6 +72,16 @@ struct QdiscEnv {
   // and are refused on a device with one.
   uint32_t tx_queues = 1;
 };
+
+// The MTUs a QdiscEnv may name: IPv4's minimum (68, the kernel's ETH_MIN_MTU) up to 65536, the
+// loopback device's (the largest MTU a Linux device has by default; ETH_MAX_MTU is 65535). The
+// qdiscs' defaults (quantum = psched_mtu(), fq's 2x and 10x, bfifo's txqueuelen x) are sized
+// from it, and stay positive and far from overflow within it.
+inline constexpr uint32_t kMinQdiscMtu = 68;
+inline constexpr uint32_t kMaxQdiscMtu = 65536;
+// Throws ConfigError (one line, "qdisc environment: mtu 0 is out of range (68..65536)", the same
+// for tx_queues and 1..kMaxTxQueues) unless `env` is within the ranges above.
+void check_qdisc_env(const QdiscEnv& env);
 
 // One class of a classful qdisc (tc class show). Its classid is handle_major:minor.
 struct QdiscClassInfo {
@@ -263,7 +276,8 @@ void add_class(Qdisc& q, uint16_t minor, uint16_t parent_minor, const QdiscOptio
 void graft(Qdisc& q, uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free);
 
 // Builds a qdisc from a tc-style spec: "KIND [OPTIONS...]", e.g. "pfifo_fast", "pfifo limit 100",
-// "bfifo limit 30000", "pfifo_head_drop limit 5". Throws ConfigError (one line) on a bad spec.
+// "bfifo limit 30000", "pfifo_head_drop limit 5". Throws ConfigError (one line) on a bad spec or
+// an environment check_qdisc_env() refuses.
 std::unique_ptr<Qdisc> make_qdisc(std::string_view spec, const QdiscEnv& env = {});
 
 }  // namespace txpath

@@ -58,10 +58,22 @@ enum class SendStatus : uint8_t {
   congested,   // accepted, another packet was dropped to make room (NET_XMIT_CN)
   dropped,     // accepted and dropped (NET_XMIT_DROP); the queue freed it
   too_big,     // refused: longer than the device's max frame; the caller still owns the packet
+  invalid,     // refused: not a packet the queue can take (nullptr, no pool, len > capacity
+               // but within the max frame, else too_big); the caller still owns it, nothing
+               // was read past its header (docs/library.md, "Refusals")
+  in_flight,   // refused: this packet was already handed over (an earlier send(), or earlier in
+               // the same burst) and has not been handed out by its pool again since; the first
+               // submission stands, this one changed nothing
 };
 
+// Whether a status means the queue took the packet (queued, congested, dropped): the others
+// leave it with the caller (too_big, invalid) or with its first submission (in_flight).
+constexpr bool is_accepted(SendStatus s) noexcept {
+  return s == SendStatus::queued || s == SendStatus::congested || s == SendStatus::dropped;
+}
+
 struct TxQueueStats {
-  uint64_t submitted = 0;  // packets accepted by send() (everything but too_big)
+  uint64_t submitted = 0;  // packets accepted by send() (all but too_big, invalid, in_flight)
   uint64_t sent = 0;       // accepted by the device
   uint64_t dropped = 0;    // dropped by the qdisc, the strategy, or purged at teardown
   uint64_t queued = 0;     // in the qdisc, the requeue list, or a strategy's hand-off lists
@@ -82,7 +94,9 @@ class TxQueue {
   static std::unique_ptr<TxQueue> create(Device& device, const TxQueueConfig& config = {});
   virtual ~TxQueue() = default;
 
-  // Hands a packet to the transmit path. Ownership passes to the queue unless too_big.
+  // Hands a packet to the transmit path. Ownership passes to the queue unless refused (too_big,
+  // invalid: still the caller's; in_flight: already the queue's). Checked before anything else
+  // of the packet is read: nullptr, no pool, len > capacity, a second submission.
   virtual SendStatus send(Packet* p) noexcept = 0;
 
   // Hands a burst to the transmit path with one serialisation (the role of DPDK's
@@ -91,8 +105,9 @@ class TxQueue {
   // a burst on an idle queue costs one lock round and one doorbell. status[i] receives
   // packets[i]'s verdict, with send()'s meanings; only the first min(packets.size(),
   // status.size()) packets are looked at (the rest stay with the caller, untouched). A too_big
-  // packet stays with the caller; every other passes to the queue. Returns the number accepted
-  // (everything but too_big). Thread-safe, as send(); per-sender order holds across send() and
+  // or invalid packet stays with the caller; the same packet twice in a burst (or one already
+  // submitted) is in_flight the second time; every other passes to the queue. Returns the
+  // number accepted (all but those refusals). Thread-safe, as send(); per-sender order holds across send() and
   // send_burst() calls.
   virtual std::size_t send_burst(std::span<Packet* const> packets,
                                  std::span<SendStatus> status) noexcept = 0;
@@ -118,7 +133,8 @@ class TxQueue {
   // no batch is between the qdisc and the device. Once every sender has returned from send(),
   // submitted == sent + dropped + queued holds in it. Waits up to `timeout` (the queue stops for
   // the time of one stats() read); nullopt on timeout or while the queue is being destroyed.
-  // Without the service thread it is served by the next send() or service() call.
+  // Without the service thread it is served by the next send() or service() call. Throws
+  // UsageError when called from inside this queue's inspect_qdisc()/edit_qdisc() callback.
   virtual std::optional<TxQueueStats> consistent_stats(std::chrono::milliseconds timeout) = 0;
   virtual std::string_view strategy() const noexcept = 0;
   virtual std::string_view lock_kind() const noexcept = 0;
@@ -134,7 +150,8 @@ class TxQueue {
   // thread) and should be short: the qdisc is stopped meanwhile. An exception thrown by fn is
   // rethrown here. With strategy `nolock` the senders' enqueues into the lockless rings are not
   // excluded (as in Linux), only the driver loop; its qlen/backlog live in the rings' per-thread
-  // counters, not in Qdisc::stats().
+  // counters, not in Qdisc::stats(). Called from inside fn (or an edit_qdisc() callback) of the
+  // same queue it would wait for itself: it throws UsageError at once instead (docs/library.md).
   virtual bool inspect_qdisc(const std::function<void(const Qdisc&)>& fn,
                              std::chrono::milliseconds timeout) = 0;
   virtual Device& device() noexcept = 0;
@@ -153,7 +170,8 @@ class TxQueue {
   // Waits up to `timeout`; false on timeout, for a queue without a qdisc (peer:*), and for
   // strategy `nolock` (its senders enqueue into the root without the root lock). An exception
   // thrown by fn is rethrown here (fn must then leave the tree as it found it). Any thread except
-  // one inside fn.
+  // one inside fn: from inside this queue's edit_qdisc()/inspect_qdisc() callback it throws
+  // UsageError (for a strategy whose tree is editable).
   struct QdiscEdit {
     std::unique_ptr<Qdisc> root;  // a new root, or nullptr: the root stays
     PacketList freed;             // packets taken out of the tree for good, freed after

@@ -105,6 +105,10 @@ void Pool::reset(Packet* p) noexcept {
   p->pacing_rate = 0;
   p->tx_queue = kAnyTxQueue;
   p->flow_in_flight = nullptr;
+  // Handed out again: the packet may be submitted once more (src/engine/admission.hpp). relaxed:
+  // the pool's hand-over to the caller (its lock, or this thread's own cache) orders it before
+  // the caller's submission; atomic because a stale pointer's second send() may read it now.
+  std::atomic_ref<bool>(p->in_flight).store(false, std::memory_order_relaxed);
 }
 
 namespace {

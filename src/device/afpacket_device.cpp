@@ -196,6 +196,11 @@ void AfPacketDevice::doorbell() noexcept {
 }
 
 XmitResult AfPacketDevice::xmit(Packet* p, bool more) noexcept {
+  if (drop_overlong(p)) [[unlikely]] {  // never copied into the ring: not a frame we can send
+    if (!more && (!pending_.empty() || kick_needed_)) doorbell();
+    publish_hints();
+    return XmitResult::ok;
+  }
   if (used() > mask_) {
     reap();
     if (used() > mask_) {

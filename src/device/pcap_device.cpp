@@ -126,6 +126,10 @@ ssize_t PcapDevice::stream_write(void* self, const char* data, std::size_t size)
 }
 
 XmitResult PcapDevice::xmit(Packet* p, bool more) noexcept {
+  if (drop_overlong(p)) [[unlikely]] {  // no record: its bytes past the buffer are the heap's
+    if (!more) flush();
+    return XmitResult::ok;
+  }
   const uint32_t incl = std::min(p->len, kSnaplen);
   // Make room first: a full buffer is a doorbell for what it holds.
   if (kBufferBytes - used_ < kRecordHeaderLen + incl) flush();

@@ -154,6 +154,15 @@ XmitResult TunDevice::xmit(Packet* p, bool more) noexcept {
     busy_.add(1);
     return XmitResult::busy;
   }
+  if (drop_overlong(p)) [[unlikely]] {  // never written: not a frame we can send
+    if (!more && !pending_.empty()) {
+      doorbells_.add(1);
+      flush(0);
+    } else {
+      publish_hints();
+    }
+    return XmitResult::ok;
+  }
   tx_packets_.add(1);
   tx_bytes_.add(p->len);
   pending_.push_back(p);

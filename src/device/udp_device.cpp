@@ -123,6 +123,14 @@ bool UdpDevice::flush() noexcept {
 }
 
 XmitResult UdpDevice::xmit(Packet* p, bool more) noexcept {
+  if (drop_overlong(p)) [[unlikely]] {  // no datagram: its bytes past the buffer are the heap's
+    if (!more && count_ > first_) {
+      doorbells_.add(1);
+      flush();
+    }
+    publish_hints();
+    return XmitResult::ok;
+  }
   if (count_ == cfg_.batch) {
     // The stage is full (an earlier flush was refused, or the batch limit): send it first.
     if (!flush() && first_ > 0) {

@@ -4,11 +4,25 @@
 #include <algorithm>
 #include <utility>
 
+#include "txpath/error.hpp"
+
 namespace txpath {
+
+namespace {
+
+// The slot whose request this thread is running (serve()), or null: a request() on it from
+// inside that request would wait for its own mutex and for the run that is executing it.
+thread_local const InspectSlot* tls_serving = nullptr;
+
+}  // namespace
 
 bool InspectSlot::request(const Request& fn, std::chrono::milliseconds timeout,
                           const std::function<void()>& ask) {
   using Clock = std::chrono::steady_clock;
+  if (tls_serving == this)
+    throw UsageError(
+        "inspect_qdisc/edit_qdisc/consistent_stats called from inside an inspect_qdisc or "
+        "edit_qdisc callback of the same queue (it would wait for itself)");
   const Clock::time_point deadline = Clock::now() + timeout;
   std::unique_lock lock(mutex_);
   if (closed_) return false;
@@ -53,11 +67,13 @@ void InspectSlot::serve(const Qdisc& root) noexcept {
   if (!fn_ || done_) return;  // withdrawn, or served by an earlier owner
   // relaxed: under mutex_ (see request()).
   pending_.store(false, std::memory_order_relaxed);
+  const InspectSlot* const outer = std::exchange(tls_serving, this);  // another queue's, or null
   try {
     (*fn_)(root);
   } catch (...) {
     error_ = std::current_exception();  // rethrown by the caller
   }
+  tls_serving = outer;
   done_ = true;
   cv_.notify_all();
 }

@@ -37,6 +37,8 @@ class InspectSlot {
 
   // Leaves fn for the serialised context and waits up to `timeout`, calling ask() to have a run
   // serve it. True if fn ran; false on timeout or once closed. What fn threw is rethrown here.
+  // Throws UsageError, waiting for nothing, when called from inside this slot's own request
+  // (fn, on the thread that serves it), which would wait for itself.
   bool request(const Request& fn, std::chrono::milliseconds timeout, const std::function<void()>& ask);
 
   // The owners' side, in the serialised context only, once they saw the hint set: runs a

@@ -38,6 +38,7 @@
 #include <utility>
 
 #include "base/per_thread_counter.hpp"
+#include "engine/admission.hpp"
 #include "engine/driver_loop.hpp"
 #include "engine/inspect_slot.hpp"
 #include "engine/scheduler.hpp"
@@ -108,27 +109,26 @@ class QueueBase : public TxQueue, private Scheduler::Client {
   // root lock (nolock's rings).
   virtual bool editable() const noexcept { return true; }
 
-  // The size check shared by every send(): a frame longer than the device's max is refused.
-  bool admit(Packet* p) noexcept {
-    if (p->len > device_.max_frame_len()) return false;
-    submitted_.add(1);
-    return true;
+  // The checks shared by every send() (engine/admission.hpp): `queued` when the packet may
+  // enter (claimed, counted in `submitted`), else the refusal to return, the packet untouched.
+  [[gnu::always_inline]] SendStatus admit(Packet* p) noexcept {
+    const SendStatus s = admission(p, device_.max_frame_len());
+    if (s == SendStatus::queued) [[likely]] submitted_.add(1);
+    return s;
   }
-  // The same for a burst (send_burst): every packet that fits goes onto `batch`, in order, with
-  // status `queued` until the owner's verdict replaces it; a frame too long gets `too_big` and
-  // stays with the caller. One `submitted` update for the whole burst. Returns the count admitted.
+  // The same for a burst (send_burst): every packet admission() lets in goes onto `batch`, in
+  // order, with status `queued` until the owner's verdict replaces it; the others get their
+  // refusal (too_big, invalid: the caller keeps them; in_flight: a packet already handed over,
+  // earlier in this burst too — so no packet is ever linked twice). One `submitted` update for
+  // the whole burst. Returns the count admitted.
   std::size_t admit_burst(std::span<Packet* const> packets, std::span<SendStatus> status,
                           PacketList& batch) noexcept {
     const std::size_t n = std::min(packets.size(), status.size());
     const uint32_t max_len = device_.max_frame_len();
     for (std::size_t i = 0; i < n; ++i) {
       Packet* p = packets[i];
-      if (p->len > max_len) {
-        status[i] = SendStatus::too_big;
-        continue;
-      }
-      status[i] = SendStatus::queued;
-      batch.push_back(p);
+      status[i] = admission(p, max_len);
+      if (status[i] == SendStatus::queued) [[likely]] batch.push_back(p);
     }
     if (!batch.empty()) submitted_.add(batch.size());
     return batch.size();

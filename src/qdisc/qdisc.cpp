@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "txpath/error.hpp"
@@ -52,8 +53,24 @@ void ClassOps::delete_class(uint16_t minor) {
   throw ConfigRejected("qdisc " + std::string(kind()) + " does not support deleting classes");
 }
 
+namespace {
+
+void check_env_range(std::string_view what, uint32_t value, uint32_t low, uint32_t high) {
+  if (value >= low && value <= high) [[likely]] return;
+  throw ConfigError("qdisc environment: " + std::string(what) + " " + std::to_string(value) +
+                    " is out of range (" + std::to_string(low) + ".." + std::to_string(high) + ")");
+}
+
+}  // namespace
+
+void check_qdisc_env(const QdiscEnv& env) {
+  check_env_range("mtu", env.mtu, kMinQdiscMtu, kMaxQdiscMtu);
+  check_env_range("tx_queues", env.tx_queues, 1, kMaxTxQueues);
+}
+
 void add_class(Qdisc& q, uint16_t minor, uint16_t parent_minor, const QdiscOptions& options,
                const QdiscEnv& env) {
+  check_qdisc_env(env);  // a class's leaf qdisc and quantum are sized from it
   ClassOps* ops = q.class_ops();
   if (!ops) refuse_add(std::string(q.kind()));
   ops->add_class(minor, parent_minor, options, env);

@@ -29,7 +29,8 @@ class BusylockQueue : public LockedQueue<Lock> {
     // the plain root-lock one (LockedQueue::send, the same code the compiler lays out for
     // rootlock; laid out here with the busylock branch it cost a lone sender ~20 ns more).
     if (!this->is_running()) [[likely]] return LockedQueue<Lock>::send(p);
-    if (!this->admit(p)) return SendStatus::too_big;
+    if (const SendStatus refused = this->admit(p); refused != SendStatus::queued) [[unlikely]]
+      return refused;
     PacketList batch, to_free;
     batch.push_back(p);
     const Verdict v = serialize_busy(true, batch, to_free, NoVerdicts{});

@@ -76,7 +76,8 @@ class CombiningQueue : public SerializedQueue {
       : SerializedQueue(device, std::move(qdisc), config, "combining", Lock::kName), section_() {}
 
   SendStatus send(Packet* p) noexcept override {
-    if (!admit(p)) return SendStatus::too_big;
+    if (const SendStatus refused = admit(p); refused != SendStatus::queued) [[unlikely]]
+      return refused;
     PacketList to_free;
     Verdict v = Verdict::success;
     section_.execute(

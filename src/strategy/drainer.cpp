@@ -218,7 +218,8 @@ class DrainerQueue : public LockedQueue<Lock> {
   void start_drainer() { drainer_ = std::thread([this] { drainer_main(); }); }
 
   SendStatus send(Packet* p) noexcept override {
-    if (!this->admit(p)) return SendStatus::too_big;
+    if (const SendStatus refused = this->admit(p); refused != SendStatus::queued) [[unlikely]]
+      return refused;
     SenderRing* r = caller_ring();
     if (!r) return this->drop_unqueued(p);  // no ring could be allocated: the only drop here
     if (alone_possible(*r) && this->root_.try_lock()) {

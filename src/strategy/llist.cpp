@@ -62,7 +62,8 @@ class LlistQueue : public LockedQueue<Lock> {
         passivate_at_(static_cast<uint64_t>(std::max(config.quota, 1))) {}
 
   SendStatus send(Packet* p) noexcept override {
-    if (!this->admit(p)) return SendStatus::too_big;
+    if (const SendStatus refused = this->admit(p); refused != SendStatus::queued) [[unlikely]]
+      return refused;
     // The uncontended path (header comment). Order: a leader detaches the list and enqueues
     // what it took under ONE root-lock hold, so once we hold the lock every packet of ours that
     // left the list is in the qdisc (or sent); none is still on it, since our earlier pushes

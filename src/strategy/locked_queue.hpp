@@ -35,7 +35,8 @@ class LockedQueue : public SerializedQueue {
       : SerializedQueue(device, std::move(qdisc), config, strategy, Lock::kName) {}
 
   SendStatus send(Packet* p) noexcept override {
-    if (!admit(p)) return SendStatus::too_big;
+    if (const SendStatus refused = admit(p); refused != SendStatus::queued) [[unlikely]]
+      return refused;
     PacketList batch, to_free;
     batch.push_back(p);
     root_.lock();

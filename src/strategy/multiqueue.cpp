@@ -9,6 +9,8 @@
 #include <chrono>
 #include <utility>
 
+#include "engine/admission.hpp"
+
 namespace txpath {
 
 void add_stats(TxQueueStats& a, const TxQueueStats& b) noexcept {
@@ -55,10 +57,17 @@ MultiQueueTx::MultiQueueTx(NetDevice& device, std::vector<std::unique_ptr<TxQueu
 
 MultiQueueTx::~MultiQueueTx() = default;
 
+// Refused before the pick (engine/admission.hpp), which reads the frame and takes a flow slot:
+// a packet the caller keeps, or one handed over already, never touches a slot. The claim is held
+// across the pick, so that the same packet later in a burst is refused before its own pick, and
+// given back just before the chosen queue's send()/send_burst() claims it again.
 SendStatus MultiQueueTx::send(Packet* p) noexcept {
-  // Refused before the pick, so that a packet the caller keeps holds no flow slot.
-  if (p->len > device_.tx_queue(0).max_frame_len()) return SendStatus::too_big;
-  return queues_[device_.pick_tx_queue(*p)]->send(p);
+  if (const SendStatus refused = admission(p, device_.tx_queue(0).max_frame_len());
+      refused != SendStatus::queued) [[unlikely]]
+    return refused;
+  const uint32_t q = device_.pick_tx_queue(*p);
+  unclaim_packet(p);
+  return queues_[q]->send(p);
 }
 
 std::size_t MultiQueueTx::send_burst(std::span<Packet* const> packets,
@@ -69,14 +78,16 @@ std::size_t MultiQueueTx::send_burst(std::span<Packet* const> packets,
   std::size_t begin = 0;  // the current run: packets[begin, i), all for queue `run_queue`
   uint32_t run_queue = 0;
   const auto flush = [&](std::size_t end) {
-    if (end > begin)
-      accepted += queues_[run_queue]->send_burst(packets.subspan(begin, end - begin),
-                                                 status.subspan(begin, end - begin));
+    if (end <= begin) return;
+    for (std::size_t j = begin; j < end; ++j) unclaim_packet(packets[j]);  // the queue claims
+    accepted += queues_[run_queue]->send_burst(packets.subspan(begin, end - begin),
+                                               status.subspan(begin, end - begin));
   };
   for (std::size_t i = 0; i < n; ++i) {
-    if (packets[i]->len > max_len) {  // refused before the pick, as send()
+    const SendStatus s = admission(packets[i], max_len);
+    if (s != SendStatus::queued) [[unlikely]] {  // refused before the pick, as send()
       flush(i);
-      status[i] = SendStatus::too_big;
+      status[i] = s;
       begin = i + 1;
       continue;
     }

@@ -79,7 +79,8 @@ class NolockQueue : public SerializedQueue {
   }
 
   SendStatus send(Packet* p) noexcept override {
-    if (!admit(p)) return SendStatus::too_big;
+    if (const SendStatus refused = admit(p); refused != SendStatus::queued) [[unlikely]]
+      return refused;
     return send_admitted(p);
   }
 

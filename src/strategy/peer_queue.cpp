@@ -6,6 +6,7 @@
 
 #include "base/clock.hpp"
 #include "base/cpu_relax.hpp"
+#include "engine/admission.hpp"
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"
 
@@ -41,7 +42,9 @@ void PeerQueue::shutdown() noexcept {
 }
 
 SendStatus PeerQueue::send(Packet* p) noexcept {
-  if (p->len > device_.max_frame_len()) return SendStatus::too_big;
+  if (const SendStatus refused = admission(p, device_.max_frame_len());
+      refused != SendStatus::queued) [[unlikely]]
+    return refused;
   submitted_.add(1);
   if (push(p)) return SendStatus::queued;
   dropped_.add(1);
@@ -59,11 +62,9 @@ std::size_t PeerQueue::send_burst(std::span<Packet* const> packets,
   std::size_t at[kBurst];  // admitted[j] is packets[at[j]]
   std::size_t m = 0, accepted = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (packets[i]->len > max_len) {
-      status[i] = SendStatus::too_big;
+    status[i] = admission(packets[i], max_len);  // too_big, invalid, in_flight stay out
+    if (status[i] != SendStatus::queued) [[unlikely]]
       continue;
-    }
-    status[i] = SendStatus::queued;
     admitted[m] = packets[i];
     at[m++] = i;
     ++accepted;

@@ -65,6 +65,7 @@ std::unique_ptr<TxQueue> TxQueue::create(Device& device, const TxQueueConfig& co
     QdiscEnv env;
     env.txqueuelen = config.txqueuelen;
     env.mtu = device.mtu();
+    check_qdisc_env(env);  // a custom device's MTU; also before a root_qdisc factory sees it
     std::unique_ptr<Qdisc> root =
         config.root_qdisc ? config.root_qdisc(env) : make_qdisc(config.qdisc, env);
     if (!root) throw ConfigError("the root qdisc factory built no qdisc");

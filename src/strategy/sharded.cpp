@@ -350,7 +350,8 @@ class ShardedQueue : public LockedQueue<Lock>, public ShardedCore {
         ShardedCore(config) {}
 
   SendStatus send(Packet* p) noexcept override {
-    if (!this->admit(p)) return SendStatus::too_big;
+    if (const SendStatus refused = this->admit(p); refused != SendStatus::queued) [[unlikely]]
+      return refused;
     // Step 0 (header comment). Order: a drainer detaches and enqueues under one root-lock hold,
     // so once we hold the lock every packet of ours that left the shard is in the qdisc or sent,
     // and none is still on it (our earlier pushes precede alone_possible()'s load of its head).

@@ -131,14 +131,17 @@ uint32_t parse_u16_option(const QdiscOptions& o, std::string_view opt, std::stri
 }
 
 std::unique_ptr<Qdisc> make_qdisc(std::string_view spec, const QdiscEnv& env) {
+  check_qdisc_env(env);  // before any default is sized from it (quantum, mq's children)
   return SpecParser(spec, /*tc_lines=*/false).build(env);
 }
 
 std::unique_ptr<Qdisc> tc::make_tc_qdisc(std::string_view spec, const QdiscEnv& env) {
+  check_qdisc_env(env);
   return SpecParser(spec, /*tc_lines=*/true).build(env);
 }
 
 std::unique_ptr<Qdisc> tc::make_tc_qdisc(std::span<const std::string> words, const QdiscEnv& env) {
+  check_qdisc_env(env);
   return SpecParser(std::vector<std::string_view>(words.begin(), words.end()), /*tc_lines=*/true).build(env);
 }
 

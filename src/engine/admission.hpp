@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// What TxQueue::send()/send_burst() refuse before a packet enters the transmit path (the public
+// API's boundary, docs/library.md "Refusals"): checks of the packet's header alone, O(1), in
+// every build type.
+//
+//   nullptr, no pool                  SendStatus::invalid   the caller keeps the packet
+//   handed over already (in flight)   SendStatus::in_flight the first submission stands
+//   len > the device's max frame      SendStatus::too_big   the caller keeps the packet
+//   len > capacity (within the max)   SendStatus::invalid   the caller keeps the packet
+// (too_big before len > capacity: a frame longer than the device's maximum stays too_big, as
+// it always was, whatever its buffer.)
+//
+// Packet::in_flight is the second-submission guard. It is claimed with one atomic exchange, so
+// that of two submissions of one packet, even from two threads at once, exactly one wins; it is
+// cleared by Pool::reset() when the pool hands the packet out again. Accessed through
+// std::atomic_ref so that Packet stays a plain, copyable struct.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "txpath/packet.hpp"
+#include "txpath/txqueue.hpp"
+
+namespace txpath {
+
+static_assert(std::atomic_ref<bool>::required_alignment <= alignof(bool),
+              "Packet::in_flight is used through std::atomic_ref<bool>");
+
+// Claims `p` for one submission: true if it was not in flight (it is now). relaxed: the flag
+// publishes nothing (the packet's contents reach the queue's owner through the hand-over that
+// follows: a lock, a ring's release, a CAS), so it pairs with nothing; only the exchange's
+// atomicity matters, which decides the one winner of two submissions. The clear it must see is
+// Pool::reset()'s, which the pool's own hand-over (its lock, or the same thread's cache) orders
+// before whoever got the packet could submit it.
+[[gnu::always_inline]] inline bool claim_packet(Packet* p) noexcept {
+  return !std::atomic_ref<bool>(p->in_flight).exchange(true, std::memory_order_relaxed);
+}
+
+// Gives back a claim of a packet that was then refused (invalid, too_big): the caller still owns
+// it. relaxed: as claim_packet(); the claimer is the only one that may write the flag now.
+[[gnu::always_inline]] inline void unclaim_packet(Packet* p) noexcept {
+  std::atomic_ref<bool>(p->in_flight).store(false, std::memory_order_relaxed);
+}
+
+// The checks in the order that reads the least of a packet that may not be the caller's: the
+// pointer, the claim (an in-flight packet's other fields belong to the queue that holds it),
+// then the header fields (too_big first: see above). On `queued` the packet is claimed;
+// otherwise it is left as it was.
+[[gnu::always_inline]] inline SendStatus admission(Packet* p, uint32_t max_frame_len) noexcept {
+  if (p == nullptr) [[unlikely]]
+    return SendStatus::invalid;
+  if (!claim_packet(p)) [[unlikely]]
+    return SendStatus::in_flight;
+  if (p->pool == nullptr) [[unlikely]] {
+    unclaim_packet(p);
+    return SendStatus::invalid;
+  }
+  if (p->len > max_frame_len) [[unlikely]] {
+    unclaim_packet(p);
+    return SendStatus::too_big;
+  }
+  if (p->len > p->capacity) [[unlikely]] {
+    unclaim_packet(p);
+    return SendStatus::invalid;
+  }
+  return SendStatus::queued;
+}
+
+}  // namespace txpath
