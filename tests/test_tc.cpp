@@ -266,6 +266,32 @@ TEST(TcConfig, FileErrorsNameTheLine) {
 
 using TcRun = test::TcFileFixture;
 
+// A queue on a null device running the tree the file gives dev d0, as a bench round does.
+struct FileQueue {
+  FileQueue(const std::string& path, const char* strategy) {
+    TxQueueConfig qc;
+    qc.strategy = strategy;
+    qc.root_qdisc = Config::load(path).root_factory("d0", tree);
+    txq = TxQueue::create(*device, qc);
+  }
+  // Sends `n` packets of 100 bytes at `priority` and waits until they left.
+  bool send_and_drain(int n, uint32_t priority = 0) {
+    Pool::Cache cache(pool);
+    for (int i = 0; i < n; ++i) {
+      Packet* p = cache.get();
+      if (p == nullptr) return false;
+      p->len = 100;
+      p->priority = priority;
+      txq->send(p);
+    }
+    return txq->drain(std::chrono::seconds(5));
+  }
+  std::unique_ptr<Device> device = make_device("null");
+  Pool pool{PoolConfig{}};
+  std::shared_ptr<Tree> tree = std::make_shared<Tree>();
+  std::unique_ptr<TxQueue> txq;
+};
+
 TEST_F(TcRun, ExitStatusesAndOneLineErrors) {
   EXPECT_EQ(tc("link add dev d0"), 0);
   EXPECT_EQ(tc("qdisc add dev d0 root handle 1: bfifo limit 3000b"), 0);
@@ -329,25 +355,10 @@ TEST_F(TcRun, LiveStatisticsOfARunningQueue) {
   ASSERT_EQ(tc("link add dev d0"), 0);
   ASSERT_EQ(tc("qdisc add dev d0 root handle 1: prio"), 0);
   ASSERT_EQ(tc("qdisc add dev d0 parent 1:2 handle 20: fq_codel"), 0);
-  const Config cfg = Config::load(path_);
-  auto device = make_device("null");
-  Pool pool(PoolConfig{});
-  TxQueueConfig qc;
-  qc.strategy = "busylock";
-  auto tree = std::make_shared<Tree>();
-  qc.root_qdisc = cfg.root_factory("d0", tree);
-  auto txq = TxQueue::create(*device, qc);
-  ASSERT_EQ(tree->nodes.size(), 2u);
-  LiveStats live(path_, "d0", *txq, tree);
-  Pool::Cache cache(pool);
-  for (int i = 0; i < 10; ++i) {
-    Packet* p = cache.get();
-    ASSERT_NE(p, nullptr);
-    p->len = 100;
-    p->priority = 0;  // priomap[0] = band 1: class 1:2, the fq_codel
-    txq->send(p);
-  }
-  ASSERT_TRUE(txq->drain(std::chrono::seconds(5)));
+  FileQueue q(path_, "busylock");
+  ASSERT_EQ(q.tree->nodes.size(), 2u);
+  LiveStats live(path_, "d0", *q.txq, q.tree);
+  ASSERT_TRUE(q.send_and_drain(10, 0));  // priomap[0] = band 1: class 1:2, the fq_codel
   ASSERT_EQ(tc("-s qdisc show dev d0"), 0);
   const std::string s = out_.str();
   EXPECT_NE(s.find("qdisc prio 1: root refcnt 2"), std::string::npos) << s;
@@ -371,24 +382,11 @@ TEST_F(TcRun, NolockServesItsFifoTwinsCounters) {
     SCOPED_TRACE(kind);
     tc("qdisc del dev d0 root");  // replace keeps the kind of handle 1:, as the kernel
     ASSERT_EQ(tc(std::string("qdisc add dev d0 root handle 1: ") + kind), 0);
-    auto device = make_device("null");
-    Pool pool(PoolConfig{});
-    TxQueueConfig qc;
-    qc.strategy = "nolock";
-    auto tree = std::make_shared<Tree>();
-    qc.root_qdisc = Config::load(path_).root_factory("d0", tree);
-    auto txq = TxQueue::create(*device, qc);
-    ASSERT_EQ(tree->nodes.size(), 1u);
-    LiveStats live(path_, "d0", *txq, tree);
-    Pool::Cache cache(pool);
-    for (int i = 0; i < 10; ++i) {
-      Packet* p = cache.get();
-      ASSERT_NE(p, nullptr);
-      p->len = 100;
-      txq->send(p);
-    }
-    ASSERT_TRUE(txq->drain(std::chrono::seconds(5)));
-    const auto counters = snapshot_counters(*txq, tree->nodes, std::chrono::seconds(5));
+    FileQueue q(path_, "nolock");
+    ASSERT_EQ(q.tree->nodes.size(), 1u);
+    LiveStats live(path_, "d0", *q.txq, q.tree);
+    ASSERT_TRUE(q.send_and_drain(10));
+    const auto counters = snapshot_counters(*q.txq, q.tree->nodes, std::chrono::seconds(5));
     ASSERT_TRUE(counters.has_value());
     ASSERT_EQ(counters->entries.size(), 1u);
     EXPECT_EQ(counters->entries[0].kind, kind);

@@ -625,6 +625,33 @@ void print_warnings(const std::vector<BenchPoint>& points) {
   for (const std::string& line : bench_warnings(points)) fmt::print(stderr, "txpath: warning: {}\n", line);
 }
 
+// After the measurement: the table's notes, the warnings and what stopped the run, then the
+// outputs. Returns the command's exit status.
+int finish_bench(const BenchOptions& o, const BenchConfig& cfg, const std::vector<BenchPoint>& points,
+                 const TableLayout& layout, bool header_printed, const BenchProvenance& provenance,
+                 const std::string& round_failed, bool round_failed_reported) {
+  // relaxed: see g_signal. A signal seen now stopped the bench (or came after its last run).
+  const bool partial = g_signal.load(std::memory_order_relaxed) != 0 || !round_failed.empty();
+
+  if (!header_printed) fmt::print("{}", table_header(layout));  // even when no row ran
+  fmt::print("{}{}{}{}", table_notes(layout, points), queue_table(layout, points),
+             sink_table(layout, points), table_legend(layout));
+  std::fflush(stdout);
+  print_warnings(points);
+  if (g_signal.load(std::memory_order_relaxed) != 0)
+    fmt::print(stderr, "txpath: stopped by {}: the rows above are those that ran; outputs are marked partial\n",
+               g_signal.load(std::memory_order_relaxed) == SIGINT ? "SIGINT" : "SIGTERM");
+  if (!round_failed.empty())
+    fmt::print(stderr, "txpath: error: {}{}: the rows above are the rounds that ran; outputs are marked partial\n",
+               one_line(round_failed), round_failed_reported ? " (its error above)" : "");
+  const bool written = write_outputs(o, cfg, points, provenance, partial);
+  const bool all_ok = std::all_of(points.begin(), points.end(),
+                                  [](const BenchPoint& p) { return p.conserved && p.delivered; });
+  if (!all_ok) fmt::print(stderr, "txpath: error: conservation or delivery check failed\n");
+  if (const int signal = g_signal.load(std::memory_order_relaxed); signal != 0) return 128 + signal;
+  return written && all_ok && round_failed.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 // Order: check the whole configuration (exit 2, nothing run); measure (a first SIGINT/SIGTERM
@@ -694,26 +721,8 @@ int run_bench_command(const BenchOptions& o) {
     fmt::print(stderr, "txpath: error: {}\n", one_line(e.what()));
     return 1;
   }
-  // relaxed: see g_signal. A signal seen now stopped the bench (or came after its last run).
-  const bool partial = g_signal.load(std::memory_order_relaxed) != 0 || !round_failed.empty();
-
-  print_header();  // the table's header even when no row ran
-  fmt::print("{}{}{}{}", table_notes(layout, points), queue_table(layout, points),
-             sink_table(layout, points), table_legend(layout));
-  std::fflush(stdout);
-  print_warnings(points);
-  if (g_signal.load(std::memory_order_relaxed) != 0)
-    fmt::print(stderr, "txpath: stopped by {}: the rows above are those that ran; outputs are marked partial\n",
-               g_signal.load(std::memory_order_relaxed) == SIGINT ? "SIGINT" : "SIGTERM");
-  if (!round_failed.empty())
-    fmt::print(stderr, "txpath: error: {}{}: the rows above are the rounds that ran; outputs are marked partial\n",
-               one_line(round_failed), round_failed_reported ? " (its error above)" : "");
-  const bool written = write_outputs(o, cfg, points, provenance, partial);
-  const bool all_ok = std::all_of(points.begin(), points.end(),
-                                  [](const BenchPoint& p) { return p.conserved && p.delivered; });
-  if (!all_ok) fmt::print(stderr, "txpath: error: conservation or delivery check failed\n");
-  if (const int signal = g_signal.load(std::memory_order_relaxed); signal != 0) return 128 + signal;
-  return written && all_ok && round_failed.empty() ? 0 : 1;
+  return finish_bench(o, cfg, points, layout, header_printed, provenance, round_failed,
+                      round_failed_reported);
 }
 
 }  // namespace txpath::cli

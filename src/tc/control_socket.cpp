@@ -294,12 +294,7 @@ namespace {
 std::string connect_checked(const std::string& path, Clock::time_point deadline, Fd& fd, bool* no_server,
                             std::optional<uid_t> server_uid) {
   if (!server_uid) return connect_trusted(path, deadline, fd, no_server);
-  sockaddr_un addr;
-  const socklen_t len = path_address(path, addr);
-  if (len == 0) return "the endpoint path does not fit a unix socket address";
-  fd = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (fd.get() < 0) return "socket: " + errno_text(errno);
-  std::string why_not = connect_by(fd.get(), addr, len, deadline, no_server);
+  std::string why_not = connect_path(path, deadline, fd, no_server);
   if (!why_not.empty()) return why_not;
   const std::optional<uid_t> server = peer_uid(fd.get());
   if (server != server_uid)

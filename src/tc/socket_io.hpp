@@ -53,10 +53,10 @@ int ms_until(Clock::time_point deadline) noexcept;
 std::optional<uid_t> peer_uid(int fd) noexcept;
 // Our own effective uid or root: the only peers either end deals with.
 bool trusted_uid(std::optional<uid_t> uid) noexcept;
-// Connects the non-blocking socket `fd` to `addr` before `deadline`. Returns "" or why not; sets
-// *no_server when nothing serves the path (no file, or nobody listens).
-std::string connect_by(int fd, const sockaddr_un& addr, socklen_t len, Clock::time_point deadline,
-                       bool* no_server);
+// Connects a new non-blocking unix socket `fd` to `path` before `deadline`, whoever serves it.
+// Returns "" or why not; sets *no_server when nothing serves the path (no file, or nobody
+// listens).
+std::string connect_path(const std::string& path, Clock::time_point deadline, Fd& fd, bool* no_server);
 // Connects a new non-blocking socket `fd` to the endpoint at `path` before `deadline` and checks
 // that its server runs as our effective uid or root. Returns "" or why not (*no_server as
 // connect_by()).

@@ -434,10 +434,14 @@ void StatsServer::serve() noexcept {
 
 namespace wire {
 
-// Connects `fd` to `addr` before `deadline`. Returns "" or why not; sets *no_server when nothing
-// serves the path (no file, or nobody listens).
-std::string connect_by(int fd, const sockaddr_un& addr, socklen_t len, Clock::time_point deadline,
-                       bool* no_server) {
+std::string connect_path(const std::string& path, Clock::time_point deadline, Fd& socket_fd,
+                         bool* no_server) {
+  sockaddr_un addr;
+  const socklen_t len = path_address(path, addr);
+  if (len == 0) return "the endpoint path does not fit a unix socket address";
+  socket_fd = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (socket_fd.get() < 0) return "socket: " + errno_text(errno);
+  const int fd = socket_fd.get();
   // A unix connect either completes at once, is refused (ENOENT: no file; ECONNREFUSED: nobody
   // listens), or finds the listen backlog full (EAGAIN): then retry until the deadline.
   for (;;) {
@@ -520,12 +524,7 @@ namespace wire {
 
 std::string connect_trusted(const std::string& path, Clock::time_point deadline, Fd& fd,
                             bool* no_server) {
-  sockaddr_un addr;
-  const socklen_t len = path_address(path, addr);
-  if (len == 0) return "the endpoint path does not fit a unix socket address";
-  fd = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (fd.get() < 0) return "socket: " + errno_text(errno);
-  std::string why_not = connect_by(fd.get(), addr, len, deadline, no_server);
+  std::string why_not = connect_path(path, deadline, fd, no_server);
   if (!why_not.empty()) return why_not;
   // Whoever listens there must be us or root: nothing from anyone else is trusted.
   const std::optional<uid_t> server = peer_uid(fd.get());

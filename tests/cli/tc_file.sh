@@ -173,6 +173,7 @@ grep -q 's3cr3t' "$tmp/err" && bad "tc echoed the secret: $(cat "$tmp/err")"
 # --- item 9: non-regular files, the size limit, the nesting limit --------------------------------
 # A memory cap for these reads (an unbounded read of /dev/zero fails the test instead of eating
 # the machine); sanitizer builds reserve terabytes of address space and run without it.
+. "$(dirname "$0")/lib/memcap.bash"  # memcap KIB: no cap under a sanitizer build
 mkfifo "$tmp/fifo"
 for f in /dev/zero "$tmp/fifo"; do
   (memcap 2000000; exec timeout 20 "$bin" tc --config "$f" qdisc show) 2>"$tmp/err"

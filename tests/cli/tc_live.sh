@@ -3,14 +3,8 @@
 # tc qdisc change` reaches it (tc -s shows the new limit with the counters going on) and then
 # writes the file; without a running process the file alone changes, as before.
 set -u
-bin=$(realpath "${1:?usage: tc_live.sh PATH_TO_TXPATH}")
-tmp=$(mktemp -d)
-bench_pid=
-trap '[ -n "$bench_pid" ] && kill "$bench_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-fail=0
-conf="$tmp/live.tc"
-tc() { "$bin" tc --config "$conf" "$@"; }
-bad() { echo "FAIL: $*"; fail=1; }
+conf_name=live.tc
+. "$(dirname "$0")/lib/live.bash" "$@"  # bin, tmp, bench_pid (killed on exit), fail, conf, tc, bad
 
 tc link add dev d0 || bad "link add"
 tc qdisc add dev d0 root handle 1: pfifo limit 1000 || bad "qdisc add"

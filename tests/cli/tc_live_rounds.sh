@@ -9,14 +9,8 @@
 #  3. with file and process apart (the file edited by hand while a round runs), the JSON's final
 #     tc section labels the running tree's counters with the running tree's kinds.
 set -u
-bin=$(realpath "${1:?usage: tc_live_rounds.sh PATH_TO_TXPATH}")
-tmp=$(mktemp -d)
-bench_pid=
-trap '[ -n "$bench_pid" ] && kill "$bench_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-conf="$tmp/rounds.tc"
-tc() { "$bin" tc --config "$conf" "$@"; }
+conf_name=rounds.tc
+. "$(dirname "$0")/lib/live.bash" "$@"  # bin, tmp, bench_pid (killed on exit), fail, conf, tc, bad
 # Waits (at most 30 s) until a round of the bench serves the configuration.
 wait_served() {
   for _ in $(seq 300); do

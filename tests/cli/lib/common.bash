@@ -49,12 +49,7 @@ not_under() {
   fi
 }
 
-# memcap KIB: `ulimit -v KIB` in the calling (sub)shell, so an unbounded allocation fails the
-# test instead of eating the machine; a no-op under a sanitizer build, whose runtime reserves
-# terabytes of address space at start and cannot run under such a cap.
-memcap() {
-  "$bin" --version 2>/dev/null | grep -q 'sanitizer' || ulimit -v "$1"
-}
+. "$lib/memcap.bash"  # memcap KIB
 
 # bad ARGS...: `txpath ARGS` (the binary in $bin) must fail as bad usage: exit 2 and exactly one
 # line on stderr, which is printed on stdout (out=$(bad ...) to look at it; a failure found in
