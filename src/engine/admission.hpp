@@ -27,20 +27,23 @@ namespace txpath {
 static_assert(std::atomic_ref<bool>::required_alignment <= alignof(bool),
               "Packet::in_flight is used through std::atomic_ref<bool>");
 
-// Claims `p` for one submission: true if it was not in flight (it is now). relaxed: the flag
-// publishes nothing (the packet's contents reach the queue's owner through the hand-over that
-// follows: a lock, a ring's release, a CAS), so it pairs with nothing; only the exchange's
-// atomicity matters, which decides the one winner of two submissions. The clear it must see is
-// Pool::reset()'s, which the pool's own hand-over (its lock, or the same thread's cache) orders
-// before whoever got the packet could submit it.
+// Claims `p` for one submission: true if it was not in flight (it is now). Only the exchange's
+// atomicity is needed for the one winner of two submissions; the packet's contents reach the
+// queue's owner through the hand-over that follows (a lock, a ring's release, a CAS). acquire:
+// pairs with unclaim_packet()'s release, so that a claimer that wins after another one gave its
+// claim back (MultiQueueTx holds one across its pick) sees the fields that claimer wrote. The
+// clear it must see otherwise is Pool::reset()'s, which the pool's own hand-over (its lock, or
+// the same thread's cache) orders before whoever got the packet could submit it. (On x86 the
+// exchange is a locked instruction either way: the order costs nothing.)
 [[gnu::always_inline]] inline bool claim_packet(Packet* p) noexcept {
-  return !std::atomic_ref<bool>(p->in_flight).exchange(true, std::memory_order_relaxed);
+  return !std::atomic_ref<bool>(p->in_flight).exchange(true, std::memory_order_acquire);
 }
 
-// Gives back a claim of a packet that was then refused (invalid, too_big): the caller still owns
-// it. relaxed: as claim_packet(); the claimer is the only one that may write the flag now.
+// Gives back a claim: a packet then refused (invalid, too_big: the caller still owns it), or one
+// MultiQueueTx passes on to the queue it picked, which claims it again. release: pairs with
+// claim_packet()'s acquire (the fields written under this claim, the pick's flow hash and slot).
 [[gnu::always_inline]] inline void unclaim_packet(Packet* p) noexcept {
-  std::atomic_ref<bool>(p->in_flight).store(false, std::memory_order_relaxed);
+  std::atomic_ref<bool>(p->in_flight).store(false, std::memory_order_release);
 }
 
 // The checks in the order that reads the least of a packet that may not be the caller's: the
