@@ -108,6 +108,16 @@ struct Rig {
     if (p) p->len = len;
     return p;
   }
+  // A burst of a good packet (`good_len` bytes) between two refused ones: only it is accepted,
+  // the two others get `why`.
+  void expect_burst_refuses(Packet* first, Packet* last, SendStatus why, uint32_t good_len = 100) {
+    std::array<Packet*, 3> burst{first, fresh(good_len), last};
+    std::array<SendStatus, 3> status{};
+    EXPECT_EQ(txq->send_burst(burst, status), 1u);
+    EXPECT_EQ(status[0], why);
+    EXPECT_TRUE(is_accepted(status[1]));
+    EXPECT_EQ(status[2], why);
+  }
   // After drain(): every accepted packet was sent or dropped, each once.
   void expect_conserved(uint64_t accepted) {
     ASSERT_TRUE(txq->drain(5s));
@@ -139,13 +149,7 @@ TEST_P(HostileSend, NullPacketIsRefused) {
   const Watchdog watchdog;
   Rig r(GetParam());
   EXPECT_EQ(r.txq->send(nullptr), SendStatus::invalid);
-  Packet* good = r.fresh();
-  std::array<Packet*, 3> burst{nullptr, good, nullptr};
-  std::array<SendStatus, 3> status{};
-  EXPECT_EQ(r.txq->send_burst(burst, status), 1u);
-  EXPECT_EQ(status[0], SendStatus::invalid);
-  EXPECT_TRUE(is_accepted(status[1]));
-  EXPECT_EQ(status[2], SendStatus::invalid);
+  r.expect_burst_refuses(nullptr, nullptr, SendStatus::invalid);
   r.expect_conserved(1);
 }
 
@@ -175,13 +179,7 @@ TEST_P(HostileSend, LenBeyondCapacityIsRefusedAndStaysWithTheCaller) {
   Packet* q = r.fresh(r.dev->max_frame_len());
   Packet* huge = r.fresh(UINT32_MAX);
   EXPECT_EQ(r.txq->send(huge), SendStatus::too_big);
-  Packet* ok = r.fresh(kBuffer);  // exactly its capacity: fine
-  std::array<Packet*, 3> burst{p, ok, q};
-  std::array<SendStatus, 3> status{};
-  EXPECT_EQ(r.txq->send_burst(burst, status), 1u);
-  EXPECT_EQ(status[0], SendStatus::invalid);
-  EXPECT_TRUE(is_accepted(status[1]));
-  EXPECT_EQ(status[2], SendStatus::invalid);
+  r.expect_burst_refuses(p, q, SendStatus::invalid, kBuffer);  // exactly its capacity: fine
   r.expect_conserved(1);
   r.cache.put(p);  // still ours
   r.cache.put(q);
