@@ -45,8 +45,9 @@ struct Packet {
   // The library's, never the application's: set when a queue accepts the packet (TxQueue::send,
   // send_burst), cleared when its pool hands it out again (Pool::get, Pool::Cache::get). A queue
   // refuses a packet that has it set (SendStatus::in_flight): the same packet submitted twice.
-  // The library accesses it only through std::atomic_ref<bool> (src/engine/admission.hpp): of
-  // two submissions of one packet, even from two threads at once, exactly one is accepted.
+  // The library accesses it only through std::atomic_ref<bool> (src/engine/admission.hpp): a
+  // submission after the first is refused; two at the same instant from two threads (a data
+  // race of the application's on a packet it does not own) are not guaranteed to be caught.
   bool in_flight = false;
   uint64_t tstamp_ns = 0;       // skb->tstamp: earliest departure time (EDT), steady-clock ns
                                 // (the env clock of time-based qdiscs); 0 = none (fq)

@@ -10,10 +10,14 @@
 // (too_big before len > capacity: a frame longer than the device's maximum stays too_big, as
 // it always was, whatever its buffer.)
 //
-// Packet::in_flight is the second-submission guard. It is claimed with one atomic exchange, so
-// that of two submissions of one packet, even from two threads at once, exactly one wins; it is
-// cleared by Pool::reset() when the pool hands the packet out again. Accessed through
-// std::atomic_ref so that Packet stays a plain, copyable struct.
+// Packet::in_flight is the second-submission guard: a load and a store by the submitting thread,
+// no read-modify-write (a locked exchange cost a lone sender 5-8 ns a packet, a quarter of the
+// busylock row: docs/library.md "Refusals"). It catches every second submission that follows the
+// first (a second send(), the same packet again in one burst or a later one); two submissions of
+// one packet at the same instant from two threads are the application's own data race on a
+// packet it does not own, and may both pass. It is cleared by Pool::reset() when the pool hands
+// the packet out again. Accessed through std::atomic_ref so that Packet stays a plain, copyable
+// struct while a stale pointer's send() may read it as another thread's Pool::get() clears it.
 #pragma once
 
 #include <atomic>
@@ -27,16 +31,19 @@ namespace txpath {
 static_assert(std::atomic_ref<bool>::required_alignment <= alignof(bool),
               "Packet::in_flight is used through std::atomic_ref<bool>");
 
-// Claims `p` for one submission: true if it was not in flight (it is now). Only the exchange's
-// atomicity is needed for the one winner of two submissions; the packet's contents reach the
-// queue's owner through the hand-over that follows (a lock, a ring's release, a CAS). acquire:
-// pairs with unclaim_packet()'s release, so that a claimer that wins after another one gave its
-// claim back (MultiQueueTx holds one across its pick) sees the fields that claimer wrote. The
-// clear it must see otherwise is Pool::reset()'s, which the pool's own hand-over (its lock, or
-// the same thread's cache) orders before whoever got the packet could submit it. (On x86 the
-// exchange is a locked instruction either way: the order costs nothing.)
+// Claims `p` for one submission: true if it was not in flight (it is now). acquire: pairs with
+// unclaim_packet()'s release, so that a claim after another one was given back (MultiQueueTx
+// holds one across its pick) sees the fields written under it. The clear it must see otherwise
+// is Pool::reset()'s, which the pool's own hand-over (its lock, or the same thread's cache)
+// orders before whoever got the packet could submit it. The store: relaxed, only this thread
+// reads it before the packet's hand-over to the queue (a lock, a ring's release, a CAS), which
+// publishes it with the rest of the packet. (Both are plain moves on x86.)
 [[gnu::always_inline]] inline bool claim_packet(Packet* p) noexcept {
-  return !std::atomic_ref<bool>(p->in_flight).exchange(true, std::memory_order_acquire);
+  const std::atomic_ref<bool> flag(p->in_flight);
+  if (flag.load(std::memory_order_acquire)) [[unlikely]]
+    return false;
+  flag.store(true, std::memory_order_relaxed);
+  return true;
 }
 
 // Gives back a claim: a packet then refused (invalid, too_big: the caller still owns it), or one
