@@ -129,11 +129,13 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
   for (int threads : cfg.threads) {
     if (bench_detail::stop_requested(cfg)) break;
     bench_detail::RunsByPoint runs;
+    bench_detail::LimitSamples limit;  // one sample a round (bench/handoff.hpp)
     std::exception_ptr failed;  // a round that failed after others had finished
     int failed_round = 0;
     // Interleaved: round 1 runs every (queues, park, strategy) once, then round 2, ... (A B A B).
     for (int round = 0; round < cfg.repeat && !bench_detail::stop_requested(cfg); ++round) {
       try {
+        bench_detail::sample_limit(cfg, threads, limit);  // before the round: nothing else runs
         if (cfg.round_runner) {
           const std::string text = cfg.round_runner(threads, round);
           if (text.empty() && bench_detail::stop_requested(cfg)) break;  // stopped before the round ran
@@ -153,6 +155,7 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
     }
     const std::size_t before = points.size();
     bench_detail::append_points(cfg, threads, runs, points);
+    bench_detail::apply_limit(limit, std::span<BenchPoint>(points).subspan(before));
     if (cfg.on_points && points.size() > before)
       cfg.on_points(std::span<const BenchPoint>(points).subspan(before));
     if (failed) throw BenchRoundFailed(bench_detail::round_failure(failed, threads, failed_round), points, failed);

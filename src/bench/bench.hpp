@@ -251,6 +251,15 @@ struct BenchPoint {
   double vs_floor_cpu = 0;
   double vs_kernel_mpps = 0;       // mpps / the kernel row's at the same threads, queues, park
   double vs_kernel_cpu = 0;        // cpu_ns_per_pkt / the kernel row's
+  // The machine's limit at this thread count (docs/bench.md, "The limit row"): ns per hand-off
+  // of one test-and-set lock, and of one cache line, between the first two senders' CPUs,
+  // measured once a round before the round's rows, median of the rounds; 0 when not measured
+  // (1 thread, senders not pinned, or both senders on one CPU). vs_limit: cpu_ns_per_pkt over
+  // limit_line_ns (the hand-off every shared queue pays at least once a packet), on
+  // multi-sender rows.
+  double limit_lock_ns = 0;
+  double limit_line_ns = 0;
+  double vs_limit = 0;
   // Statistics over the rounds (each round is one run of every row, so round i of two rows ran
   // side by side): every round's figure in round order, the coefficient of variation
   // (stddev / mean) of Mpps and of CPU per packet, and 95% confidence intervals of each ratio

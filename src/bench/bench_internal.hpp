@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -245,12 +246,31 @@ void tell_live_note(const Run& run, const std::function<void(const std::string&)
 // (both fully specified, unlike std::shuffle), so a seed gives the same order on every build.
 std::vector<RowKey> round_order(const BenchConfig& cfg, int threads, int round);
 
+// The median of `v` (the mean of the middle two for an even count); 0 for none.
+double median(std::vector<double> v);
+
 // Aggregates one thread count's runs into points (config order: queues, park, then strategy),
 // with their ratios to busylock and to the kernel row at the same queue count and park policy.
 // After a stop, a (queues, park, strategy) triple that never ran is left out and one that ran
 // fewer rounds is not complete.
 void append_points(const BenchConfig& cfg, int threads, RunsByPoint& runs,
                    std::vector<BenchPoint>& points);
+
+// ---- limit.cpp: the machine's limit at a thread count (docs/bench.md, "The limit row") -------
+
+// One thread count's samples of measure_handoff(): ns per lock and per line hand-off.
+struct LimitSamples {
+  std::vector<double> lock_ns, line_ns;
+};
+
+// Measures the hand-off between the first two senders' CPUs (kLimitSample each, lock and line)
+// and adds it to `samples`; nothing with fewer than 2 threads, unpinned senders, or both
+// senders on one CPU. Run between rounds, so that nothing of the bench runs beside it.
+inline constexpr std::chrono::milliseconds kLimitSample{20};
+void sample_limit(const BenchConfig& cfg, int threads, LimitSamples& samples);
+
+// Sets limit_lock_ns, limit_line_ns (the samples' medians) and vs_limit on `points`.
+void apply_limit(const LimitSamples& samples, std::span<BenchPoint> points);
 
 // ---- worker_wire.cpp: a round's runs as text, between a worker and run_bench -----------------
 

@@ -20,7 +20,7 @@ namespace {
 struct Shared {
   alignas(64) std::atomic<uint64_t> turn{0};
   alignas(64) std::atomic<uint32_t> lock{0};
-  uint32_t owner = 2;  // the last holder (0 or 1; 2: none yet), under `lock`
+  std::atomic<uint32_t> owner{2};  // the last holder (0 or 1; 2: none yet), written under `lock`
   alignas(64) std::atomic<bool> stop{false};
   alignas(64) std::atomic<int> ready{0};
 };
@@ -42,9 +42,10 @@ uint64_t pass_line(Shared& s, uint64_t me) {
   return writes;
 }
 
-// The lock: a plain test-and-set lock, taken and released as fast as the thread can; a
-// hand-off is an acquisition by the thread that did not hold it last. Returns
-// {hand-offs, acquisitions} of this thread.
+// The lock: a plain test-and-set lock, handed over on every acquisition. A thread that holds it
+// and sees that it held it last too gives it back untouched and waits until the other thread
+// has had it, so every counted acquisition moves the lock and the state it guards (`owner`, on
+// the lock's line) from the other core. Returns {hand-offs, acquisitions} of this thread.
 std::pair<uint64_t, uint64_t> pass_lock(Shared& s, uint32_t me) {
   uint64_t handoffs = 0, acquisitions = 0;
   while (!s.stop.load(std::memory_order_relaxed)) {  // relaxed: a flag, publishes nothing
@@ -56,9 +57,16 @@ std::pair<uint64_t, uint64_t> pass_lock(Shared& s, uint32_t me) {
       continue;
     }
     ++acquisitions;
-    if (s.owner != me) ++handoffs;
-    s.owner = me;
+    // relaxed: read and written under the lock only; atomic for the wait below.
+    const bool mine_last = s.owner.load(std::memory_order_relaxed) == me;
+    if (!mine_last) {
+      ++handoffs;
+      s.owner.store(me, std::memory_order_relaxed);
+    }
     s.lock.store(0, std::memory_order_release);  // pairs with the exchange's acquire above
+    if (mine_last)  // relaxed: a hint (the exchange above decides), the other's turn first
+      while (s.owner.load(std::memory_order_relaxed) == me && !s.stop.load(std::memory_order_relaxed))
+        cpu_relax();
   }
   return {handoffs, acquisitions};
 }

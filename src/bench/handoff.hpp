@@ -15,7 +15,8 @@ struct HandoffCost {
   int cpu_a = -1, cpu_b = -1;  // where the two threads ran (-1: not pinned)
   uint64_t line_handoffs = 0;  // times the line went from one thread to the other
   double line_ns = 0;          // ns per line hand-off: elapsed / line_handoffs
-  uint64_t lock_handoffs = 0;  // acquisitions of the lock by the thread that did not hold it last
+  uint64_t lock_handoffs = 0;  // acquisitions by the thread that did not hold it last (each
+                               // holder gives it back at once and waits for the other's turn)
   uint64_t lock_acquisitions = 0;
   double lock_ns = 0;          // ns per lock hand-off: elapsed / lock_handoffs
 };

@@ -239,7 +239,10 @@ Json point_json(const BenchPoint& p) {
                                    std::pair{"vs_busylock_cpu", p.vs_busylock_cpu},
                                    std::pair{"vs_floor_cpu", p.vs_floor_cpu},
                                    std::pair{"vs_kernel_mpps", p.vs_kernel_mpps},
-                                   std::pair{"vs_kernel_cpu", p.vs_kernel_cpu}})
+                                   std::pair{"vs_kernel_cpu", p.vs_kernel_cpu},
+                                   std::pair{"limit_lock_ns", p.limit_lock_ns},
+                                   std::pair{"limit_line_ns", p.limit_line_ns},
+                                   std::pair{"vs_limit", p.vs_limit}})
     put_ratio(r, key, ratio);
   if (!p.output_error.empty()) put_text(r, "output_error", p.output_error);
   if (p.sink_checked) {

@@ -19,14 +19,14 @@
 
 namespace txpath::bench_detail {
 
-namespace {
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const std::size_t m = v.size() / 2;
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
+
+namespace {
 
 // The counters a point sums over its runs, and the figures it takes the median of.
 constexpr std::pair<uint64_t BenchPoint::*, uint64_t Run::*> kSummed[] = {

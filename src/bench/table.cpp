@@ -241,6 +241,15 @@ std::string table_notes(const TableLayout& layout, std::span<const BenchPoint> p
     }
     if (!p.conserved || !p.complete) note(p.complete ? "FAIL" : "*", p, check_text(p, layout.repeat));
   }
+  int limit_threads = 0;  // one line per thread count that measured its limit
+  for (const BenchPoint& p : points) {
+    if (p.limit_line_ns <= 0 || p.threads == limit_threads) continue;
+    limit_threads = p.threads;
+    out += wrap("limit at " + std::to_string(p.threads) + " threads: a cache line handed between the first two senders' CPUs " +
+                    num(p.limit_line_ns, 0) + " ns, a test-and-set lock " + num(p.limit_lock_ns, 0) +
+                    " ns (JSON limit_line_ns, limit_lock_ns; vs_limit: a row's CPU per packet over the line's)",
+                layout.wide ? SIZE_MAX : kTableColumns);
+  }
   if (!dropped.empty())
     out += wrap("! dropped or lost half of the offered packets or more (their Mpps ratios are no win): " + dropped,
                 layout.wide ? SIZE_MAX : kTableColumns);
