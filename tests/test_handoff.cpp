@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/topology.hpp"
+#include "bench/bench.hpp"
 #include "bench/handoff.hpp"
 
 namespace txpath::bench_detail {
@@ -48,6 +49,34 @@ TEST(Handoff, ReturnsOnTimeUnpinnedAndOversubscribed) {
   for (std::thread& t : pairs) t.join();
   // The contract "returns at all", not a speed: 10 ms of measuring against a minute.
   EXPECT_LT(std::chrono::steady_clock::now() - start, 60s);
+}
+
+// In a bench: every point at 2 pinned threads carries the limit and its vs_limit (CPU per
+// packet over the line's hand-off); at 1 thread there is nothing to hand off, and none.
+TEST(Handoff, EveryPointAtTwoThreadsCarriesTheLimit) {
+  const Topology& topo = topology();
+  if (topo.pus < 2) GTEST_SKIP() << "needs two CPUs";
+  BenchConfig c;
+  c.device = "null";
+  c.strategies = {"floor", "busylock"};
+  c.threads = {1, 2};
+  c.duration_s = 0.02;
+  c.repeat = 2;
+  const std::vector<BenchPoint> points = run_bench(c, nullptr);
+  ASSERT_EQ(points.size(), 4u);
+  for (const BenchPoint& p : points) {
+    SCOPED_TRACE(p.strategy + " at " + std::to_string(p.threads));
+    if (p.threads == 1) {
+      EXPECT_EQ(p.limit_line_ns, 0);
+      EXPECT_EQ(p.vs_limit, 0);
+      continue;
+    }
+    ASSERT_GT(p.limit_line_ns, 0);
+    EXPECT_GT(p.limit_lock_ns, 0);
+    EXPECT_EQ(p.limit_line_ns, points.back().limit_line_ns);  // one figure per thread count
+    ASSERT_GT(p.cpu_ns_per_pkt, 0);
+    EXPECT_DOUBLE_EQ(p.vs_limit, p.cpu_ns_per_pkt / p.limit_line_ns);
+  }
 }
 
 }  // namespace
