@@ -10,6 +10,7 @@
 #include "base/topology.hpp"
 #include "bench/bench.hpp"
 #include "bench/handoff.hpp"
+#include "support/bench_config.hpp"
 
 namespace txpath::bench_detail {
 namespace {
@@ -56,12 +57,8 @@ TEST(Handoff, ReturnsOnTimeUnpinnedAndOversubscribed) {
 TEST(Handoff, EveryPointAtTwoThreadsCarriesTheLimit) {
   const Topology& topo = topology();
   if (topo.pus < 2) GTEST_SKIP() << "needs two CPUs";
-  BenchConfig c;
-  c.device = "null";
-  c.strategies = {"floor", "busylock"};
-  c.threads = {1, 2};
-  c.duration_s = 0.02;
-  c.repeat = 2;
+  BenchConfig c = test::null_bench({"floor", "busylock"}, {1, 2}, 0.02, 2);
+  c.pin = true;  // the limit is measured between the first two senders' CPUs only when pinned
   const std::vector<BenchPoint> points = run_bench(c, nullptr);
   ASSERT_EQ(points.size(), 4u);
   for (const BenchPoint& p : points) {
