@@ -53,7 +53,7 @@ def best_vs_kernel(txpath, device, threads, queues, repeat, duration):
         rows = [r for r in res if r["threads"] == t]
         kern = next(r for r in rows if r["strategy"] == "kernel")
         # The floor row is the harness's own limit, not a txpath transmit path: left out.
-        ours = [r for r in rows if r["strategy"] not in ("kernel", "floor") and r["conserved"]]
+        ours = [r for r in rows if r["strategy"] not in ("kernel", "floor", "limit") and r["conserved"]]
         best = max(ours, key=lambda r: r["mpps"])
         lost = best.get("sink", {}).get("lost", 0) if isinstance(best.get("sink"), dict) else 0
         print("  %-18s %d senders, %d queues: best %-16s %.3f Mpps = %.2fx kernel (%.3f), CPU/pkt "

@@ -141,7 +141,7 @@ def best_lines(doc):
     """One line: per sender count (and queue count), the txpath row with the most Mpps."""
     best = {}
     for r in doc["results"]:
-        if r["strategy"] in ("floor", "kernel"):
+        if r["strategy"] in ("floor", "kernel", "limit"):
             continue
         key = (r["threads"], r.get("queues", 1), r.get("park", "on"))
         if key not in best or r["mpps"] > best[key]["mpps"]:

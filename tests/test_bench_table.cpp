@@ -58,7 +58,7 @@ BenchPoint point(const std::string& strategy, int threads, double loss_pct = 0) 
 }
 
 TableLayout every_column_layout(bool wide) {
-  return {.wide = wide, .queues = true, .kernel = true, .sink = true, .repeat = 3};
+  return {.wide = wide, .queues = true, .kernel = true, .sink = true, .limit = true, .repeat = 3};
 }
 
 std::string whole_table(const TableLayout& l, const std::vector<BenchPoint>& v) {
@@ -105,6 +105,37 @@ TEST(BenchTable, DefaultFitsTheColumnsWithEveryOptionalColumnAndLongNames) {
     EXPECT_NE(header.find(h), std::string::npos) << h;
   EXPECT_EQ(text.find("min..max"), std::string::npos) << "a --wide column";
   EXPECT_EQ(text.find("p50 us"), std::string::npos) << "a --wide column";
+}
+
+// The limit row and the vs limit column: in the narrow table beside the kernel's columns (not
+// beside both them and lost%: --wide has it then), within the width; the row checks nothing.
+TEST(BenchTable, TheLimitRowAndItsColumn) {
+  BenchPoint limit = point(kLimitStrategy, 2);
+  limit.lock = "tas";
+  limit.submitted = limit.sent = limit.dropped = 0;
+  limit.cpu_ns_per_pkt = limit.limit_line_ns = 180;
+  limit.vs_limit = 1;
+  set_ratios(limit, 0, 0, 0, 0);
+  BenchPoint busylock = point("busylock", 2);
+  busylock.vs_limit = 7.25;
+  busylock.limit_line_ns = 180;
+  const std::vector<BenchPoint> v = {extreme_points()[0], busylock, limit};
+  TableLayout l{.queues = true, .kernel = true, .limit = true, .repeat = 3};
+  const std::string text = whole_table(l, v);
+  for (const auto& line : lines_of(text)) EXPECT_LE(line.size(), kTableColumns) << line;
+  EXPECT_NE(table_header(l).find("vs limit"), std::string::npos);
+  const auto rows = lines_of(table_rows(l, v));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_NE(rows[1].find(" 7.25 "), std::string::npos) << rows[1];
+  EXPECT_EQ(rows[2].substr(rows[2].size() - 2), " -") << "the check of no queue: " << rows[2];
+  EXPECT_EQ(rows[2].find("ok"), std::string::npos) << rows[2];
+  EXPECT_NE(text.find("limit at 2 threads: a cache line handed between the first two senders' CPUs 180 ns"),
+            std::string::npos) << text;
+  l.sink = true;
+  EXPECT_EQ(table_header(l).find("vs limit"), std::string::npos) << "narrow, beside kernel and lost%";
+  l.wide = true;
+  EXPECT_NE(table_header(l).find("vs limit"), std::string::npos);
+  EXPECT_EQ(table_header(TableLayout{.repeat = 1}).find("vs limit"), std::string::npos) << "one thread, unpinned";
 }
 
 TEST(BenchTable, OptionalColumnsFollowTheLayout) {

@@ -57,10 +57,17 @@ TEST(Handoff, ReturnsOnTimeUnpinnedAndOversubscribed) {
 TEST(Handoff, EveryPointAtTwoThreadsCarriesTheLimit) {
   const Topology& topo = topology();
   if (topo.pus < 2) GTEST_SKIP() << "needs two CPUs";
-  BenchConfig c = test::null_bench({"floor", "busylock"}, {1, 2}, 0.02, 2);
+  BenchConfig c = test::null_bench({"floor", "busylock", "limit"}, {1, 2}, 0.02, 2);
   c.pin = true;  // the limit is measured between the first two senders' CPUs only when pinned
-  const std::vector<BenchPoint> points = run_bench(c, nullptr);
-  ASSERT_EQ(points.size(), 4u);
+  std::vector<BenchPoint> points = run_bench(c, nullptr);
+  ASSERT_EQ(points.size(), 5u);  // floor, busylock at 1 and 2 threads, then the limit row at 2
+  ASSERT_EQ(points.back().strategy, kLimitStrategy);
+  // Not named: the same figures on the points, no row.
+  c.strategies = {"floor", "busylock"};
+  c.threads = {2};
+  const std::vector<BenchPoint> unnamed = run_bench(c, nullptr);
+  ASSERT_EQ(unnamed.size(), 2u);
+  EXPECT_GT(unnamed[1].vs_limit, 0);
   for (const BenchPoint& p : points) {
     SCOPED_TRACE(p.strategy + " at " + std::to_string(p.threads));
     if (p.threads == 1) {
@@ -74,6 +81,41 @@ TEST(Handoff, EveryPointAtTwoThreadsCarriesTheLimit) {
     ASSERT_GT(p.cpu_ns_per_pkt, 0);
     EXPECT_DOUBLE_EQ(p.vs_limit, p.cpu_ns_per_pkt / p.limit_line_ns);
   }
+}
+
+// The limit row: the measurement's medians as a row after its thread count's points, its CPU per
+// packet the line's hand-off and its Mpps the hand-offs per microsecond, nothing submitted.
+TEST(Handoff, TheLimitRowIsTheMeasurementAsARow) {
+  const Topology& topo = topology();
+  if (topo.pus < 2) GTEST_SKIP() << "needs two CPUs";
+  BenchConfig c = test::null_bench({"limit"}, {2, 3}, 0.02, 3);
+  c.pin = true;
+  const std::vector<BenchPoint> points = run_bench(c, nullptr);  // named alone: only it runs
+  ASSERT_EQ(points.size(), 2u);
+  for (const BenchPoint& p : points) {
+    EXPECT_EQ(p.strategy, kLimitStrategy);
+    EXPECT_EQ(p.lock, "tas");
+    ASSERT_GT(p.limit_line_ns, 0);
+    EXPECT_EQ(p.cpu_ns_per_pkt, p.limit_line_ns);
+    EXPECT_DOUBLE_EQ(p.mpps, 1e3 / p.limit_line_ns);
+    EXPECT_LE(p.mpps_min, p.mpps);
+    EXPECT_GE(p.mpps_max, p.mpps);
+    EXPECT_EQ(p.vs_limit, 1);
+    EXPECT_EQ(p.runs, 3);
+    EXPECT_EQ(p.mpps_samples.size(), 3u);
+    EXPECT_EQ(p.submitted, 0u);
+    EXPECT_TRUE(p.conserved);
+  }
+  EXPECT_EQ(points[0].threads, 2);
+  EXPECT_EQ(points[1].threads, 3);
+}
+
+// Named where it cannot be measured: one line before anything runs.
+TEST(Handoff, TheLimitRowNamedWhereItCannotBeMeasuredIsRefused) {
+  BenchConfig one = test::null_bench({"busylock", "limit"}, {1}, 0.02, 1);
+  one.pin = true;
+  test::expect_error(one, "strategy limit needs 2 or more senders pinned on two CPUs");
+  test::expect_error(test::null_bench({"limit"}, {2}, 0.02, 1), "strategy limit needs");  // unpinned
 }
 
 }  // namespace

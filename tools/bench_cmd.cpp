@@ -101,6 +101,7 @@ std::vector<std::string> parse_strategies(const std::string& s) {
   auto known = strategy_names();
   known.emplace_back(kKernelStrategy);  // the kernel's own path, with a real device
   known.emplace_back(kFloorStrategy);   // the harness's own limit: senders straight into the device
+  known.emplace_back(kLimitStrategy);   // the machine's: one cache line handed between two CPUs
   std::vector<std::string> out;
   for (const auto& item : split(s)) {
     if (std::find(known.begin(), known.end(), item) == known.end()) {

@@ -155,7 +155,7 @@ std::vector<BenchPoint> run_bench(const BenchConfig& config,
     }
     const std::size_t before = points.size();
     bench_detail::append_points(cfg, threads, runs, points);
-    bench_detail::apply_limit(limit, std::span<BenchPoint>(points).subspan(before));
+    bench_detail::apply_limit(cfg, limit, threads, points, before);
     if (cfg.on_points && points.size() > before)
       cfg.on_points(std::span<const BenchPoint>(points).subspan(before));
     if (failed) throw BenchRoundFailed(bench_detail::round_failure(failed, threads, failed_round), points, failed);

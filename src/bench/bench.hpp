@@ -95,6 +95,11 @@ struct BenchConfig {
   // interface (with the kernel's own TX queue choice; in every queue count's group) — unless
   // the strategy list names it already or this is false.
   bool kernel_row = true;
+  // The limit row (kLimitStrategy) at each thread count where the limit is measured: set by
+  // resolve_bench_config() when the strategies are every strategy (empty) or name `limit`
+  // (which then leaves the list: it is measured, not run). vs_limit is on every multi-sender
+  // point either way.
+  bool limit_row = false;
   // Where arrivals are counted and checked: "auto" (for afpacket:IF, the peer of the testbed on
   // IF; for udp:HOST:PORT, the default testbed's peer when HOST is its address), "none", or
   // "IFNAME" / "IFNAME@NETNS".
@@ -193,7 +198,8 @@ struct BenchNoise {
 };
 
 struct BenchPoint {
-  std::string strategy;       // a strategy name, or "peer:ck_ring" / "peer:mutex_deque"
+  std::string strategy;       // a strategy name, "peer:ck_ring" / "peer:mutex_deque", or the
+                              // rows that are not txpath's: floor, kernel, limit
   std::string lock;           // lock kind ("-" for strategies and peers that take no lock)
   int threads = 0;
   uint32_t queues = 1;        // the device's TX queues (BenchConfig::queues)
@@ -314,6 +320,14 @@ inline constexpr const char* kKernelStrategy = "kernel";
 // the device still refused when the run stopped (freed); conserved when submitted == sent +
 // dropped on every TX queue and every device completed what it accepted (in_flight() 0).
 inline constexpr const char* kFloorStrategy = "floor";
+
+// The row of the machine's own limit at a thread count of 2 or more with pinned senders
+// (docs/bench.md, "The limit row"): not a queue, but two threads on the first two senders' CPUs
+// handing one cache line back and forth, measured before each round. Its cpu_ns_per_pkt is
+// limit_line_ns (ns per hand-off), its Mpps the hand-offs per microsecond (a queue shared by the
+// two CPUs passes at most one packet a hand-off unless it batches), lock "tas" and nothing
+// submitted. In the default set; named alone, only it is measured (BenchConfig::limit_row).
+inline constexpr const char* kLimitStrategy = "limit";
 inline constexpr std::size_t kFloorBatch = 64;
 
 // submitted == sent + dropped and nothing queued: the conservation check every point must pass.

@@ -269,8 +269,11 @@ struct LimitSamples {
 inline constexpr std::chrono::milliseconds kLimitSample{20};
 void sample_limit(const BenchConfig& cfg, int threads, LimitSamples& samples);
 
-// Sets limit_lock_ns, limit_line_ns (the samples' medians) and vs_limit on `points`.
-void apply_limit(const LimitSamples& samples, std::span<BenchPoint> points);
+// Sets limit_lock_ns, limit_line_ns (the samples' medians) and vs_limit on points[from..], then
+// appends the `limit` row of `threads` (kLimitStrategy) when there were samples and
+// cfg.limit_row.
+void apply_limit(const BenchConfig& cfg, const LimitSamples& samples, int threads,
+                 std::vector<BenchPoint>& points, std::size_t from);
 
 // ---- worker_wire.cpp: a round's runs as text, between a worker and run_bench -----------------
 

@@ -145,7 +145,11 @@ Json config_json(const BenchConfig& cfg, const std::vector<BenchPoint>& points) 
             {"rate_pps", cfg.rate_pps},     {"rate_per_sender_pps", cfg.rate_per_sender_pps},
             {"flows", cfg.flows},           {"replay_speed", cfg.replay_speed},
             {"rounds_in", cfg.round_runner ? "worker processes" : "one process"}};
-  put_texts(c, "strategies", cfg.strategies);
+  std::vector<std::string> strategies = cfg.strategies;
+  // The limit row is measured, not run (not in cfg.strategies); listed where it can be had.
+  if (cfg.limit_row && cfg.pin && std::any_of(cfg.threads.begin(), cfg.threads.end(), [](int t) { return t >= 2; }))
+    strategies.emplace_back(kLimitStrategy);
+  put_texts(c, "strategies", strategies);
   put_text(c, "lock", cfg.lock);
   put_text(c, "device", cfg.device);
   put_text(c, "qdisc", cfg.qdisc);

@@ -12,6 +12,7 @@
 
 #include "base/topology.hpp"
 #include "bench/bench_internal.hpp"
+#include "bench/measure.hpp"
 #include "bench/real_path.hpp"
 #include "bench/sender_pools.hpp"
 #include "core/text.hpp"
@@ -56,6 +57,20 @@ void check_traffic(const BenchConfig& cfg) {
     throw ConfigError("a rate and a replay speed both pace the senders: give one");
   if (std::find(cfg.strategies.begin(), cfg.strategies.end(), std::string(kKernelStrategy)) != cfg.strategies.end())
     throw ConfigError("strategy kernel cannot replay a capture (it sends UDP payloads through sockets)");
+}
+
+// The limit row is measured, not run (kLimitStrategy): in the default set, or named, when it
+// leaves the strategy list and needs what it is measured with: 2+ pinned senders on two CPUs.
+void take_limit_row(BenchConfig& cfg, bool every_strategy) {
+  if (every_strategy) cfg.limit_row = true;  // kept when resolved again (run_bench after the CLI)
+  const auto named = std::remove(cfg.strategies.begin(), cfg.strategies.end(), std::string(kLimitStrategy));
+  if (named == cfg.strategies.end()) return;
+  cfg.strategies.erase(named, cfg.strategies.end());
+  cfg.limit_row = true;
+  const bool two_senders = std::any_of(cfg.threads.begin(), cfg.threads.end(), [](int t) { return t >= 2; });
+  if (!two_senders || !cfg.pin || cpu_for_sender(0, cfg.nodes) == cpu_for_sender(1, cfg.nodes))
+    throw ConfigError("strategy limit needs 2 or more senders pinned on two CPUs (--threads 2 or more, no --no-pin, "
+                      "a machine with 2 or more cores)");
 }
 
 // The numbers of a configuration, each in its range.
@@ -224,6 +239,7 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
   }
   bench_detail::check_ranges(cfg);
   bench_detail::check_traffic(cfg);
+  bench_detail::take_limit_row(cfg, every_strategy);
   if (!cfg.tc_config.empty()) bench_detail::resolve_tc_config(cfg);
   // Validate everything up front, so a typo fails before minutes of measuring.
   bench_detail::Probe probe(cfg.device);

@@ -63,6 +63,7 @@ std::string row_label(const BenchPoint& p) { return row_label(p.strategy, p.thre
 // The check cell: "ok" or "FAIL" ("*": the point was stopped before all its rounds ran); the
 // notes give the full text.
 std::string short_check(const BenchPoint& p) {
+  if (p.strategy == kLimitStrategy) return "-";  // measured, not a queue: nothing to conserve
   return std::string(p.conserved ? "ok" : "FAIL") + (p.complete ? "" : "*");
 }
 
@@ -120,7 +121,11 @@ std::vector<Column> columns(const TableLayout& l) {
   add(l.kernel, {"vs kernel", "Mpps", 6, false,
                  [](const BenchPoint& p) { return marked_ratio(p.vs_kernel_mpps, p); }});
   add(l.kernel, {"vs kernel", "CPU", 5, false, [](const BenchPoint& p) { return ratio(p.vs_kernel_cpu); }});
-  add(true, {"", "drop%", 5, false, [](const BenchPoint& p) { return num(pct(p.dropped, p.submitted), 1); }});
+  add(l.limit && (l.wide || !(l.kernel && l.sink)),
+      {"vs limit", "CPU", 8, false, [](const BenchPoint& p) { return ratio(p.vs_limit); }});
+  add(true, {"", "drop%", 5, false, [](const BenchPoint& p) {
+               return p.submitted ? num(pct(p.dropped, p.submitted), 1) : std::string("-");
+             }});
   add(l.sink, {"", "lost%", 5, false, [](const BenchPoint& p) {
                  return p.sink_checked ? num(pct(p.sink_lost, p.sent), 1) : std::string("-");
                }});
@@ -193,6 +198,8 @@ double offered_loss_pct(const BenchPoint& p) {
 bool wins_by_dropping(const BenchPoint& p) { return offered_loss_pct(p) >= kDropMarkPct; }
 
 std::string check_text(const BenchPoint& p, int repeat) {
+  if (p.strategy == kLimitStrategy)
+    return "- (measured, not a queue: " + std::to_string(p.runs) + " round(s) of two threads handing one line)";
   const std::string counts = std::to_string(p.sent) + " sent + " + std::to_string(p.dropped) + " dropped";
   std::string text = p.conserved ? "ok: " + std::to_string(p.submitted) + " = " + counts
                      : p.drained ? "FAIL: " + std::to_string(p.submitted) + " != " + counts
@@ -208,6 +215,7 @@ TableLayout table_layout(const BenchConfig& cfg, bool wide) {
   l.repeat = cfg.repeat;
   l.queues = std::any_of(cfg.queues.begin(), cfg.queues.end(), [](uint32_t q) { return q != 1; });
   l.kernel = std::find(cfg.strategies.begin(), cfg.strategies.end(), kKernelStrategy) != cfg.strategies.end();
+  l.limit = cfg.pin && std::any_of(cfg.threads.begin(), cfg.threads.end(), [](int t) { return t >= 2; });
   const DeviceKind* kind = find_device_kind(cfg.device);  // a sink counts what reaches a peer
   l.sink = kind != nullptr && kind->reaches_peer && cfg.sink != "none";
   return l;
@@ -247,7 +255,8 @@ std::string table_notes(const TableLayout& layout, std::span<const BenchPoint> p
     limit_threads = p.threads;
     out += wrap("limit at " + std::to_string(p.threads) + " threads: a cache line handed between the first two senders' CPUs " +
                     num(p.limit_line_ns, 0) + " ns, a test-and-set lock " + num(p.limit_lock_ns, 0) +
-                    " ns (JSON limit_line_ns, limit_lock_ns; vs_limit: a row's CPU per packet over the line's)",
+                    " ns (the limit row; JSON limit_line_ns, limit_lock_ns; vs limit: a row's CPU per packet "
+                    "over the line's)",
                 layout.wide ? SIZE_MAX : kTableColumns);
   }
   if (!dropped.empty())

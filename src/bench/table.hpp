@@ -27,6 +27,8 @@ struct TableLayout {
   bool queues = false;  // a txq column: some point runs on several TX queues
   bool kernel = false;  // vs kernel columns: the kernel row runs
   bool sink = false;    // a lost% column: arrivals may be counted (a real device, --sink not none)
+  bool limit = false;   // a vs limit column: 2+ pinned senders, where the limit row is measured
+                        // (left out of the narrow table beside both kernel and lost% columns)
   int repeat = 1;       // rounds asked for (a stopped row says how many ran)
 };
 

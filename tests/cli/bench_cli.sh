@@ -70,7 +70,7 @@ if ! jq -e '
 fi
 grep -q "topology:" "$tmp/stdout" || { echo "FAIL: topology line missing"; fail=1; }
 # CSV: the documented header and one row per point.
-expected_header="strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,vs_busylock_mpps,vs_busylock_cpu,vs_floor_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,send_p90_ns,send_p999_ns,queue_p50_ns,queue_p90_ns,queue_p99_ns,queue_p999_ns,offered_mpps,flows,runs,complete,mpps_cv,cpu_cv,vs_busylock_mpps_ci95_lo,vs_busylock_mpps_ci95_hi,vs_busylock_cpu_ci95_lo,vs_busylock_cpu_ci95_hi,vs_floor_cpu_ci95_lo,vs_floor_cpu_ci95_hi,vs_kernel_mpps_ci95_lo,vs_kernel_mpps_ci95_hi,vs_kernel_cpu_ci95_lo,vs_kernel_cpu_ci95_hi,unstable,unstable_reason,noise_steal_pct,noise_other_cpu_pct,advised_repeat,partial"
+expected_header="strategy,lock,park,threads,queues,mpps,mpps_min,mpps_max,cpu_ns_per_pkt,submitted,sent,dropped,requeues,fairness,batch_mean,lock_waits,lock_wait_ns,send_p50_ns,send_p99_ns,vs_busylock_mpps,vs_busylock_cpu,vs_floor_cpu,conserved,vs_kernel_mpps,vs_kernel_cpu,sink_received,sink_lost,sink_duplicated,sink_out_of_order,sink_socket_drops,delivered,send_p90_ns,send_p999_ns,queue_p50_ns,queue_p90_ns,queue_p99_ns,queue_p999_ns,offered_mpps,flows,runs,complete,mpps_cv,cpu_cv,vs_busylock_mpps_ci95_lo,vs_busylock_mpps_ci95_hi,vs_busylock_cpu_ci95_lo,vs_busylock_cpu_ci95_hi,vs_floor_cpu_ci95_lo,vs_floor_cpu_ci95_hi,vs_kernel_mpps_ci95_lo,vs_kernel_mpps_ci95_hi,vs_kernel_cpu_ci95_lo,vs_kernel_cpu_ci95_hi,unstable,unstable_reason,noise_steal_pct,noise_other_cpu_pct,advised_repeat,limit_line_ns,limit_lock_ns,vs_limit,partial"
 [ "$(head -1 "$tmp/out.csv")" = "$expected_header" ] || { echo "FAIL: CSV header: $(head -1 "$tmp/out.csv")"; fail=1; }
 [ "$(wc -l < "$tmp/out.csv")" -eq 5 ] || { echo "FAIL: CSV rows"; cat "$tmp/out.csv"; fail=1; }
 # SVG: an svg document with one series per strategy (well-formedness is unit-tested).
@@ -120,7 +120,8 @@ grep -q "vs floor" "$tmp/floor.stdout" && grep -Eq "^floor +- " "$tmp/floor.stdo
   { echo "FAIL: floor row or vs floor column in the table"; cat "$tmp/floor.stdout"; fail=1; }
 "$bin" bench --help | grep -q -- "--burst" || { echo "FAIL: --burst not in the help"; fail=1; }
 
-# --burst 32: every strategy and the floor run, each conserving; burst recorded and printed.
+# --burst 32: every strategy and the floor run, each conserving, then the limit row (at 2 pinned
+# threads it is in the default set); burst recorded and printed.
 if ! "$bin" bench --threads 2 --duration 0.02 --device null --repeat 1 --burst 32 --quiet \
      --json "$tmp/burst.json" >"$tmp/burst.stdout" 2>"$tmp/burst.stderr"; then
   echo "FAIL: --burst 32 run exited non-zero"; cat "$tmp/burst.stdout" "$tmp/burst.stderr"; fail=1
@@ -128,8 +129,9 @@ fi
 if ! jq -e '
   (.config.strategies | length) as $n |
   (.config.burst == 32) and (.results | length == $n) and
-  (.results[0].strategy == "floor") and
-  (.results | all(.conserved and .submitted == .sent + .dropped and .sent > 0))
+  (.results[0].strategy == "floor") and (.results[-1].strategy == "limit") and
+  (.results[-1].limit_line_ns > 0 and .results[-1].vs_limit == 1) and
+  (.results[:-1] | all(.conserved and .submitted == .sent + .dropped and .sent > 0 and .vs_limit > 0))
 ' "$tmp/burst.json" >/dev/null; then
   echo "FAIL: --burst 32 JSON"; cat "$tmp/burst.json"; fail=1
 fi
