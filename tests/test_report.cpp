@@ -29,7 +29,7 @@ constexpr std::string_view kHeader =
     "mpps_cv,cpu_cv,vs_busylock_mpps_ci95_lo,vs_busylock_mpps_ci95_hi,vs_busylock_cpu_ci95_lo,"
     "vs_busylock_cpu_ci95_hi,vs_floor_cpu_ci95_lo,vs_floor_cpu_ci95_hi,vs_kernel_mpps_ci95_lo,"
     "vs_kernel_mpps_ci95_hi,vs_kernel_cpu_ci95_lo,vs_kernel_cpu_ci95_hi,unstable,unstable_reason,"
-    "noise_steal_pct,noise_other_cpu_pct,advised_repeat,limit_line_ns,limit_lock_ns,vs_limit,partial";
+    "noise_steal_pct,noise_other_cpu_pct,advised_repeat,limit_line_ns,limit_lock_ns,vs_limit,vs_dpdk_mpps,vs_dpdk_cpu,partial";
 
 BenchPoint point(std::string strategy, std::string lock, int threads, double mpps) {
   BenchPoint p;
@@ -441,7 +441,7 @@ TEST(ReportCsv, OneRowPerPointWithEveryColumn) {
   const auto lines = lines_of(csv(points));
   ASSERT_EQ(lines.size(), points.size() + 1);
   const std::size_t columns = split_csv(kHeader).size();
-  EXPECT_EQ(columns, 62u);
+  EXPECT_EQ(columns, 64u);
   for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(split_csv(lines[i]).size(), columns);
 }
 
@@ -453,7 +453,7 @@ TEST(ReportCsv, ValuesRoundTrip) {
   const auto lines = lines_of(csv({p}));
   ASSERT_EQ(lines.size(), 2u);
   const auto f = split_csv(lines[1]);
-  ASSERT_EQ(f.size(), 62u);
+  ASSERT_EQ(f.size(), 64u);
   EXPECT_EQ(f[0], "rootlock");
   EXPECT_EQ(f[1], "mcs");
   EXPECT_EQ(f[2], "off");
@@ -488,7 +488,7 @@ TEST(ReportCsv, ValuesRoundTrip) {
   sunk.delivered = false;
   sunk.vs_kernel_mpps = 1.5;
   const auto g = split_csv(lines_of(csv({sunk}))[1]);
-  ASSERT_EQ(g.size(), 62u);
+  ASSERT_EQ(g.size(), 64u);
   EXPECT_EQ(to_double(g[23]), 1.5);
   EXPECT_EQ(to_u64(g[25]), 90u);
   EXPECT_EQ(to_u64(g[26]), 10u);
@@ -510,15 +510,15 @@ TEST(ReportCsv, PartialBenchIsMarkedOnEveryRow) {
   ASSERT_EQ(lines.size(), 3u);
   const auto f = split_csv(lines[1]);
   const auto g = split_csv(lines[2]);
-  ASSERT_EQ(f.size(), 62u);
-  ASSERT_EQ(g.size(), 62u);
+  ASSERT_EQ(f.size(), 64u);
+  ASSERT_EQ(g.size(), 64u);
   EXPECT_EQ(f[39], "3");
   EXPECT_EQ(f[40], "true");
-  EXPECT_EQ(f[61], "true");
+  EXPECT_EQ(f[63], "true");
   EXPECT_EQ(g[39], "1");
   EXPECT_EQ(g[40], "false");
-  EXPECT_EQ(g[61], "true");
-  EXPECT_EQ(split_csv(lines_of(csv({whole}))[1])[61], "false") << "not partial by default";
+  EXPECT_EQ(g[63], "true");
+  EXPECT_EQ(split_csv(lines_of(csv({whole}))[1])[63], "false") << "not partial by default";
 }
 
 TEST(ReportCsv, LargeCountsAndNonFiniteValues) {
@@ -527,7 +527,7 @@ TEST(ReportCsv, LargeCountsAndNonFiniteValues) {
   p.mpps = std::nan("");
   p.fairness = INFINITY;
   const auto f = split_csv(lines_of(csv({p}))[1]);
-  ASSERT_EQ(f.size(), 62u);
+  ASSERT_EQ(f.size(), 64u);
   EXPECT_EQ(to_u64(f[10]), UINT64_MAX);
   EXPECT_EQ(f[5], "") << "NaN is a missing value";
   EXPECT_EQ(f[13], "inf");
@@ -557,7 +557,7 @@ TEST(ReportCsv, CellsThatDoNotApplyAreEmpty) {
         "vs_busylock_cpu_ci95_lo", "vs_busylock_cpu_ci95_hi", "vs_floor_cpu_ci95_lo",
         "vs_floor_cpu_ci95_hi", "vs_kernel_mpps_ci95_lo", "vs_kernel_mpps_ci95_hi",
         "vs_kernel_cpu_ci95_lo", "vs_kernel_cpu_ci95_hi", "unstable_reason", "noise_steal_pct",
-        "noise_other_cpu_pct", "advised_repeat", "limit_line_ns", "limit_lock_ns", "vs_limit"})
+        "noise_other_cpu_pct", "advised_repeat", "limit_line_ns", "limit_lock_ns", "vs_limit", "vs_dpdk_mpps", "vs_dpdk_cpu"})
     EXPECT_EQ(field(f, c), "") << c;
   EXPECT_EQ(field(f, "unstable"), "false");
   // One sample is no spread: the CVs stay empty.
@@ -620,7 +620,7 @@ TEST(ReportCsv, QuotesTextThatNeedsIt) {
   // The record spans two physical lines because of the embedded newline.
   const std::string record = out.substr(out.find('\n') + 1);
   const auto f = split_csv(record.substr(0, record.size() - 1));
-  ASSERT_EQ(f.size(), 62u);
+  ASSERT_EQ(f.size(), 64u);
   EXPECT_EQ(f[0], name);
   EXPECT_EQ(f[1], "ti,ck\net");
   EXPECT_EQ(f[3], "4");

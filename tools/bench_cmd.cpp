@@ -102,12 +102,16 @@ std::vector<std::string> parse_strategies(const std::string& s) {
   known.emplace_back(kKernelStrategy);  // the kernel's own path, with a real device
   known.emplace_back(kFloorStrategy);   // the harness's own limit: senders straight into the device
   known.emplace_back(kLimitStrategy);   // the machine's: one cache line handed between two CPUs
+  known.emplace_back(kDpdkPeer);        // DPDK's rte_ring + one TX thread, in this process
+  known.emplace_back(kTestpmdPeer);     // dpdk-testpmd txonly on the same interface
   std::vector<std::string> out;
   for (const auto& item : split(s)) {
     if (std::find(known.begin(), known.end(), item) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw ConfigError("--strategy: unknown strategy " + txpath::quoted(item) + " (known: " + list + ", all)");
+      // The name cut to 60 bytes: the line stays one short line beside the list of names.
+      throw ConfigError("--strategy: unknown strategy " + txpath::quoted(std::string_view(item).substr(0, 60)) +
+                        (item.size() > 60 ? "..." : "") + " (known: " + list + ", all)");
     }
     out.push_back(item);
   }
@@ -403,6 +407,7 @@ void print_config(const BenchConfig& cfg) {
              cfg.pin ? (cfg.nodes ? fmt::format("pinned to {} node(s)", cfg.nodes) : "pinned")
                      : "unpinned");
   if (const std::string traffic = traffic_line(cfg); !traffic.empty()) fmt::print("traffic: {}\n", traffic);
+  for (const std::string& line : cfg.skipped) fmt::print("skipped: {}\n", one_line(line));
   fmt::print("rounds: {}, rows in random order (--seed {})\n\n",
              cfg.round_runner ? "each in a fresh process" : "all in this process (--in-process)", cfg.seed);
   std::fflush(stdout);

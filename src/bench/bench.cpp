@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench/bench_internal.hpp"
+#include "bench/dpdk_env.hpp"
 #include "bench/live.hpp"
 #include "bench/pcap_source.hpp"
 #include "bench/real_path.hpp"
@@ -38,6 +39,8 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, u
              Delivery& delivery) {
   if (strategy == kKernelStrategy) return run_kernel_once(cfg, threads, delivery);
   if (strategy == kFloorStrategy) return run_floor_once(cfg, threads, queues, delivery);
+  if (strategy == kDpdkPeer) return run_dpdk_once(cfg, threads, queues, delivery);
+  if (strategy == kTestpmdPeer) return run_testpmd_once(cfg, threads, delivery);
   if (queues == 1) return run_single_queue_once(cfg, strategy, threads, delivery);
   return run_multi_queue_once(cfg, strategy, threads, queues, delivery);
 }
@@ -112,6 +115,10 @@ std::unique_ptr<Sink> start_delivery(const BenchConfig& cfg, Delivery& delivery,
 namespace txpath {
 
 const char* park_name(bool park) noexcept { return park ? "on" : "off"; }
+
+bool outside_txpath(std::string_view strategy) noexcept {
+  return strategy == kKernelStrategy || strategy == kDpdkPeer || strategy == kTestpmdPeer;
+}
 
 std::vector<BenchPoint> run_bench(const BenchConfig& config,
                                   const std::function<void(const std::string&)>& progress) {

@@ -100,6 +100,9 @@ struct BenchConfig {
   // (which then leaves the list: it is measured, not run). vs_limit is on every multi-sender
   // point either way.
   bool limit_row = false;
+  // Rows left out by resolve_bench_config(), one line each ("peer:dpdk skipped: this build has
+  // no DPDK ..."): printed by the CLI, kept in the JSON's config.
+  std::vector<std::string> skipped;
   // Where arrivals are counted and checked: "auto" (for afpacket:IF, the peer of the testbed on
   // IF; for udp:HOST:PORT, the default testbed's peer when HOST is its address), "none", or
   // "IFNAME" / "IFNAME@NETNS".
@@ -257,6 +260,8 @@ struct BenchPoint {
   double vs_floor_cpu = 0;
   double vs_kernel_mpps = 0;       // mpps / the kernel row's at the same threads, queues, park
   double vs_kernel_cpu = 0;        // cpu_ns_per_pkt / the kernel row's
+  double vs_dpdk_mpps = 0;         // mpps / the peer:dpdk row's at the same threads, queues, park
+  double vs_dpdk_cpu = 0;          // cpu_ns_per_pkt / the peer:dpdk row's
   // The machine's limit at this thread count (docs/bench.md, "The limit row"): ns per hand-off
   // of one test-and-set lock, and of one cache line, between the first two senders' CPUs,
   // measured once a round before the round's rows, median of the rounds; 0 when not measured
@@ -328,6 +333,18 @@ inline constexpr const char* kFloorStrategy = "floor";
 // two CPUs passes at most one packet a hand-off unless it batches), lock "tas" and nothing
 // submitted. In the default set; named alone, only it is measured (BenchConfig::limit_row).
 inline constexpr const char* kLimitStrategy = "limit";
+
+// DPDK as a peer (docs/bench.md, "The DPDK peers"; bench/dpdk_env.hpp): peer:dpdk runs DPDK's
+// many-producers-one-queue pattern in this process (rte_ring, one TX thread per queue,
+// rte_eth_tx_burst on DPDK's driver for the same device); peer:testpmd runs dpdk-testpmd in
+// txonly mode on the same interface. Where DPDK is missing, or has no driver for the device,
+// each is skipped with one line (BenchConfig::skipped), never failing the run.
+inline constexpr const char* kDpdkPeer = "peer:dpdk";
+inline constexpr const char* kTestpmdPeer = "peer:testpmd";
+
+// Rows whose queue is not a txpath TX queue (no per-queue counts): the kernel row and the
+// DPDK peers.
+bool outside_txpath(std::string_view strategy) noexcept;
 inline constexpr std::size_t kFloorBatch = 64;
 
 // submitted == sent + dropped and nothing queued: the conservation check every point must pass.

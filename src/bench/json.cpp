@@ -150,6 +150,7 @@ Json config_json(const BenchConfig& cfg, const std::vector<BenchPoint>& points) 
   if (cfg.limit_row && cfg.pin && std::any_of(cfg.threads.begin(), cfg.threads.end(), [](int t) { return t >= 2; }))
     strategies.emplace_back(kLimitStrategy);
   put_texts(c, "strategies", strategies);
+  put_texts(c, "skipped", cfg.skipped);
   put_text(c, "lock", cfg.lock);
   put_text(c, "device", cfg.device);
   put_text(c, "qdisc", cfg.qdisc);
@@ -246,7 +247,9 @@ Json point_json(const BenchPoint& p) {
                                    std::pair{"vs_kernel_cpu", p.vs_kernel_cpu},
                                    std::pair{"limit_lock_ns", p.limit_lock_ns},
                                    std::pair{"limit_line_ns", p.limit_line_ns},
-                                   std::pair{"vs_limit", p.vs_limit}})
+                                   std::pair{"vs_limit", p.vs_limit},
+                                   std::pair{"vs_dpdk_mpps", p.vs_dpdk_mpps},
+                                   std::pair{"vs_dpdk_cpu", p.vs_dpdk_cpu}})
     put_ratio(r, key, ratio);
   if (!p.output_error.empty()) put_text(r, "output_error", p.output_error);
   if (p.sink_checked) {

@@ -676,7 +676,7 @@ const std::vector<std::string_view>& csv_columns() {
       "vs_floor_cpu_ci95_hi", "vs_kernel_mpps_ci95_lo", "vs_kernel_mpps_ci95_hi",
       "vs_kernel_cpu_ci95_lo", "vs_kernel_cpu_ci95_hi", "unstable", "unstable_reason",
       "noise_steal_pct", "noise_other_cpu_pct", "advised_repeat", "limit_line_ns", "limit_lock_ns", "vs_limit",
-      "partial"};
+      "vs_dpdk_mpps", "vs_dpdk_cpu", "partial"};
   return columns;
 }
 
@@ -720,6 +720,7 @@ void write_csv(std::ostream& out, const std::vector<BenchPoint>& points, bool pa
     write_round_statistics(row, p);
     if (p.limit_line_ns > 0) row.real(p.limit_line_ns).real(p.limit_lock_ns).ratio(p.vs_limit);
     else row.empty(3);
+    row.ratio(p.vs_dpdk_mpps).ratio(p.vs_dpdk_cpu);
     row.flag(partial);
     out << '\n';
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 
 #include "base/topology.hpp"
 #include "bench/bench_internal.hpp"
+#include "bench/dpdk_env.hpp"
 #include "bench/measure.hpp"
 #include "bench/real_path.hpp"
 #include "bench/sender_pools.hpp"
@@ -71,6 +73,24 @@ void take_limit_row(BenchConfig& cfg, bool every_strategy) {
   if (!two_senders || !cfg.pin || cpu_for_sender(0, cfg.nodes) == cpu_for_sender(1, cfg.nodes))
     throw ConfigError("strategy limit needs 2 or more senders pinned on two CPUs (--threads 2 or more, no --no-pin, "
                       "a machine with 2 or more cores)");
+}
+
+// The DPDK peers where they cannot run (no DPDK in this build or on this machine, no DPDK
+// driver for the device, testpmd asked to replay or pace): out of the list, one line each.
+void take_dpdk_peers(BenchConfig& cfg) {
+  const auto why_not = [&](const std::string& s) -> std::optional<std::string> {
+    if (s == kDpdkPeer) return dpdk_unavailable(cfg.device);
+    if (s != kTestpmdPeer) return std::nullopt;
+    if (!cfg.source.empty() || cfg.rate_pps > 0 || cfg.rate_per_sender_pps > 0 || cfg.flows > 1)
+      return std::string("testpmd sends its own frames: no capture, rate or flows");
+    return testpmd_unavailable(cfg.device);
+  };
+  std::vector<std::string> kept;
+  for (std::string& s : cfg.strategies) {
+    if (const auto why = why_not(s)) cfg.skipped.push_back(s + ": " + *why);
+    else kept.push_back(std::move(s));
+  }
+  cfg.strategies = std::move(kept);
 }
 
 // The numbers of a configuration, each in its range.
@@ -193,7 +213,7 @@ std::vector<std::string> runnable_strategies(const BenchConfig& cfg, Device& dev
   if (every_strategy) try_create("busylock");
   std::vector<std::string> runnable;
   for (const auto& s : cfg.strategies) {
-    if (s == kKernelStrategy || s == kFloorStrategy) {  // no TxQueue: nothing to check here
+    if (outside_txpath(s) || s == kFloorStrategy) {  // no TxQueue: nothing to check here
       runnable.push_back(s);
       continue;
     }
@@ -226,9 +246,12 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
   // Every strategy by default; those that cannot run the qdisc (nolock: fifos only) are left out
   // below. A strategy named explicitly that cannot run it is an error.
   const bool every_strategy = cfg.strategies.empty();
-  if (every_strategy) {
+  if (every_strategy) {  // the strawman peers only when named: they drop what they cannot take
     cfg.strategies = {kFloorStrategy};
-    for (auto& name : strategy_names()) cfg.strategies.push_back(std::move(name));
+    for (auto& name : strategy_names())
+      if (!name.starts_with("peer:")) cfg.strategies.push_back(std::move(name));
+    cfg.strategies.emplace_back(kDpdkPeer);     // where DPDK can run them (take_dpdk_peers)
+    cfg.strategies.emplace_back(kTestpmdPeer);
   }
   if (cfg.threads.empty()) cfg.threads = default_thread_counts();
   if (cfg.park.empty()) cfg.park = {true};
@@ -240,6 +263,7 @@ BenchConfig resolve_bench_config(const BenchConfig& config) {
   bench_detail::check_ranges(cfg);
   bench_detail::check_traffic(cfg);
   bench_detail::take_limit_row(cfg, every_strategy);
+  bench_detail::take_dpdk_peers(cfg);
   if (!cfg.tc_config.empty()) bench_detail::resolve_tc_config(cfg);
   // Validate everything up front, so a typo fails before minutes of measuring.
   bench_detail::Probe probe(cfg.device);

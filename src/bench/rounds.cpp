@@ -208,6 +208,14 @@ void append_group(const BenchConfig& cfg, int threads, uint32_t queues, bool par
     if (floor_row != points.end())
       p->vs_floor_cpu_ci95 = bench_stats::paired_ratio_ci95(p->cpu_samples, floor_row->cpu_samples);
   }
+  // Against DPDK's own pattern, when it ran.
+  const auto dpdk = std::find_if(from, points.end(), [](const BenchPoint& p) { return p.strategy == kDpdkPeer; });
+  if (dpdk != points.end()) {
+    for (auto p = from; p != points.end(); ++p) {
+      p->vs_dpdk_mpps = dpdk->mpps > 0 ? p->mpps / dpdk->mpps : 0;
+      p->vs_dpdk_cpu = dpdk->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / dpdk->cpu_ns_per_pkt : 0;
+    }
+  }
   // And against the kernel's own path, when it was measured.
   const auto kernel = std::find_if(
       from, points.end(), [](const BenchPoint& p) { return p.strategy == kKernelStrategy; });

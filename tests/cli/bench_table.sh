@@ -26,7 +26,8 @@ long=$(grep -v '^topology: \|^config: ' "$tmp/out" | awk 'length($0) > 120')  # 
 for h in 'Mpps' 'ns/pkt' 'vs busylock' 'vs floor' 'drop%' 'p99 us' 'check'; do
   grep -qF -- "$h" "$tmp/out" || { echo "FAIL: header $h missing"; cat "$tmp/out"; fail=1; }
 done
-grep -Eq '^peer:mutex_deque +- +on +2 .* (ok|FAIL)$' "$tmp/out" || { echo "FAIL: short check cell"; cat "$tmp/out"; fail=1; }
+grep -Eq '^sharded +ticket +on +2 .* (ok|FAIL)$' "$tmp/out" || { echo "FAIL: short check cell"; cat "$tmp/out"; fail=1; }
+grep -Eq '^limit +tas +on +2 .* -$' "$tmp/out" || { echo "FAIL: the limit row's check cell"; cat "$tmp/out"; fail=1; }
 grep -q 'min..max\|p50 us\|ok: ' "$tmp/out" && { echo "FAIL: a --wide column without --wide"; fail=1; }
 [ "$(grep -c '^strategy ' "$tmp/out")" -eq 1 ] || { echo "FAIL: not one header"; cat "$tmp/out"; fail=1; }
 
