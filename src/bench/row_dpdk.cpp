@@ -81,7 +81,7 @@ const std::string& eal_error() {
     if (sched_getaffinity(0, sizeof saved, &saved) != 0) return std::string("sched_getaffinity failed");
     int first = 0;
     while (first < CPU_SETSIZE && !CPU_ISSET(first, &saved)) ++first;
-    std::vector<std::string> args = {"txpath", "--no-huge", "-m", "256", "--no-shconf", "--no-pci",
+    std::vector<std::string> args = {"txpath", "--no-huge", "-m", "512", "--no-shconf", "--no-pci",
                                      "--no-telemetry", "--log-level=3", "-l", std::to_string(first),
                                      "--file-prefix=txpath-" + std::to_string(::getpid())};
     std::vector<char*> argv;
@@ -164,16 +164,22 @@ class LcoreScope {
 // gone with it (port stopped, closed and removed).
 class DpdkRig {
  public:
-  DpdkRig(const DpdkDevice& dev, uint32_t queues, int threads, uint16_t data_room) : dev_(dev) {
+  // `preemptible`: more of our threads than CPUs to run them (DPDK's classic multi-producer
+  // ring and mempool stall every thread behind one preempted in the middle of an operation:
+  // DPDK's guide (rte_ring, "MT_RTS") gives its relaxed-tail-sync mode for that case).
+  DpdkRig(const DpdkDevice& dev, uint32_t queues, int threads, int burst, uint16_t data_room, bool preemptible)
+      : dev_(dev) {
     const unsigned n = next_instance();
     const unsigned mbufs = 2 * kRingSize * queues + kTxDescriptors * queues +
-                           static_cast<unsigned>(threads + 2) * (kPoolCache * 3 / 2 + kMaxBurst);
-    pool_ = rte_pktmbuf_pool_create(("txp_pool" + std::to_string(n)).c_str(), mbufs, kPoolCache, 0,
-                                    data_room, static_cast<int>(rte_socket_id()));
-    if (pool_ == nullptr) fail("rte_pktmbuf_pool_create");
+                           static_cast<unsigned>(threads + 2) * (kPoolCache * 3 / 2 + static_cast<unsigned>(burst));
+    const std::string pool_name = "txp_pool" + std::to_string(n);
+    pool_ = rte_pktmbuf_pool_create_by_ops(pool_name.c_str(), mbufs, kPoolCache, 0, data_room,
+                                           static_cast<int>(rte_socket_id()), preemptible ? "ring_mt_rts" : nullptr);
+    if (pool_ == nullptr) fail("rte_pktmbuf_pool_create (" + std::to_string(mbufs) + " mbufs)");
     for (uint32_t q = 0; q < queues; ++q) {
       rte_ring* r = rte_ring_create(("txp_ring" + std::to_string(n) + "_" + std::to_string(q)).c_str(), kRingSize,
-                                    static_cast<int>(rte_socket_id()), RING_F_SC_DEQ);
+                                    static_cast<int>(rte_socket_id()),
+                                    RING_F_SC_DEQ | (preemptible ? RING_F_MP_RTS_ENQ : 0));
       if (r == nullptr) fail("rte_ring_create");
       rings_.push_back(r);
     }
@@ -270,7 +276,7 @@ void tx_loop(const DpdkRig& rig, uint16_t q, TxCounts& c, const std::atomic<bool
 void enqueue_all(rte_ring* ring, rte_mbuf* const* mbufs, unsigned n) {
   unsigned done = 0;
   for (int spins = 0; done < n;) {
-    done += rte_ring_mp_enqueue_burst(ring, reinterpret_cast<void* const*>(mbufs + done), n - done, nullptr);
+    done += rte_ring_enqueue_burst(ring, reinterpret_cast<void* const*>(mbufs + done), n - done, nullptr);
     if (done == n) return;
     if (++spins < 64) rte_pause();
     else std::this_thread::yield();  // the TX thread may share our CPU
@@ -344,7 +350,10 @@ Run run_dpdk_once(const BenchConfig& cfg, int threads, uint32_t queues, Delivery
   const auto traffic = sender_traffic(cfg, spec, threads, queues > 1, delivery.capture);
   std::size_t longest = 0;
   for (const SenderTraffic& s : traffic) longest = std::max(longest, s.max_len());
-  const DpdkRig rig(*dev, queues, threads, static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + std::max<std::size_t>(longest, 2048)));
+  const std::size_t cpus = std::max<std::size_t>(1, sender_cpus(cfg, threads + static_cast<int>(queues)).size());
+  const bool preemptible = !cfg.pin || static_cast<std::size_t>(threads) + queues > cpus;
+  const DpdkRig rig(*dev, queues, threads, cfg.burst,
+                    static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + std::max<std::size_t>(longest, 2048)), preemptible);
 
   std::vector<std::unique_ptr<TxCounts>> tx;
   std::vector<std::thread> tx_threads;

@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -175,10 +177,23 @@ class RuntimeDirScope {
   RuntimeDirScope& operator=(const RuntimeDirScope&) = delete;
 };
 
+std::string mac_text(const std::array<uint8_t, 6>& m) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  return buf;
+}
+
+std::string ip_text(uint32_t host_order) {
+  return std::to_string(host_order >> 24) + "." + std::to_string((host_order >> 16) & 255) + "." +
+         std::to_string((host_order >> 8) & 255) + "." + std::to_string(host_order & 255);
+}
+
 // testpmd's command line: EAL (no hugepages, no PCI, no shared files, an lcore per sender on its
-// CPU and the main lcore on the first sender's), the device, txonly with the bench's frame.
+// CPU and the main lcore on the first sender's), the device, txonly with the bench's frame: its
+// length and its addresses (MACs, IPs, UDP ports), so that the peer's stack takes testpmd's
+// frames the way it takes the rows' (delivered to the sink's port, not dropped as another host's).
 std::vector<std::string> testpmd_args(const BenchConfig& cfg, int threads, const DpdkDevice& dev,
-                                      std::size_t frame_len) {
+                                      const FrameSpec& spec, std::size_t frame_len) {
   std::string lcores = "0@" + std::to_string(std::max(0, cfg.pin ? cpu_for_sender(0, cfg.nodes) : 0));
   for (int t = 0; t < threads; ++t)
     lcores += "," + std::to_string(t + 1) + "@" + std::to_string(std::max(0, cfg.pin ? cpu_for_sender(t, cfg.nodes) : t));
@@ -187,6 +202,8 @@ std::vector<std::string> testpmd_args(const BenchConfig& cfg, int threads, const
   return {"stdbuf", "-oL", "dpdk-testpmd", "--no-huge", "-m", "512", "--no-shconf", "--no-pci", "--no-telemetry",
           "--log-level=3", "--file-prefix=" + prefix, "--lcores=" + lcores, "--vdev=" + dev.devargs, "--",
           "--forward-mode=txonly", "--txpkts=" + std::to_string(frame_len),
+          "--eth-peer=0," + mac_text(spec.dst_mac), "--tx-ip=" + ip_text(spec.src_ip) + "," + ip_text(spec.dst_ip),
+          "--tx-udp=" + std::to_string(spec.src_port) + "," + std::to_string(spec.dst_port),
           "--burst=" + std::to_string(std::min(cfg.burst, 512)), "--nb-cores=" + std::to_string(threads),
           "--rxq=" + std::to_string(threads), "--txq=" + std::to_string(threads),
           "--total-num-mbufs=" + std::to_string(16384 + 2048 * threads), "--auto-start"};
@@ -197,13 +214,14 @@ std::vector<std::string> testpmd_args(const BenchConfig& cfg, int threads, const
 Run run_testpmd_once(const BenchConfig& cfg, int threads, Delivery& delivery) {
   if (const auto why = testpmd_unavailable(cfg.device)) throw ConfigError("peer:testpmd: " + *why);
   std::optional<Probe> probe(std::in_place, cfg.device);
-  const FrameTemplate tmpl(frames_for(probe->device(), cfg.payload));
+  const FrameSpec spec = frames_for(probe->device(), cfg.payload);
+  const FrameTemplate tmpl(spec);
   probe.reset();  // testpmd opens the interface itself
   const DpdkDevice dev = *dpdk_device(cfg.device, 0, static_cast<uint32_t>(threads));
   delivery.reset();
   const uint64_t iface0 = dev.iface.empty() ? 0 : iface_counter(dev.iface, "tx_packets");
   const RuntimeDirScope runtime_dir;  // declared first: goes after testpmd has exited
-  Testpmd pmd(testpmd_args(cfg, threads, dev, tmpl.size()));
+  Testpmd pmd(testpmd_args(cfg, threads, dev, spec, tmpl.size()));
   if (!pmd.wait_for("Press enter to exit", kStartTimeout))
     throw ConfigError("peer:testpmd: dpdk-testpmd did not start forwarding on " + dev.devargs);
   const uint64_t cpu0 = process_cpu_ns_of(pmd.pid());
