@@ -58,7 +58,7 @@ BenchPoint point(const std::string& strategy, int threads, double loss_pct = 0) 
 }
 
 TableLayout every_column_layout(bool wide) {
-  return {.wide = wide, .queues = true, .kernel = true, .sink = true, .limit = true, .repeat = 3};
+  return {.wide = wide, .queues = true, .kernel = true, .sink = true, .limit = true, .dpdk = true, .repeat = 3};
 }
 
 std::string whole_table(const TableLayout& l, const std::vector<BenchPoint>& v) {
@@ -136,6 +136,24 @@ TEST(BenchTable, TheLimitRowAndItsColumn) {
   l.wide = true;
   EXPECT_NE(table_header(l).find("vs limit"), std::string::npos);
   EXPECT_EQ(table_header(TableLayout{.repeat = 1}).find("vs limit"), std::string::npos) << "one thread, unpinned";
+}
+
+// The vs dpdk column: with peer:dpdk, in the narrow table where there are no kernel columns (null),
+// within the width beside vs limit; --wide always.
+TEST(BenchTable, TheVsDpdkColumn) {
+  BenchPoint dpdk = point(kDpdkPeer, 2);
+  dpdk.vs_dpdk_mpps = 1;
+  BenchPoint busylock = point("busylock", 2);
+  busylock.vs_dpdk_mpps = 0.42;
+  const std::vector<BenchPoint> v = {extreme_points()[0], busylock, dpdk};
+  TableLayout l{.queues = true, .limit = true, .dpdk = true, .repeat = 3};
+  for (const auto& line : lines_of(whole_table(l, v))) EXPECT_LE(line.size(), kTableColumns) << line;
+  EXPECT_NE(table_header(l).find("vs dpdk"), std::string::npos);
+  EXPECT_NE(lines_of(table_rows(l, v))[1].find(" 0.42 "), std::string::npos) << table_rows(l, v);
+  l.kernel = true;
+  EXPECT_EQ(table_header(l).find("vs dpdk"), std::string::npos) << "narrow, beside the kernel's columns";
+  l.wide = true;
+  EXPECT_NE(table_header(l).find("vs dpdk"), std::string::npos);
 }
 
 TEST(BenchTable, OptionalColumnsFollowTheLayout) {

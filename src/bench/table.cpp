@@ -121,6 +121,8 @@ std::vector<Column> columns(const TableLayout& l) {
   add(l.kernel, {"vs kernel", "Mpps", 6, false,
                  [](const BenchPoint& p) { return marked_ratio(p.vs_kernel_mpps, p); }});
   add(l.kernel, {"vs kernel", "CPU", 5, false, [](const BenchPoint& p) { return ratio(p.vs_kernel_cpu); }});
+  add(l.dpdk && (l.wide || !l.kernel),
+      {"vs dpdk", "Mpps", 7, false, [](const BenchPoint& p) { return marked_ratio(p.vs_dpdk_mpps, p); }});
   add(l.limit && (l.wide || !(l.kernel && l.sink)),
       {"vs limit", "CPU", 8, false, [](const BenchPoint& p) { return ratio(p.vs_limit); }});
   add(true, {"", "drop%", 5, false, [](const BenchPoint& p) {
@@ -215,6 +217,7 @@ TableLayout table_layout(const BenchConfig& cfg, bool wide) {
   l.repeat = cfg.repeat;
   l.queues = std::any_of(cfg.queues.begin(), cfg.queues.end(), [](uint32_t q) { return q != 1; });
   l.kernel = std::find(cfg.strategies.begin(), cfg.strategies.end(), kKernelStrategy) != cfg.strategies.end();
+  l.dpdk = std::find(cfg.strategies.begin(), cfg.strategies.end(), kDpdkPeer) != cfg.strategies.end();
   l.limit = cfg.pin && std::any_of(cfg.threads.begin(), cfg.threads.end(), [](int t) { return t >= 2; });
   const DeviceKind* kind = find_device_kind(cfg.device);  // a sink counts what reaches a peer
   l.sink = kind != nullptr && kind->reaches_peer && cfg.sink != "none";
@@ -275,6 +278,8 @@ std::string table_legend(const TableLayout& l) {
       (l.kernel ? ", vs_kernel_mpps, vs_kernel_cpu" : "") +
       "). floor: senders straight into the device, the harness's own limit" +
       (l.kernel ? "; kernel: a UDP socket per sender into the interface's own qdisc" : "") +
+      (l.dpdk ? "; peer:dpdk: DPDK's rte_ring and TX loop on its driver for the device (vs dpdk, JSON vs_dpdk_mpps)"
+              : "") +
       ". drop%: of the packets offered (submitted), dropped" +
       (l.sink ? "; lost%: of those sent, never seen at the sink" : "") +
       ". !: the row dropped or lost >= 50% of what it was offered, so its Mpps ratio is no win. "

@@ -29,6 +29,8 @@ struct TableLayout {
   bool sink = false;    // a lost% column: arrivals may be counted (a real device, --sink not none)
   bool limit = false;   // a vs limit column: 2+ pinned senders, where the limit row is measured
                         // (left out of the narrow table beside both kernel and lost% columns)
+  bool dpdk = false;    // a vs dpdk column: peer:dpdk runs (left out of the narrow table beside
+                        // the kernel's columns)
   int repeat = 1;       // rounds asked for (a stopped row says how many ran)
 };
 
