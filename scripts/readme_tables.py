@@ -111,9 +111,13 @@ def table_lines(doc):
     parks = len({r.get("park") for r in rows}) > 1
     kernel = any(r.get("vs_kernel_mpps", 0) > 0 for r in rows)
     sink = any("sink" in r for r in rows)
+    dpdk = any(r.get("vs_dpdk_mpps", 0) > 0 for r in rows)
+    limit = any(r.get("vs_limit", 0) > 0 for r in rows)
     head = ["strategy", "senders"] + (["TX queues"] if queues else []) + (["park"] if parks else [])
     head += ["Mpps", "CPU ns/pkt", "drop%", "CPU vs floor", "Mpps vs busylock", "CPU vs busylock"]
     head += ["Mpps vs kernel", "CPU vs kernel"] if kernel else []
+    head += ["Mpps vs peer:dpdk", "CPU vs peer:dpdk"] if dpdk else []
+    head += ["CPU vs limit"] if limit else []
     head += ["sink lost"] if sink else []
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -125,6 +129,8 @@ def table_lines(doc):
                   f"{drop:.1f}", ratio(r.get("vs_floor_cpu")),
                   ratio(r.get("vs_busylock_mpps")), ratio(r.get("vs_busylock_cpu"))]
         cells += [ratio(r.get("vs_kernel_mpps")), ratio(r.get("vs_kernel_cpu"))] if kernel else []
+        cells += [ratio(r.get("vs_dpdk_mpps")), ratio(r.get("vs_dpdk_cpu"))] if dpdk else []
+        cells += [ratio(r.get("vs_limit"))] if limit else []
         if sink:
             s = r.get("sink")
             lost = 100.0 * s["lost"] / r["sent"] if s and r.get("sent") else None
@@ -141,7 +147,7 @@ def best_lines(doc):
     """One line: per sender count (and queue count), the txpath row with the most Mpps."""
     best = {}
     for r in doc["results"]:
-        if r["strategy"] in ("floor", "kernel", "limit"):
+        if r["strategy"] in ("floor", "kernel", "limit") or r["strategy"].startswith("peer:"):
             continue
         key = (r["threads"], r.get("queues", 1), r.get("park", "on"))
         if key not in best or r["mpps"] > best[key]["mpps"]:
