@@ -116,8 +116,12 @@ namespace txpath {
 
 const char* park_name(bool park) noexcept { return park ? "on" : "off"; }
 
-bool outside_txpath(std::string_view strategy) noexcept {
-  return strategy == kKernelStrategy || strategy == kDpdkPeer || strategy == kTestpmdPeer;
+bool bench_own_row(std::string_view strategy) noexcept {
+  return strategy == kFloorStrategy || strategy == kDpdkPeer || without_queue_counts(strategy);
+}
+
+bool without_queue_counts(std::string_view strategy) noexcept {
+  return strategy == kKernelStrategy || strategy == kTestpmdPeer;
 }
 
 std::vector<BenchPoint> run_bench(const BenchConfig& config,

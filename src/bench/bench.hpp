@@ -100,8 +100,8 @@ struct BenchConfig {
   // (which then leaves the list: it is measured, not run). vs_limit is on every multi-sender
   // point either way.
   bool limit_row = false;
-  // Rows left out by resolve_bench_config(), one line each ("peer:dpdk skipped: this build has
-  // no DPDK ..."): printed by the CLI, kept in the JSON's config.
+  // Rows left out by resolve_bench_config(), one line each ("peer:dpdk: this build has no DPDK
+  // ..."): printed by the CLI after "skipped: ", kept in the JSON's config.skipped.
   std::vector<std::string> skipped;
   // Where arrivals are counted and checked: "auto" (for afpacket:IF, the peer of the testbed on
   // IF; for udp:HOST:PORT, the default testbed's peer when HOST is its address), "none", or
@@ -202,7 +202,8 @@ struct BenchNoise {
 
 struct BenchPoint {
   std::string strategy;       // a strategy name, "peer:ck_ring" / "peer:mutex_deque", or the
-                              // rows that are not txpath's: floor, kernel, limit
+                              // rows that are not txpath's: floor, kernel, limit, peer:dpdk,
+                              // peer:testpmd
   std::string lock;           // lock kind ("-" for strategies and peers that take no lock)
   int threads = 0;
   uint32_t queues = 1;        // the device's TX queues (BenchConfig::queues)
@@ -325,6 +326,7 @@ inline constexpr const char* kKernelStrategy = "kernel";
 // the device still refused when the run stopped (freed); conserved when submitted == sent +
 // dropped on every TX queue and every device completed what it accepted (in_flight() 0).
 inline constexpr const char* kFloorStrategy = "floor";
+inline constexpr std::size_t kFloorBatch = 64;
 
 // The row of the machine's own limit at a thread count of 2 or more with pinned senders
 // (docs/bench.md, "The limit row"): not a queue, but two threads on the first two senders' CPUs
@@ -334,6 +336,11 @@ inline constexpr const char* kFloorStrategy = "floor";
 // submitted. In the default set; named alone, only it is measured (BenchConfig::limit_row).
 inline constexpr const char* kLimitStrategy = "limit";
 
+// Where the limit is measured: at `threads` 2 or more with senders pinned and the first two on
+// two CPUs (limit_measured_at); somewhere in the configuration (limit_measured).
+bool limit_measured_at(const BenchConfig& cfg, int threads);
+bool limit_measured(const BenchConfig& cfg);
+
 // DPDK as a peer (docs/bench.md, "The DPDK peers"; bench/dpdk_env.hpp): peer:dpdk runs DPDK's
 // many-producers-one-queue pattern in this process (rte_ring, one TX thread per queue,
 // rte_eth_tx_burst on DPDK's driver for the same device); peer:testpmd runs dpdk-testpmd in
@@ -342,10 +349,12 @@ inline constexpr const char* kLimitStrategy = "limit";
 inline constexpr const char* kDpdkPeer = "peer:dpdk";
 inline constexpr const char* kTestpmdPeer = "peer:testpmd";
 
-// Rows whose queue is not a txpath TX queue (no per-queue counts): the kernel row and the
-// DPDK peers.
-bool outside_txpath(std::string_view strategy) noexcept;
-inline constexpr std::size_t kFloorBatch = 64;
+// Rows the bench runs itself, not through a TxQueue strategy: floor, kernel and the DPDK peers.
+bool bench_own_row(std::string_view strategy) noexcept;
+// Rows without per-queue counts: the kernel row (the kernel's queue choice) and peer:testpmd
+// (testpmd's own count). peer:dpdk counts each of its rings and TX threads, as the floor row
+// each TX queue.
+bool without_queue_counts(std::string_view strategy) noexcept;
 
 // submitted == sent + dropped and nothing queued: the conservation check every point must pass.
 bool conservation_holds(uint64_t submitted, uint64_t sent, uint64_t dropped, uint64_t queued);

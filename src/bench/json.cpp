@@ -147,8 +147,7 @@ Json config_json(const BenchConfig& cfg, const std::vector<BenchPoint>& points) 
             {"rounds_in", cfg.round_runner ? "worker processes" : "one process"}};
   std::vector<std::string> strategies = cfg.strategies;
   // The limit row is measured, not run (not in cfg.strategies); listed where it can be had.
-  if (cfg.limit_row && cfg.pin && std::any_of(cfg.threads.begin(), cfg.threads.end(), [](int t) { return t >= 2; }))
-    strategies.emplace_back(kLimitStrategy);
+  if (cfg.limit_row && limit_measured(cfg)) strategies.emplace_back(kLimitStrategy);
   put_texts(c, "strategies", strategies);
   put_texts(c, "skipped", cfg.skipped);
   put_text(c, "lock", cfg.lock);

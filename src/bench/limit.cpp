@@ -12,10 +12,8 @@
 namespace txpath::bench_detail {
 
 void sample_limit(const BenchConfig& cfg, int threads, LimitSamples& samples) {
-  if (threads < 2 || !cfg.pin) return;
-  const int a = cpu_for_sender(0, cfg.nodes), b = cpu_for_sender(1, cfg.nodes);
-  if (a < 0 || b < 0 || a == b) return;
-  const HandoffCost cost = measure_handoff(a, b, kLimitSample);
+  if (!limit_measured_at(cfg, threads)) return;
+  const HandoffCost cost = measure_handoff(cpu_for_sender(0, cfg.nodes), cpu_for_sender(1, cfg.nodes), kLimitSample);
   if (cost.lock_handoffs > 0) samples.lock_ns.push_back(cost.lock_ns);
   if (cost.line_handoffs > 0) samples.line_ns.push_back(cost.line_ns);
 }
@@ -61,3 +59,17 @@ void apply_limit(const BenchConfig& cfg, const LimitSamples& samples, int thread
 }
 
 }  // namespace txpath::bench_detail
+
+namespace txpath {
+
+bool limit_measured_at(const BenchConfig& cfg, int threads) {
+  if (threads < 2 || !cfg.pin) return false;
+  const int a = bench_detail::cpu_for_sender(0, cfg.nodes), b = bench_detail::cpu_for_sender(1, cfg.nodes);
+  return a >= 0 && b >= 0 && a != b;
+}
+
+bool limit_measured(const BenchConfig& cfg) {
+  return std::any_of(cfg.threads.begin(), cfg.threads.end(), [&](int t) { return limit_measured_at(cfg, t); });
+}
+
+}  // namespace txpath

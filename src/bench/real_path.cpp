@@ -14,13 +14,13 @@
 
 namespace txpath::bench_detail {
 
-namespace {
-
 std::string ipv4_text(uint32_t host_order) {
   in_addr a{htonl(host_order)};
   char buf[INET_ADDRSTRLEN];
   return ::inet_ntop(AF_INET, &a, buf, sizeof buf) ? buf : "?";
 }
+
+namespace {
 
 // Sets the kernel row's options on `fd` and connects it to the route's destination. Errors are
 // worded as the devices word their own (netif::fail_errno: "device 'WHAT': CALL: strerror").

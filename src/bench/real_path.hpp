@@ -21,6 +21,9 @@
 
 namespace txpath::bench_detail {
 
+// An IPv4 address (host order) as "10.77.0.2".
+std::string ipv4_text(uint32_t host_order);
+
 // Where the kernel row sends: the device's destination, through the device's interface.
 struct KernelRoute {
   sockaddr_storage addr{};

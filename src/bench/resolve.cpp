@@ -14,7 +14,6 @@
 #include "base/topology.hpp"
 #include "bench/bench_internal.hpp"
 #include "bench/dpdk_env.hpp"
-#include "bench/measure.hpp"
 #include "bench/real_path.hpp"
 #include "bench/sender_pools.hpp"
 #include "core/text.hpp"
@@ -69,8 +68,7 @@ void take_limit_row(BenchConfig& cfg, bool every_strategy) {
   if (named == cfg.strategies.end()) return;
   cfg.strategies.erase(named, cfg.strategies.end());
   cfg.limit_row = true;
-  const bool two_senders = std::any_of(cfg.threads.begin(), cfg.threads.end(), [](int t) { return t >= 2; });
-  if (!two_senders || !cfg.pin || cpu_for_sender(0, cfg.nodes) == cpu_for_sender(1, cfg.nodes))
+  if (!limit_measured(cfg))
     throw ConfigError("strategy limit needs 2 or more senders pinned on two CPUs (--threads 2 or more, no --no-pin, "
                       "a machine with 2 or more cores)");
 }
@@ -213,7 +211,7 @@ std::vector<std::string> runnable_strategies(const BenchConfig& cfg, Device& dev
   if (every_strategy) try_create("busylock");
   std::vector<std::string> runnable;
   for (const auto& s : cfg.strategies) {
-    if (outside_txpath(s) || s == kFloorStrategy) {  // no TxQueue: nothing to check here
+    if (bench_own_row(s)) {  // no TxQueue: nothing to check here
       runnable.push_back(s);
       continue;
     }

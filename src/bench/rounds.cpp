@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -174,8 +176,35 @@ double floor_ratio(const std::vector<Run>& mine, const std::vector<Run>& floor) 
   return median(std::move(ratios));
 }
 
+// Where a point keeps its ratios to one reference row: Mpps and CPU per packet over the
+// reference's, and their round-by-round 95% intervals (null: not kept).
+struct RatioFields {
+  double BenchPoint::*mpps;
+  double BenchPoint::*cpu;
+  Interval95 BenchPoint::*mpps_ci95 = nullptr;
+  Interval95 BenchPoint::*cpu_ci95 = nullptr;
+};
+constexpr RatioFields kVsBusylock{&BenchPoint::vs_busylock_mpps, &BenchPoint::vs_busylock_cpu,
+                                  &BenchPoint::vs_busylock_mpps_ci95, &BenchPoint::vs_busylock_cpu_ci95};
+constexpr RatioFields kVsKernel{&BenchPoint::vs_kernel_mpps, &BenchPoint::vs_kernel_cpu,
+                                &BenchPoint::vs_kernel_mpps_ci95, &BenchPoint::vs_kernel_cpu_ci95};
+constexpr RatioFields kVsDpdk{&BenchPoint::vs_dpdk_mpps, &BenchPoint::vs_dpdk_cpu};
+
+// Every point of `group`'s ratios to its `reference` row, when the group has one.
+void set_ratios(std::span<BenchPoint> group, std::string_view reference, const RatioFields& f) {
+  const auto ref = std::find_if(group.begin(), group.end(), [&](const BenchPoint& p) { return p.strategy == reference; });
+  if (ref == group.end()) return;
+  const BenchPoint& base = *ref;  // the loop writes ratio fields only, never what it reads here
+  for (BenchPoint& p : group) {
+    p.*f.mpps = base.mpps > 0 ? p.mpps / base.mpps : 0;
+    p.*f.cpu = base.cpu_ns_per_pkt > 0 ? p.cpu_ns_per_pkt / base.cpu_ns_per_pkt : 0;
+    if (f.mpps_ci95) p.*f.mpps_ci95 = bench_stats::paired_ratio_ci95(p.mpps_samples, base.mpps_samples);
+    if (f.cpu_ci95) p.*f.cpu_ci95 = bench_stats::paired_ratio_ci95(p.cpu_samples, base.cpu_samples);
+  }
+}
+
 // The points of one (threads, queues, park) group, config order of strategies, and their ratios
-// to busylock, to the floor row and to the kernel row in the group.
+// to busylock, to the floor row, to peer:dpdk and to the kernel row in the group.
 void append_group(const BenchConfig& cfg, int threads, uint32_t queues, bool park,
                   RunsByPoint& runs, std::vector<BenchPoint>& points) {
   const std::size_t first = points.size();
@@ -187,47 +216,19 @@ void append_group(const BenchConfig& cfg, int threads, uint32_t queues, bool par
     points.back().offered_mpps = offered_mpps(cfg, threads);
     points.back().flows = cfg.flows;
   }
-  const auto from = points.begin() + static_cast<std::ptrdiff_t>(first);
-  // Ratios against busylock in the group, when it was measured.
-  const auto base = std::find_if(from, points.end(),
-                                 [](const BenchPoint& p) { return p.strategy == "busylock"; });
-  if (base != points.end()) {
-    for (auto p = from; p != points.end(); ++p) {
-      p->vs_busylock_mpps = base->mpps > 0 ? p->mpps / base->mpps : 0;
-      p->vs_busylock_cpu = base->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / base->cpu_ns_per_pkt : 0;
-      p->vs_busylock_mpps_ci95 = bench_stats::paired_ratio_ci95(p->mpps_samples, base->mpps_samples);
-      p->vs_busylock_cpu_ci95 = bench_stats::paired_ratio_ci95(p->cpu_samples, base->cpu_samples);
-    }
-  }
+  const std::span<BenchPoint> group(points.begin() + static_cast<std::ptrdiff_t>(first), points.end());
+  set_ratios(group, "busylock", kVsBusylock);
   // Against the floor row, round by round, when it ran.
   const std::vector<Run>& floor = runs[{queues, park, std::string(kFloorStrategy)}];
   const auto floor_row = std::find_if(
-      from, points.end(), [](const BenchPoint& p) { return p.strategy == kFloorStrategy; });
-  for (auto p = from; p != points.end(); ++p) {
-    p->vs_floor_cpu = floor_ratio(runs[{queues, park, p->strategy}], floor);
-    if (floor_row != points.end())
-      p->vs_floor_cpu_ci95 = bench_stats::paired_ratio_ci95(p->cpu_samples, floor_row->cpu_samples);
+      group.begin(), group.end(), [](const BenchPoint& p) { return p.strategy == kFloorStrategy; });
+  for (BenchPoint& p : group) {
+    p.vs_floor_cpu = floor_ratio(runs[{queues, park, p.strategy}], floor);
+    if (floor_row != group.end())
+      p.vs_floor_cpu_ci95 = bench_stats::paired_ratio_ci95(p.cpu_samples, floor_row->cpu_samples);
   }
-  // Against DPDK's own pattern, when it ran.
-  const auto dpdk = std::find_if(from, points.end(), [](const BenchPoint& p) { return p.strategy == kDpdkPeer; });
-  if (dpdk != points.end()) {
-    for (auto p = from; p != points.end(); ++p) {
-      p->vs_dpdk_mpps = dpdk->mpps > 0 ? p->mpps / dpdk->mpps : 0;
-      p->vs_dpdk_cpu = dpdk->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / dpdk->cpu_ns_per_pkt : 0;
-    }
-  }
-  // And against the kernel's own path, when it was measured.
-  const auto kernel = std::find_if(
-      from, points.end(), [](const BenchPoint& p) { return p.strategy == kKernelStrategy; });
-  if (kernel != points.end()) {
-    for (auto p = from; p != points.end(); ++p) {
-      p->vs_kernel_mpps = kernel->mpps > 0 ? p->mpps / kernel->mpps : 0;
-      p->vs_kernel_cpu =
-          kernel->cpu_ns_per_pkt > 0 ? p->cpu_ns_per_pkt / kernel->cpu_ns_per_pkt : 0;
-      p->vs_kernel_mpps_ci95 = bench_stats::paired_ratio_ci95(p->mpps_samples, kernel->mpps_samples);
-      p->vs_kernel_cpu_ci95 = bench_stats::paired_ratio_ci95(p->cpu_samples, kernel->cpu_samples);
-    }
-  }
+  set_ratios(group, kDpdkPeer, kVsDpdk);
+  set_ratios(group, kKernelStrategy, kVsKernel);
 }
 
 }  // namespace

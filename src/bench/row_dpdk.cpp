@@ -14,6 +14,7 @@
 
 #include <cerrno>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -229,12 +230,12 @@ class DpdkRig {
   bool probed_ = false, started_ = false;
 };
 
-// A TX thread's counts. relaxed (sent, bursts): owner-written, read by the main thread at the
+// A TX thread's counts. relaxed (all three): owner-written, read by the main thread at the
 // window's edges and after the join (which orders the last).
 struct alignas(64) TxCounts {
   std::atomic<uint64_t> sent{0};
   std::atomic<uint64_t> bursts{0};
-  uint64_t dropped = 0;  // refused past kStopGrace after the stop; read after the join
+  std::atomic<uint64_t> dropped{0};  // refused past kStopGrace after the stop
 };
 
 // TX queue q's thread: dequeue a burst, hand it to the driver until it took all of it, count.
@@ -260,7 +261,8 @@ void tx_loop(const DpdkRig& rig, uint16_t q, TxCounts& c, const std::atomic<bool
         if (give_up_ns == 0) give_up_ns = now_ns() + kStopGrace;
         if (now_ns() >= give_up_ns) {
           rte_pktmbuf_free_bulk(pkts.data() + done, n - done);
-          c.dropped += n - done;
+          // relaxed: see TxCounts
+          c.dropped.store(c.dropped.load(std::memory_order_relaxed) + (n - done), std::memory_order_relaxed);
           break;
         }
       }
@@ -325,10 +327,23 @@ auto dpdk_send_loop(const DpdkRig& rig, uint32_t queues, const std::vector<Sende
   };
 }
 
-uint64_t sum_of(const std::vector<std::unique_ptr<TxCounts>>& tx, std::atomic<uint64_t> TxCounts::*count) {
-  uint64_t n = 0;
-  for (const auto& c : tx) n += ((*c).*count).load(std::memory_order_relaxed);  // relaxed: see TxCounts
-  return n;
+// Each TX queue's counters, as the floor row's (summarize_run): its senders' submitted (sender t
+// on queue t % queues), its TX thread's sent, dropped and bursts (the doorbells), what its ring
+// still holds as queued.
+std::vector<TxQueueStats> dpdk_stats(const DpdkRig& rig, const std::vector<std::unique_ptr<TxCounts>>& tx,
+                                     const std::vector<Sender>& senders) {
+  std::vector<TxQueueStats> out(tx.size());
+  for (std::size_t t = 0; t < senders.size(); ++t)  // relaxed: see Sender::submitted
+    out[t % out.size()].submitted += senders[t].submitted.load(std::memory_order_relaxed);
+  for (std::size_t q = 0; q < out.size(); ++q) {
+    const TxCounts& c = *tx[q];
+    out[q].sent = c.sent.load(std::memory_order_relaxed);  // relaxed (three): see TxCounts
+    out[q].dropped = c.dropped.load(std::memory_order_relaxed);
+    out[q].device.doorbells = c.bursts.load(std::memory_order_relaxed);
+    out[q].device.tx_packets = out[q].sent;
+    out[q].queued = rte_ring_count(rig.ring(q));
+  }
+  return out;
 }
 
 }  // namespace
@@ -341,9 +356,9 @@ std::optional<std::string> dpdk_unavailable(const std::string& device_spec) {
 }
 
 Run run_dpdk_once(const BenchConfig& cfg, int threads, uint32_t queues, Delivery& delivery) {
-  if (!dpdk_device(cfg.device, 0, 1)) throw ConfigError("peer:dpdk: DPDK has no driver for " + cfg.device);
-  if (!eal_error().empty()) throw ConfigError("peer:dpdk: DPDK's EAL did not start: " + eal_error());
   const auto dev = dpdk_device(cfg.device, next_instance(), queues);
+  if (!dev) throw ConfigError("peer:dpdk: DPDK has no driver for " + cfg.device);
+  if (!eal_error().empty()) throw ConfigError("peer:dpdk: DPDK's EAL did not start: " + eal_error());
   std::optional<Probe> probe(std::in_place, cfg.device);
   const FrameSpec spec = frames_for(probe->device(), cfg.payload);
   probe.reset();  // DPDK's driver opens the interface itself
@@ -367,27 +382,14 @@ Run run_dpdk_once(const BenchConfig& cfg, int threads, uint32_t queues, Delivery
   }
   auto senders = make_senders(threads);
   delivery.reset();
-  std::vector<uint64_t> bursts_at;  // at each sample: the window's first and last are its edges
-  const Window<uint64_t> w = measure(cfg, threads, delivery, dpdk_send_loop(rig, queues, traffic, senders, cfg), [&] {
-    bursts_at.push_back(sum_of(tx, &TxCounts::bursts));
-    return sum_of(tx, &TxCounts::sent);
-  });
+  const auto w = measure(cfg, threads, delivery, dpdk_send_loop(rig, queues, traffic, senders, cfg),
+                         [&] { return dpdk_stats(rig, tx, senders); });
   senders_done.store(true, std::memory_order_release);  // release: pairs with tx_loop's acquire
   for (std::thread& t : tx_threads) t.join();
 
-  Run r;
-  r.lock = "-";
-  fill_window_figures(r, w.end - w.start, w, senders);
-  r.window_doorbells = bursts_at.size() >= 2 ? bursts_at.back() - bursts_at.front() : 0;
-  for (const Sender& s : senders) r.submitted += s.submitted.load(std::memory_order_relaxed);
-  for (const auto& c : tx) {
-    r.sent += c->sent.load(std::memory_order_relaxed);  // relaxed: after the join
-    r.doorbells += c->bursts.load(std::memory_order_relaxed);
-    r.dropped += c->dropped;
-  }
-  r.drained = true;
-  for (uint32_t q = 0; q < queues; ++q) r.drained = r.drained && rte_ring_empty(rig.ring(q));
-  r.conserved = r.drained && r.submitted == r.sent + r.dropped;
+  const std::vector<TxQueueStats> end = dpdk_stats(rig, tx, senders);
+  const bool drained = std::all_of(end.begin(), end.end(), [](const TxQueueStats& q) { return q.queued == 0; });
+  Run r = summarize_run("-", drained, end, senders, w);
   delivery.check(r.sent, r);
   return r;
 }

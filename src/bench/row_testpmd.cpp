@@ -14,9 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +27,10 @@
 #include <vector>
 
 #include "bench/dpdk_env.hpp"
+#include "bench/live.hpp"
 #include "bench/measure.hpp"
+#include "bench/real_path.hpp"
+#include "net/mac.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
 
@@ -177,17 +178,6 @@ class RuntimeDirScope {
   RuntimeDirScope& operator=(const RuntimeDirScope&) = delete;
 };
 
-std::string mac_text(const std::array<uint8_t, 6>& m) {
-  char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-  return buf;
-}
-
-std::string ip_text(uint32_t host_order) {
-  return std::to_string(host_order >> 24) + "." + std::to_string((host_order >> 16) & 255) + "." +
-         std::to_string((host_order >> 8) & 255) + "." + std::to_string(host_order & 255);
-}
-
 // testpmd's command line: EAL (no hugepages, no PCI, no shared files, an lcore per sender on its
 // CPU and the main lcore on the first sender's), the device, txonly with the bench's frame: its
 // length and its addresses (MACs, IPs, UDP ports), so that the peer's stack takes testpmd's
@@ -202,7 +192,8 @@ std::vector<std::string> testpmd_args(const BenchConfig& cfg, int threads, const
   return {"stdbuf", "-oL", "dpdk-testpmd", "--no-huge", "-m", "512", "--no-shconf", "--no-pci", "--no-telemetry",
           "--log-level=3", "--file-prefix=" + prefix, "--lcores=" + lcores, "--vdev=" + dev.devargs, "--",
           "--forward-mode=txonly", "--txpkts=" + std::to_string(frame_len),
-          "--eth-peer=0," + mac_text(spec.dst_mac), "--tx-ip=" + ip_text(spec.src_ip) + "," + ip_text(spec.dst_ip),
+          "--eth-peer=0," + net::mac_text(spec.dst_mac),
+          "--tx-ip=" + ipv4_text(spec.src_ip) + "," + ipv4_text(spec.dst_ip),
           "--tx-udp=" + std::to_string(spec.src_port) + "," + std::to_string(spec.dst_port),
           "--burst=" + std::to_string(std::min(cfg.burst, 512)), "--nb-cores=" + std::to_string(threads),
           "--rxq=" + std::to_string(threads), "--txq=" + std::to_string(threads),
@@ -227,8 +218,7 @@ Run run_testpmd_once(const BenchConfig& cfg, int threads, Delivery& delivery) {
   const uint64_t cpu0 = process_cpu_ns_of(pmd.pid());
   const MachineSample machine0 = sample_machine();
   const auto t0 = std::chrono::steady_clock::now();
-  const auto warmup = std::chrono::duration<double>(std::min(0.2, cfg.duration_s * 0.1));
-  const bool whole = sleep_unless_stopped(cfg, warmup + std::chrono::duration<double>(cfg.duration_s));
+  const bool whole = sleep_unless_stopped(cfg, std::chrono::duration<double>(planned_run_seconds(cfg)));
   const uint64_t cpu1 = process_cpu_ns_of(pmd.pid());
   const MachineSample machine1 = sample_machine();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

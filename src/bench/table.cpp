@@ -218,7 +218,7 @@ TableLayout table_layout(const BenchConfig& cfg, bool wide) {
   l.queues = std::any_of(cfg.queues.begin(), cfg.queues.end(), [](uint32_t q) { return q != 1; });
   l.kernel = std::find(cfg.strategies.begin(), cfg.strategies.end(), kKernelStrategy) != cfg.strategies.end();
   l.dpdk = std::find(cfg.strategies.begin(), cfg.strategies.end(), kDpdkPeer) != cfg.strategies.end();
-  l.limit = cfg.pin && std::any_of(cfg.threads.begin(), cfg.threads.end(), [](int t) { return t >= 2; });
+  l.limit = limit_measured(cfg);
   const DeviceKind* kind = find_device_kind(cfg.device);  // a sink counts what reaches a peer
   l.sink = kind != nullptr && kind->reaches_peer && cfg.sink != "none";
   return l;

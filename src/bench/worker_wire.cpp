@@ -206,7 +206,7 @@ std::vector<RowKey> read_round(const BenchConfig& cfg, int threads, int round, c
       if (std::find(seen.begin(), seen.end(), key) != seen.end())
         throw std::runtime_error("row " + txpath::quoted(std::get<2>(key)) + " twice");
       seen.push_back(key);
-      const std::size_t queue_count = outside_txpath(std::get<2>(key)) ? 0 : std::get<0>(key);
+      const std::size_t queue_count = without_queue_counts(std::get<2>(key)) ? 0 : std::get<0>(key);
       taken.push_back(run_from_json(in.at("run"), queue_count));
     }
     for (std::size_t i = 0; i < seen.size(); ++i) runs[seen[i]].push_back(std::move(taken[i]));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Ethernet addresses as text: "aa:bb:cc:dd:ee:ff" (lower-case hex, colons), the form the
-// testbed records and `ip link` print. Private to src/net (and the tests). Not a hot path.
+// testbed records and `ip link` print. For src/net, the bench (peer:testpmd's --eth-peer) and
+// the tests. Not a hot path.
 #pragma once
 
 #include <array>
