@@ -14,6 +14,8 @@
 #include <utility>
 
 #include "base/clock.hpp"
+#include "base/cpu_relax.hpp"
+#include "sync/park.hpp"
 #include "txpath/error.hpp"
 #include "txpath/pool.hpp"
 
@@ -44,6 +46,7 @@ std::string spec_of(const AfPacketConfig& c) {
   if (c.ring != AfPacketConfig{}.ring) s += ",ring=" + std::to_string(c.ring);
   if (c.bypass != AfPacketConfig{}.bypass) s += c.bypass ? ",bypass=1" : ",bypass=0";
   if (c.priority >= 0) s += ",prio=" + std::to_string(c.priority);
+  if (c.kick_thread) s += ",kick=thread";
   return s;
 }
 
@@ -116,13 +119,36 @@ AfPacketDevice::AfPacketDevice(const AfPacketConfig& config)
   dest_.sll_protocol = htons(ETH_P_IP);
   dest_.sll_ifindex = ifc_.index;
   dest_.sll_halen = 6;
+  if (cfg_.kick_thread) {
+    in_ring_.assign(mask_ + 1, nullptr);
+    kicker_ = std::thread([this] { kicker_loop(); });
+    kick_on_kicker_ = true;
+  }
 }
 
 AfPacketDevice::~AfPacketDevice() {
+  if (kicker_.joinable()) {
+    // relaxed: the seq bump below is the release the kicker acquires before it reads the flag.
+    kicker_stop_.store(true, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(tx_lock());
+      wake_kicker();
+    }
+    kicker_.join();
+    kick_on_kicker_ = false;  // from here on this thread makes the kicks itself
+  }
   // Whatever was copied but not yet announced goes out now (the doorbell contract), then its
   // buffers return to their pools; frames still in the kernel's hands complete on their own.
   std::lock_guard lock(tx_lock());
-  if (!pending_.empty()) doorbell();
+  if (unrung_ || kick_needed_) doorbell();
+  reap();
+  // Frames the kernel still holds: their buffers go back all the same (the kernel reads the
+  // ring's copy, never the buffer).
+  PacketList held;
+  for (Packet*& p : in_ring_)
+    if (p) held.push_back(std::exchange(p, nullptr));
+  completed_.add(held.size());
+  free_packets(std::move(held));
 }
 
 tpacket2_hdr* AfPacketDevice::frame(uint64_t index) const noexcept {
@@ -136,6 +162,7 @@ void AfPacketDevice::address_frames(FrameSpec& spec) const {
 
 void AfPacketDevice::reap() noexcept {
   uint64_t n = 0;
+  PacketList done;  // kick=thread: the buffers whose frames completed, back to their pools now
   while (head_ != tail_) {
     tpacket2_hdr* h = frame(head_);
     const uint32_t status = load_status(h);
@@ -147,8 +174,13 @@ void AfPacketDevice::reap() noexcept {
     } else {
       break;                                     // SEND_REQUEST or SENDING: still the kernel's
     }
+    if (!in_ring_.empty()) done.push_back(std::exchange(in_ring_[head_ & mask_], nullptr));
     ++head_;
     ++n;
+  }
+  if (!done.empty()) {
+    completed_.add(done.size());
+    free_packets(std::move(done));
   }
   if (n && drv_stopped_ && mask_ + 1 - used() >= (mask_ + 1) / 4) {
     drv_stopped_ = false;
@@ -170,13 +202,7 @@ void AfPacketDevice::kick() noexcept {
     // back. The kernel reads SEND_REQUEST frames only inside a kick, and kicks happen only here
     // under tx_lock, so no frame is taken back from under the kernel.
     kick_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
-    for (uint64_t i = head_; i != tail_; ++i) {
-      tpacket2_hdr* h = frame(i);
-      if (load_status(h) == TP_STATUS_SEND_REQUEST) {
-        store_status(h, TP_STATUS_AVAILABLE);
-        tx_errors_.add(1);
-      }
-    }
+    flush_waiting();
     kick_needed_ = false;
     return;
   }
@@ -186,9 +212,88 @@ void AfPacketDevice::kick() noexcept {
     kick_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
 }
 
+void AfPacketDevice::flush_waiting() noexcept {
+  for (uint64_t i = head_; i != tail_; ++i) {
+    tpacket2_hdr* h = frame(i);
+    if (load_status(h) == TP_STATUS_SEND_REQUEST) {
+      store_status(h, TP_STATUS_AVAILABLE);
+      tx_errors_.add(1);
+    }
+  }
+}
+
+void AfPacketDevice::wake_kicker() noexcept {
+  // release: pairs with the kicker's acquire load of doorbell_seq_; the frames' SEND_REQUEST
+  // stores (and kicker_stop_) happen-before the kick that follows. One writer: tx_lock.
+  doorbell_seq_.store(doorbell_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  // A seq_cst fence, then the parked count (wake_parked): the Dekker pair with the kicker's
+  // seq_cst count before it re-reads the seq and sleeps, so no doorbell is slept through.
+  wake_parked(doorbell_seq_, kicker_parked_);
+}
+
+void AfPacketDevice::kicker_loop() noexcept {
+  uint32_t seen = 0;
+  bool refused = false;  // the last kick was refused for now: try again soon, doorbell or not
+  for (;;) {
+    // acquire: pairs with the release store in wake_kicker().
+    uint32_t now = doorbell_seq_.load(std::memory_order_acquire);
+    for (unsigned spin = 0; now == seen && !refused && spin < kSpinBeforePark; ++spin) {
+      cpu_relax();
+      now = doorbell_seq_.load(std::memory_order_acquire);  // acquire: as above
+    }
+    if (now == seen) {
+      // Sleeps until a doorbell (or 50 us when a refused kick waits to be retried; 100 ms
+      // otherwise, a bound, not a poll: every doorbell wakes the kicker).
+      // seq_cst: the kicker's half of the Dekker pair with wake_parked() in wake_kicker().
+      kicker_parked_.fetch_add(1, std::memory_order_seq_cst);
+      futex_wait_for(doorbell_seq_, seen, refused ? 50'000 : 100'000'000);
+      kicker_parked_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: only a hint to wakers
+      now = doorbell_seq_.load(std::memory_order_acquire);     // acquire: as above
+    }
+    // relaxed: the stop request is published by the seq bump acquired above.
+    if (kicker_stop_.load(std::memory_order_relaxed)) return;
+    if (now == seen && !refused) continue;
+    seen = now;
+    refused = !kick_from_kicker();
+  }
+}
+
+bool AfPacketDevice::kick_from_kicker() noexcept {
+  const ssize_t r = ::sendto(fd_.get(), nullptr, 0, MSG_DONTWAIT,
+                             reinterpret_cast<const sockaddr*>(&dest_), sizeof dest_);
+  const int err = r >= 0 ? 0 : errno;
+  if (err == ENETDOWN || err == ENXIO || err == ENODEV) {
+    // As kick(): the link is gone, what waits is dropped. Only this thread kicks, and it is not
+    // kicking now, so no frame is taken back from under the kernel.
+    kick_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+    std::lock_guard lock(tx_lock());
+    flush_waiting();
+    reap();
+    return true;
+  }
+  if (err != 0 && err != EAGAIN && err != ENOBUFS && err != EINTR)
+    kick_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+  // The completions the kick made (veth completes frames inside it) are reaped here: their
+  // buffers, and the senders' budgets, go back now, and a queue the driver stopped for a full
+  // ring wakes now, not at the service thread's next poll. A stopped queue waits for tx_lock;
+  // otherwise a busy lock means its holder is in xmit() and reaps itself.
+  if (stopped()) {
+    std::lock_guard lock(tx_lock());
+    reap();
+    publish_hints();
+  } else if (tx_lock().try_lock()) {
+    std::lock_guard lock(tx_lock(), std::adopt_lock);
+    reap();
+    publish_hints();
+  }
+  return err == 0 || (err != EAGAIN && err != ENOBUFS && err != EINTR);
+}
+
 void AfPacketDevice::doorbell() noexcept {
   doorbells_.add(1);
-  kick();
+  if (kick_on_kicker_) wake_kicker();
+  else kick();
+  unrung_ = false;
   const uint64_t n = pending_.size();
   free_packets(std::move(pending_));  // the data was copied into the ring
   completed_.add(n);
@@ -197,7 +302,7 @@ void AfPacketDevice::doorbell() noexcept {
 
 XmitResult AfPacketDevice::xmit(Packet* p, bool more) noexcept {
   if (drop_overlong(p)) [[unlikely]] {  // never copied into the ring: not a frame we can send
-    if (!more && (!pending_.empty() || kick_needed_)) doorbell();
+    if (!more && (unrung_ || kick_needed_)) doorbell();
     publish_hints();
     return XmitResult::ok;
   }
@@ -206,7 +311,7 @@ XmitResult AfPacketDevice::xmit(Packet* p, bool more) noexcept {
     if (used() > mask_) {
       drv_stopped_ = true;
       stop_queue();
-      if (!pending_.empty() || kick_needed_) doorbell();
+      if (unrung_ || kick_needed_) doorbell();
       busy_.add(1);
       publish_hints();
       return XmitResult::busy;
@@ -219,7 +324,9 @@ XmitResult AfPacketDevice::xmit(Packet* p, bool more) noexcept {
   ++tail_;
   tx_packets_.add(1);
   tx_bytes_.add(p->len);
-  pending_.push_back(p);
+  unrung_ = true;
+  if (in_ring_.empty()) pending_.push_back(p);
+  else in_ring_[(tail_ - 1) & mask_] = p;
   bool ring = !more;
   if (used() > mask_) {
     reap();  // clean before stopping, as drivers do

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,queues=N]`: AF_PACKET with a PACKET_TX_RING
+// `afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,kick=inline|thread,queues=N]`: AF_PACKET with a PACKET_TX_RING
 // (TPACKET_V2). With queues=N the device has N of these, one socket and ring per TX queue; each
 // queue's doorbell kicks only its own socket, so queues never share a kernel socket or ring.
 // Which kernel TX queue a socket's frames take is the kernel's choice (docs/background.md,
@@ -22,6 +22,14 @@
 //    socket buffer or the driver was busy; the frames stay SEND_REQUEST and are sent by the next
 //    kick) and wakes the queue when a quarter of the ring is free, as NIC drivers do.
 //  * The kick uses MSG_DONTWAIT, so xmit() never sleeps under tx_lock.
+//  * kick=thread: the doorbell only bumps `doorbell_seq_` (and wakes the kicker if it sleeps);
+//    the queue's kicker thread makes every kick, with no lock held, and retries a refused one
+//    itself. Filling frames while a kick runs is the ring's own protocol (the kernel walks the
+//    SEND_REQUEST frames from its position and stops at the first that is not; a frame marked
+//    after it passed is sent by the kick that follows the doorbell announcing it). So the
+//    thread that rings the doorbell no longer pays the kernel's path (for veth, the peer's
+//    receive), as a NIC's DMA engine runs beside the CPU that wrote its doorbell register
+//    (docs/devices.md, "kick=thread").
 //  * Link down or gone (ENETDOWN, ENXIO): the frames still waiting are dropped and counted in
 //    tx_errors, as a driver flushes its ring on link loss; upstream they were sent.
 //
@@ -40,6 +48,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include "device/netif.hpp"
 #include "device/configured_device.hpp"
@@ -77,7 +87,15 @@ class AfPacketDevice final : public ConfiguredDevice<AfPacketConfig> {
   void reap() noexcept;
   void doorbell() noexcept;
   void kick() noexcept;
+  // The frames still SEND_REQUEST after a kick failed for a link that is down or gone are
+  // dropped (tx_errors). tx_lock held, and no kick can be running (the one kicker made it).
+  void flush_waiting() noexcept;
   void publish_hints() noexcept;
+  // kick=thread. The doorbell's half (tx_lock held) and the kicker thread's loop (no lock).
+  void wake_kicker() noexcept;
+  void kicker_loop() noexcept;
+  // One kick on the kicker thread; false if the kernel refused it for now (EAGAIN, ENOBUFS).
+  bool kick_from_kicker() noexcept;
 
   netif::Interface ifc_;
   netif::Fd fd_;
@@ -92,11 +110,25 @@ class AfPacketDevice final : public ConfiguredDevice<AfPacketConfig> {
   uint64_t head_ = 0;
   uint64_t tail_ = 0;
   PacketList pending_;        // copied since the last doorbell; freed at the doorbell
+  // kick=thread: the buffer of each frame in [head_, tail_), freed when reap() finds the frame
+  // completed (a NIC's TX completion), so that a sender's --sndbuf budget is held while its
+  // frames wait in the ring and the ring pushes back as the kernel's socket would.
+  std::vector<Packet*> in_ring_;
+  bool unrung_ = false;       // frames written since the last doorbell
   bool kick_needed_ = false;  // a kick was refused: frames wait in SEND_REQUEST
   bool drv_stopped_ = false;
   uint64_t last_activity_ns_ = 0;
 
   std::atomic<uint64_t> kick_errors_{0};  // relaxed: a statistic
+
+  // kick=thread. doorbell_seq_: bumped by each doorbell (one writer at a time: tx_lock).
+  // kicker_parked_: 1 while the kicker sleeps on doorbell_seq_ (the Dekker pair with the
+  // doorbell, see wake_kicker()). kicker_stop_: the destructor's request to end the loop.
+  std::atomic<uint32_t> doorbell_seq_{0};
+  std::atomic<uint32_t> kicker_parked_{0};
+  std::atomic<bool> kicker_stop_{false};
+  bool kick_on_kicker_ = false;  // guarded by tx_lock: the doorbell wakes the kicker
+  std::thread kicker_;
 };
 
 }  // namespace txpath

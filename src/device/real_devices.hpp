@@ -2,7 +2,7 @@
 // Devices whose packets leave the process: the configurations make_device() parses out of a
 // --device spec, and one factory per kind (each defined in that kind's own file).
 //
-//   afpacket:IFNAME[,ring=N,bypass=0|1,prio=P]  AF_PACKET, PACKET_TX_RING (TPACKET_V2)
+//   afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,kick=inline|thread]  AF_PACKET, PACKET_TX_RING (TPACKET_V2)
 //   udp:HOST:PORT[,batch=N]                 a connected UDP socket, one sendmmsg per doorbell
 //   tun:IFNAME                              a TUN device (IP packets, no Ethernet header)
 //   pcap:FILE                               frames appended to a nanosecond pcap file
@@ -36,6 +36,10 @@ struct AfPacketConfig {
   // give each priority one TX queue, txpath queue i lands on kernel queue i (docs/background.md,
   // "Which kernel TX queue an AF_PACKET socket uses").
   int32_t priority = -1;
+  // kick=thread: the doorbell wakes a kicker thread of the queue's own that makes the send()
+  // kick, as a NIC's doorbell starts its DMA engine and returns; kick=inline (default): the
+  // thread that rings the doorbell makes the kick and pays the kernel's path itself.
+  bool kick_thread = false;
 };
 std::unique_ptr<Device> make_afpacket_device(const AfPacketConfig& config);
 

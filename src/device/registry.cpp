@@ -245,7 +245,7 @@ constexpr int64_t kMaxSocketPriority = 15;  // the priorities a traffic-class ma
 
 Queues make_afpacket(const KindSpec& s) {
   // afpacket:IFNAME[,KEY=VALUE...]
-  const auto [name, options] = head_and_options(s, {"ring", "bypass", "prio", "queues"});
+  const auto [name, options] = head_and_options(s, {"ring", "bypass", "prio", "kick", "queues"});
   AfPacketConfig c;
   c.ifname = std::string(name);
   if (c.ifname.empty()) s.parser.fail("missing interface name (afpacket:IFNAME)");
@@ -255,6 +255,7 @@ Queues make_afpacket(const KindSpec& s) {
     else if (o.key == "bypass") c.bypass = s.parser.u64(o, 0, 1) != 0;
     else if (o.key == "prio")
       c.priority = static_cast<int32_t>(s.parser.u64(o, 0, kMaxSocketPriority));
+    else if (o.key == "kick") c.kick_thread = s.parser.choice(o, {"inline", "thread"}) == 1;
     else if (o.key == "queues") queues = s.parser.queues(o);
   }
   if (c.priority >= 0 && c.priority + int64_t{queues} - 1 > kMaxSocketPriority)
@@ -418,7 +419,7 @@ constexpr KindEntry kDeviceKinds[] = {
       .what = "a TUN interface (IP packets, no Ethernet header); queues=N: IFF_MULTI_QUEUE, one fd each",
       .takes_queues = true},
      make_tun},
-    {{.name = "afpacket", .spec = "afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,queues=N]",
+    {{.name = "afpacket", .spec = "afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,kick=inline|thread,queues=N]",
       .what = "AF_PACKET TX ring (PACKET_TX_RING) per queue, past the kernel's qdisc unless bypass=0",
       .takes_queues = true, .reaches_peer = true},
      make_afpacket},
