@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +47,40 @@ std::string ip_text(uint32_t host_order) {
   in_addr a{htonl(host_order)};
   char buf[INET_ADDRSTRLEN];
   return ::inet_ntop(AF_INET, &a, buf, sizeof buf);
+}
+
+// Numbered frames for xmit() straight into a device on the testbed (its addresses filled in),
+// from a pool of 64 uncached buffers.
+struct DirectFrames {
+  DirectFrames(const Device& dev, const std::string& host_if) : tmpl(addressed(dev, host_if)) {}
+  Packet* operator()(uint64_t seq) {
+    Packet* p = pool.get();
+    p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), 0, seq));
+    return p;
+  }
+  static FrameSpec addressed(const Device& dev, const std::string& host_if) {
+    FrameSpec spec;
+    dev.address_frames(spec);
+    address_to_testbed(spec, host_if);
+    return spec;
+  }
+  // Counts the device's queue wakes in `wakes`.
+  void count_wakes(Device& dev) {
+    dev.set_wake_handler([this] { wakes.fetch_add(1); });
+  }
+  Pool pool{PoolConfig{.packets = 64, .buffer_size = 2048, .cache_size = 0}};
+  const FrameTemplate tmpl;
+  std::atomic<int> wakes{0};
+};
+
+// Takes the link down, then xmit()s five frames (the last rings the doorbell) into `dev`; the
+// caller brings the link back up.
+void xmit_five_on_a_dead_link(Device& dev, DirectFrames& frame, const std::string& host_if) {
+  ASSERT_EQ(std::system(("ip link set dev " + host_if + " down").c_str()), 0);
+  {
+    std::lock_guard lock(dev.tx_lock());
+    for (uint64_t i = 0; i < 5; ++i) ASSERT_EQ(dev.xmit(frame(i), i < 4), XmitResult::ok);
+  }
 }
 
 class RealDevice : public test::VethTestbed<'r'> {
@@ -101,19 +136,23 @@ class RealDevice : public test::VethTestbed<'r'> {
 TEST_F(RealDevice, AfPacketFramesArriveOnceInOrderForEveryStrategy) {
   if (!up_) return;
   auto s = sink();
-  for (const std::string strategy : {"busylock", "nolock", "llist", "drainer"}) {
-    s->reset();
-    auto dev = make_device("afpacket:" + cfg_.host_if);
-    EXPECT_EQ(dev->kind(), "afpacket");
-    EXPECT_EQ(dev->mtu(), cfg_.mtu);
-    const TxQueueStats st = send_through(*dev, strategy, 3, 250);
-    EXPECT_EQ(st.sent, 750u) << strategy;
-    EXPECT_EQ(st.dropped, 0u) << strategy;
-    EXPECT_EQ(st.device.tx_packets, 750u) << strategy;
-    EXPECT_EQ(st.device.tx_errors, 0u) << strategy;
-    EXPECT_EQ(dev->in_flight(), 0u) << strategy;
-    SCOPED_TRACE(strategy);
-    expect_all_arrived(*s, 3, 250);
+  // Both kicks: inline (the doorbell's thread) and kick=thread (the queue's kicker thread).
+  for (const std::string kick : {"", ",kick=thread"}) {
+    for (const std::string strategy : {"busylock", "nolock", "llist", "drainer"}) {
+      SCOPED_TRACE(strategy + kick);
+      s->reset();
+      auto dev = make_device("afpacket:" + cfg_.host_if + kick);
+      EXPECT_EQ(dev->kind(), "afpacket");
+      EXPECT_EQ(dev->describe(), "afpacket:" + cfg_.host_if + kick);
+      EXPECT_EQ(dev->mtu(), cfg_.mtu);
+      const TxQueueStats st = send_through(*dev, strategy, 3, 250);
+      EXPECT_EQ(st.sent, 750u);
+      EXPECT_EQ(st.dropped, 0u);
+      EXPECT_EQ(st.device.tx_packets, 750u);
+      EXPECT_EQ(st.device.tx_errors, 0u);
+      EXPECT_EQ(dev->in_flight(), 0u);
+      expect_all_arrived(*s, 3, 250);
+    }
   }
 }
 
@@ -164,18 +203,8 @@ TEST_F(RealDevice, AfPacketFramesCarryTheInterfaceAndTestbedAddresses) {
 TEST_F(RealDevice, AfPacketRingFullStopsTheQueueAndCompletionWakesIt) {
   if (!up_) return;
   auto dev = make_device("afpacket:" + cfg_.host_if + ",ring=8");
-  std::atomic<int> wakes{0};
-  dev->set_wake_handler([&] { wakes.fetch_add(1); });
-  Pool pool(PoolConfig{.packets = 64, .buffer_size = 2048, .cache_size = 0});
-  FrameSpec spec;
-  dev->address_frames(spec);
-  address_to_testbed(spec, cfg_.host_if);
-  const FrameTemplate tmpl(spec);
-  auto frame = [&](uint64_t seq) {
-    Packet* p = pool.get();
-    p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), 0, seq));
-    return p;
-  };
+  DirectFrames frame(*dev, cfg_.host_if);
+  frame.count_wakes(*dev);
   auto s = sink();
   {
     std::lock_guard lock(dev->tx_lock());
@@ -189,7 +218,7 @@ TEST_F(RealDevice, AfPacketRingFullStopsTheQueueAndCompletionWakesIt) {
     ASSERT_EQ(dev->xmit(frame(7), true), XmitResult::ok);
     EXPECT_EQ(dev->stats().stops, 1u);
     EXPECT_EQ(dev->stats().doorbells, 1u);
-    EXPECT_EQ(dev->stopped() ? 0 : 1, wakes.load());
+    EXPECT_EQ(dev->stopped() ? 0 : 1, frame.wakes.load());
   }
   // Completion (the kernel marks the frames AVAILABLE) reaped by poll() wakes the queue.
   for (int i = 0; i < 10'000 && dev->stopped(); ++i) {
@@ -197,7 +226,7 @@ TEST_F(RealDevice, AfPacketRingFullStopsTheQueueAndCompletionWakesIt) {
     std::this_thread::sleep_for(1ms);
   }
   EXPECT_FALSE(dev->stopped());
-  EXPECT_EQ(wakes.load(), 1);
+  EXPECT_EQ(frame.wakes.load(), 1);
   {
     std::lock_guard lock(dev->tx_lock());
     ASSERT_EQ(dev->xmit(frame(8), false), XmitResult::ok);
@@ -206,26 +235,15 @@ TEST_F(RealDevice, AfPacketRingFullStopsTheQueueAndCompletionWakesIt) {
   const SinkReport r = s->report();
   EXPECT_EQ(r.received, 9u);
   EXPECT_EQ(r.out_of_order, 0u);
-  EXPECT_EQ(pool.free_count(), 64u) << "every buffer returned at the doorbell";
+  EXPECT_EQ(frame.pool.free_count(), 64u) << "every buffer returned at the doorbell";
 }
 
 TEST_F(RealDevice, AfPacketLinkDownDropsWaitingFramesAsTxErrors) {
   if (!up_) return;
   auto dev = make_device("afpacket:" + cfg_.host_if);
-  Pool pool(PoolConfig{.packets = 64, .buffer_size = 2048, .cache_size = 0});
-  FrameSpec spec;
-  dev->address_frames(spec);
-  address_to_testbed(spec, cfg_.host_if);
-  const FrameTemplate tmpl(spec);
-  ASSERT_EQ(std::system(("ip link set dev " + cfg_.host_if + " down").c_str()), 0);
-  {
-    std::lock_guard lock(dev->tx_lock());
-    for (uint64_t i = 0; i < 5; ++i) {
-      Packet* p = pool.get();
-      p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), 0, i));
-      ASSERT_EQ(dev->xmit(p, i < 4), XmitResult::ok);
-    }
-  }
+  DirectFrames frame(*dev, cfg_.host_if);
+  Pool& pool = frame.pool;
+  xmit_five_on_a_dead_link(*dev, frame, cfg_.host_if);
   const DeviceStats st = dev->stats();
   EXPECT_EQ(st.tx_packets, 5u) << "accepted: sent, as far as the queue is concerned";
   EXPECT_EQ(st.tx_errors, 5u) << "and dropped by the device on the dead link";
@@ -238,44 +256,16 @@ TEST_F(RealDevice, AfPacketLinkDownDropsWaitingFramesAsTxErrors) {
 // kick=thread: the queue's kicker thread makes every kick; each buffer goes back when the
 // kernel completed its frame (not at the doorbell), and a queue stopped for a full ring wakes
 // without anyone calling poll().
-TEST_F(RealDevice, AfPacketKickThreadFramesArriveOnceInOrderForEveryStrategy) {
-  if (!up_) return;
-  auto s = sink();
-  for (const std::string strategy : {"busylock", "nolock", "drainer"}) {
-    s->reset();
-    auto dev = make_device("afpacket:" + cfg_.host_if + ",kick=thread");
-    EXPECT_EQ(dev->describe(), "afpacket:" + cfg_.host_if + ",kick=thread");
-    const TxQueueStats st = send_through(*dev, strategy, 3, 250);
-    EXPECT_EQ(st.sent, 750u) << strategy;
-    EXPECT_EQ(st.dropped, 0u) << strategy;
-    EXPECT_EQ(st.device.tx_packets, 750u) << strategy;
-    EXPECT_EQ(st.device.tx_errors, 0u) << strategy;
-    EXPECT_EQ(dev->in_flight(), 0u) << strategy;
-    SCOPED_TRACE(strategy);
-    expect_all_arrived(*s, 3, 250);
-  }
-}
-
 TEST_F(RealDevice, AfPacketKickThreadReturnsBuffersAtCompletionAndWakesAFullRing) {
   if (!up_) return;
   auto dev = make_device("afpacket:" + cfg_.host_if + ",ring=8,kick=thread");
-  std::atomic<int> wakes{0};
-  dev->set_wake_handler([&] { wakes.fetch_add(1); });
-  Pool pool(PoolConfig{.packets = 64, .buffer_size = 2048, .cache_size = 0});
-  FrameSpec spec;
-  dev->address_frames(spec);
-  address_to_testbed(spec, cfg_.host_if);
-  const FrameTemplate tmpl(spec);
-  auto frame = [&](uint64_t seq) {
-    Packet* p = pool.get();
-    p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), 0, seq));
-    return p;
-  };
+  DirectFrames frame(*dev, cfg_.host_if);
+  frame.count_wakes(*dev);
   auto s = sink();
   {
     std::lock_guard lock(dev->tx_lock());
     for (uint64_t i = 0; i < 7; ++i) ASSERT_EQ(dev->xmit(frame(i), true), XmitResult::ok);
-    EXPECT_EQ(pool.free_count(), 57u) << "seven buffers in the ring, none announced";
+    EXPECT_EQ(frame.pool.free_count(), 57u) << "seven buffers in the ring, none announced";
     // The eighth fills the ring: the queue stops and the doorbell wakes the kicker (xmit()'s own
     // reap may already find the frames completed, if the kick was that quick, and wake it).
     ASSERT_EQ(dev->xmit(frame(7), true), XmitResult::ok);
@@ -283,11 +273,11 @@ TEST_F(RealDevice, AfPacketKickThreadReturnsBuffersAtCompletionAndWakesAFullRing
     EXPECT_EQ(dev->stats().stops, 1u);
   }
   // Nobody polls: the kicker reaps after its kick, returns the buffers and wakes the queue.
-  for (int i = 0; i < 20'000 && (dev->stopped() || pool.free_count() < 64); ++i)
+  for (int i = 0; i < 20'000 && (dev->stopped() || frame.pool.free_count() < 64); ++i)
     std::this_thread::sleep_for(100us);
   EXPECT_FALSE(dev->stopped());
-  EXPECT_EQ(wakes.load(), 1) << "the stop is undone once, by a reap (xmit's own or the kicker's)";
-  EXPECT_EQ(pool.free_count(), 64u) << "every buffer returned at its frame's completion";
+  EXPECT_EQ(frame.wakes.load(), 1) << "the stop is undone once, by a reap (xmit's own or the kicker's)";
+  EXPECT_EQ(frame.pool.free_count(), 64u) << "every buffer returned at its frame's completion";
   EXPECT_EQ(dev->in_flight(), 0u);
   EXPECT_TRUE(s->wait_for(8, 2s, 20s));
   const SinkReport r = s->report();
@@ -299,27 +289,16 @@ TEST_F(RealDevice, AfPacketKickThreadReturnsBuffersAtCompletionAndWakesAFullRing
     ASSERT_EQ(dev->xmit(frame(8), true), XmitResult::ok);
   }
   dev.reset();
-  EXPECT_EQ(pool.free_count(), 64u);
+  EXPECT_EQ(frame.pool.free_count(), 64u);
   EXPECT_TRUE(s->wait_for(9, 2s, 20s));
 }
 
 TEST_F(RealDevice, AfPacketKickThreadLinkDownDropsWaitingFramesAsTxErrors) {
   if (!up_) return;
   auto dev = make_device("afpacket:" + cfg_.host_if + ",kick=thread");
-  Pool pool(PoolConfig{.packets = 64, .buffer_size = 2048, .cache_size = 0});
-  FrameSpec spec;
-  dev->address_frames(spec);
-  address_to_testbed(spec, cfg_.host_if);
-  const FrameTemplate tmpl(spec);
-  ASSERT_EQ(std::system(("ip link set dev " + cfg_.host_if + " down").c_str()), 0);
-  {
-    std::lock_guard lock(dev->tx_lock());
-    for (uint64_t i = 0; i < 5; ++i) {
-      Packet* p = pool.get();
-      p->len = static_cast<uint32_t>(tmpl.write(p->buffer(), 0, i));
-      ASSERT_EQ(dev->xmit(p, i < 4), XmitResult::ok);
-    }
-  }
+  DirectFrames frame(*dev, cfg_.host_if);
+  Pool& pool = frame.pool;
+  xmit_five_on_a_dead_link(*dev, frame, cfg_.host_if);
   for (int i = 0; i < 20'000 && dev->stats().tx_errors < 5; ++i) std::this_thread::sleep_for(100us);
   EXPECT_EQ(dev->stats().tx_packets, 5u);
   EXPECT_EQ(dev->stats().tx_errors, 5u) << "dropped by the kicker on the dead link";
