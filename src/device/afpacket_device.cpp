@@ -135,7 +135,11 @@ AfPacketDevice::~AfPacketDevice() {
       wake_kicker();
     }
     kicker_.join();
+    // The kicker may have stopped before kicking the last doorbell's frames: one more kick,
+    // below, sends whatever still waits in SEND_REQUEST (a kick with nothing to send is a no-op).
+    std::lock_guard lock(tx_lock());
     kick_on_kicker_ = false;  // from here on this thread makes the kicks itself
+    kick_needed_ = kick_needed_ || used() > 0;
   }
   // Whatever was copied but not yet announced goes out now (the doorbell contract), then its
   // buffers return to their pools; frames still in the kernel's hands complete on their own.
