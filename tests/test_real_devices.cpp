@@ -312,7 +312,8 @@ TEST_F(RealDevice, AfPacketKickThreadLinkDownDropsWaitingFramesAsTxErrors) {
   DirectFrames frame(*dev, cfg_.host_if);
   Pool& pool = frame.pool;
   xmit_five_on_a_dead_link(*dev, frame, cfg_.host_if);
-  for (int i = 0; i < 20'000 && dev->stats().tx_errors < 5; ++i) std::this_thread::sleep_for(100us);
+  for (int i = 0; i < 20'000 && dev->stats().tx_errors < 5; ++i)
+    std::this_thread::sleep_for(100us);
   EXPECT_EQ(dev->stats().tx_packets, 5u);
   EXPECT_EQ(dev->stats().tx_errors, 5u) << "dropped by the kicker on the dead link";
   dev->poll();

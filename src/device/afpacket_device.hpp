@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// `afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,kick=inline|thread,queues=N]`: AF_PACKET with a PACKET_TX_RING
-// (TPACKET_V2). With queues=N the device has N of these, one socket and ring per TX queue; each
-// queue's doorbell kicks only its own socket, so queues never share a kernel socket or ring.
+// `afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,kick=inline|thread,queues=N]`: AF_PACKET with a
+// PACKET_TX_RING (TPACKET_V2). With queues=N the device has N of these, one socket and ring per
+// TX queue; each queue's doorbell kicks only its own socket, so queues never share a kernel
+// socket or ring.
 // Which kernel TX queue a socket's frames take is the kernel's choice (docs/background.md,
 // "Which kernel TX queue an AF_PACKET socket uses"): with bypass, the kicking CPU's XPS queue or
 // the CPU number modulo the queue count; without, XPS or the frame's flow hash; in both, within

@@ -2,7 +2,8 @@
 // Devices whose packets leave the process: the configurations make_device() parses out of a
 // --device spec, and one factory per kind (each defined in that kind's own file).
 //
-//   afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,kick=inline|thread]  AF_PACKET, PACKET_TX_RING (TPACKET_V2)
+//   afpacket:IFNAME[,ring=N,bypass=0|1,prio=P,kick=inline|thread]
+//                                           AF_PACKET, PACKET_TX_RING (TPACKET_V2)
 //   udp:HOST:PORT[,batch=N]                 a connected UDP socket, one sendmmsg per doorbell
 //   tun:IFNAME                              a TUN device (IP packets, no Ethernet header)
 //   pcap:FILE                               frames appended to a nanosecond pcap file
