@@ -40,7 +40,7 @@ Run run_once(const BenchConfig& cfg, const std::string& strategy, int threads, u
   if (strategy == kKernelStrategy) return run_kernel_once(cfg, threads, delivery);
   if (strategy == kFloorStrategy) return run_floor_once(cfg, threads, queues, delivery);
   if (strategy == kDpdkPeer) return run_dpdk_once(cfg, threads, queues, delivery);
-  if (strategy == kTestpmdPeer) return run_testpmd_once(cfg, threads, delivery);
+  if (strategy == kTestpmdPeer) return run_testpmd_once(cfg, threads, queues, delivery);
   if (queues == 1) return run_single_queue_once(cfg, strategy, threads, delivery);
   return run_multi_queue_once(cfg, strategy, threads, queues, delivery);
 }

@@ -34,6 +34,6 @@ std::optional<std::string> testpmd_unavailable(const std::string& device_spec);
 
 // One run of each peer (bench_internal.hpp's Run, measured as the other rows are).
 Run run_dpdk_once(const BenchConfig& cfg, int threads, uint32_t queues, Delivery& delivery);
-Run run_testpmd_once(const BenchConfig& cfg, int threads, Delivery& delivery);
+Run run_testpmd_once(const BenchConfig& cfg, int threads, uint32_t queues, Delivery& delivery);
 
 }  // namespace txpath::bench_detail

@@ -178,12 +178,14 @@ class RuntimeDirScope {
   RuntimeDirScope& operator=(const RuntimeDirScope&) = delete;
 };
 
-// testpmd's command line: EAL (no hugepages, no PCI, no shared files, an lcore per sender on its
-// CPU and the main lcore on the first sender's), the device, txonly with the bench's frame: its
-// length and its addresses (MACs, IPs, UDP ports), so that the peer's stack takes testpmd's
-// frames the way it takes the rows' (delivered to the sink's port, not dropped as another host's).
-std::vector<std::string> testpmd_args(const BenchConfig& cfg, int threads, const DpdkDevice& dev,
+// testpmd's command line: EAL (no hugepages, no PCI, no shared files, `lanes` forwarding lcores,
+// lcore t on sender t's CPU, the main lcore on the first sender's), the device with `lanes`
+// queue pairs (one stream each, one per lcore), txonly with the bench's frame: its length and its
+// addresses (MACs, IPs, UDP ports), so that the peer's stack takes testpmd's frames the way it
+// takes the rows' (delivered to the sink's port, not dropped as another host's).
+std::vector<std::string> testpmd_args(const BenchConfig& cfg, int lanes, const DpdkDevice& dev,
                                       const FrameSpec& spec, std::size_t frame_len) {
+  const int threads = lanes;
   std::string lcores = "0@" + std::to_string(std::max(0, cfg.pin ? cpu_for_sender(0, cfg.nodes) : 0));
   for (int t = 0; t < threads; ++t)
     lcores += "," + std::to_string(t + 1) + "@" + std::to_string(std::max(0, cfg.pin ? cpu_for_sender(t, cfg.nodes) : t));
@@ -202,17 +204,21 @@ std::vector<std::string> testpmd_args(const BenchConfig& cfg, int threads, const
 
 }  // namespace
 
-Run run_testpmd_once(const BenchConfig& cfg, int threads, Delivery& delivery) {
+Run run_testpmd_once(const BenchConfig& cfg, int threads, uint32_t queues, Delivery& delivery) {
   if (const auto why = testpmd_unavailable(cfg.device)) throw ConfigError("peer:testpmd: " + *why);
   std::optional<Probe> probe(std::in_place, cfg.device);
   const FrameSpec spec = frames_for(probe->device(), cfg.payload);
   const FrameTemplate tmpl(spec);
   probe.reset();  // testpmd opens the interface itself
-  const DpdkDevice dev = *dpdk_device(cfg.device, 0, static_cast<uint32_t>(threads));
+  // The TX queues the rows' senders use: sender t sends on queue t % queues, so min(threads,
+  // queues) of them. testpmd runs one lcore and one queue pair for each (a stream is one queue:
+  // more lcores than queues would only idle), each sending as fast as its queue takes.
+  const int lanes = std::max(1, std::min(threads, static_cast<int>(queues)));
+  const DpdkDevice dev = *dpdk_device(cfg.device, 0, static_cast<uint32_t>(lanes));
   delivery.reset();
   const uint64_t iface0 = dev.iface.empty() ? 0 : iface_counter(dev.iface, "tx_packets");
   const RuntimeDirScope runtime_dir;  // declared first: goes after testpmd has exited
-  Testpmd pmd(testpmd_args(cfg, threads, dev, spec, tmpl.size()));
+  Testpmd pmd(testpmd_args(cfg, lanes, dev, spec, tmpl.size()));
   if (!pmd.wait_for("Press enter to exit", kStartTimeout))
     throw ConfigError("peer:testpmd: dpdk-testpmd did not start forwarding on " + dev.devargs);
   const uint64_t cpu0 = process_cpu_ns_of(pmd.pid());
