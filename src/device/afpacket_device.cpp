@@ -122,7 +122,6 @@ AfPacketDevice::AfPacketDevice(const AfPacketConfig& config)
   if (cfg_.kick_thread) {
     in_ring_.assign(mask_ + 1, nullptr);
     kicker_ = std::thread([this] { kicker_loop(); });
-    kick_on_kicker_ = true;
   }
 }
 
@@ -138,8 +137,7 @@ AfPacketDevice::~AfPacketDevice() {
     // The kicker may have stopped before kicking the last doorbell's frames: one more kick,
     // below, sends whatever still waits in SEND_REQUEST (a kick with nothing to send is a no-op).
     std::lock_guard lock(tx_lock());
-    kick_on_kicker_ = false;  // from here on this thread makes the kicks itself
-    kick_needed_ = kick_needed_ || used() > 0;
+    kick_needed_ = kick_needed_ || used() > 0;  // joined: from here on this thread kicks itself
   }
   // Whatever was copied but not yet announced goes out now (the doorbell contract), then its
   // buffers return to their pools; frames still in the kernel's hands complete on their own.
@@ -192,28 +190,26 @@ void AfPacketDevice::reap() noexcept {
   }
 }
 
-void AfPacketDevice::kick() noexcept {
+AfPacketDevice::KickOutcome AfPacketDevice::kick_once() noexcept {
   const ssize_t r = ::sendto(fd_.get(), nullptr, 0, MSG_DONTWAIT,
                              reinterpret_cast<const sockaddr*>(&dest_), sizeof dest_);
-  if (r >= 0) {
-    kick_needed_ = false;
-    return;
-  }
+  if (r >= 0) return KickOutcome::sent;
   const int err = errno;
-  if (err == ENETDOWN || err == ENXIO || err == ENODEV) {
-    // The link is down or gone: as a NIC driver flushes its ring when the link drops, the frames
-    // still waiting are dropped (tx_errors) so that nothing waits for a link that may never come
-    // back. The kernel reads SEND_REQUEST frames only inside a kick, and kicks happen only here
-    // under tx_lock, so no frame is taken back from under the kernel.
-    kick_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
-    flush_waiting();
-    kick_needed_ = false;
-    return;
-  }
-  // The frames the kernel did not take stay SEND_REQUEST: the next kick sends them.
-  kick_needed_ = true;
   if (err != EAGAIN && err != ENOBUFS && err != EINTR)
     kick_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+  if (err == ENETDOWN || err == ENXIO || err == ENODEV) return KickOutcome::link_gone;
+  // The frames the kernel did not take stay SEND_REQUEST: the next kick sends them.
+  return KickOutcome::retry;
+}
+
+void AfPacketDevice::kick() noexcept {
+  const KickOutcome k = kick_once();
+  // The link is down or gone: as a NIC driver flushes its ring when the link drops, the frames
+  // still waiting are dropped (tx_errors) so that nothing waits for a link that may never come
+  // back. The kernel reads SEND_REQUEST frames only inside a kick, and inline kicks happen only
+  // here under tx_lock, so no frame is taken back from under the kernel.
+  if (k == KickOutcome::link_gone) flush_waiting();
+  kick_needed_ = k == KickOutcome::retry;
 }
 
 void AfPacketDevice::flush_waiting() noexcept {
@@ -263,20 +259,15 @@ void AfPacketDevice::kicker_loop() noexcept {
 }
 
 bool AfPacketDevice::kick_from_kicker() noexcept {
-  const ssize_t r = ::sendto(fd_.get(), nullptr, 0, MSG_DONTWAIT,
-                             reinterpret_cast<const sockaddr*>(&dest_), sizeof dest_);
-  const int err = r >= 0 ? 0 : errno;
-  if (err == ENETDOWN || err == ENXIO || err == ENODEV) {
+  const KickOutcome k = kick_once();
+  if (k == KickOutcome::link_gone) {
     // As kick(): the link is gone, what waits is dropped. Only this thread kicks, and it is not
     // kicking now, so no frame is taken back from under the kernel.
-    kick_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
     std::lock_guard lock(tx_lock());
     flush_waiting();
     reap();
     return true;
   }
-  if (err != 0 && err != EAGAIN && err != ENOBUFS && err != EINTR)
-    kick_errors_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
   // The completions the kick made (veth completes frames inside it) are reaped here: their
   // buffers, and the senders' budgets, go back now, and a queue the driver stopped for a full
   // ring wakes now, not at the service thread's next poll. A stopped queue waits for tx_lock;
@@ -290,12 +281,12 @@ bool AfPacketDevice::kick_from_kicker() noexcept {
     reap();
     publish_hints();
   }
-  return err == 0 || (err != EAGAIN && err != ENOBUFS && err != EINTR);
+  return k == KickOutcome::sent;
 }
 
 void AfPacketDevice::doorbell() noexcept {
   doorbells_.add(1);
-  if (kick_on_kicker_) wake_kicker();
+  if (kicker_.joinable()) wake_kicker();  // kick=thread, until the destructor joined it
   else kick();
   unrung_ = false;
   const uint64_t n = pending_.size();

@@ -30,7 +30,7 @@
 //    after it passed is sent by the kick that follows the doorbell announcing it). So the
 //    thread that rings the doorbell no longer pays the kernel's path (for veth, the peer's
 //    receive), as a NIC's DMA engine runs beside the CPU that wrote its doorbell register
-//    (docs/devices.md, "kick=thread").
+//    (docs/architecture.md, the afpacket device; docs/bench.md, "The kicker thread").
 //  * Link down or gone (ENETDOWN, ENXIO): the frames still waiting are dropped and counted in
 //    tx_errors, as a driver flushes its ring on link loss; upstream they were sent.
 //
@@ -87,6 +87,10 @@ class AfPacketDevice final : public ConfiguredDevice<AfPacketConfig> {
   uint64_t used() const noexcept { return tail_ - head_; }
   void reap() noexcept;
   void doorbell() noexcept;
+  // One send() kick: its outcome, the error counted (kick_errors) unless it is "try again".
+  enum class KickOutcome { sent, retry, link_gone };
+  KickOutcome kick_once() noexcept;
+  // The inline kick (tx_lock held): retry leaves kick_needed_ set, link_gone flushes.
   void kick() noexcept;
   // The frames still SEND_REQUEST after a kick failed for a link that is down or gone are
   // dropped (tx_errors). tx_lock held, and no kick can be running (the one kicker made it).
@@ -95,7 +99,7 @@ class AfPacketDevice final : public ConfiguredDevice<AfPacketConfig> {
   // kick=thread. The doorbell's half (tx_lock held) and the kicker thread's loop (no lock).
   void wake_kicker() noexcept;
   void kicker_loop() noexcept;
-  // One kick on the kicker thread; false if the kernel refused it for now (EAGAIN, ENOBUFS).
+  // One kick on the kicker thread; false if it is to be tried again (KickOutcome::retry).
   bool kick_from_kicker() noexcept;
 
   netif::Interface ifc_;
@@ -128,8 +132,7 @@ class AfPacketDevice final : public ConfiguredDevice<AfPacketConfig> {
   std::atomic<uint32_t> doorbell_seq_{0};
   std::atomic<uint32_t> kicker_parked_{0};
   std::atomic<bool> kicker_stop_{false};
-  bool kick_on_kicker_ = false;  // guarded by tx_lock: the doorbell wakes the kicker
-  std::thread kicker_;
+  std::thread kicker_;  // joinable: kick=thread, the doorbell wakes it (until the destructor)
 };
 
 }  // namespace txpath
