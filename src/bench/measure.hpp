@@ -53,8 +53,8 @@ bool sleep_unless_stopped(const BenchConfig& cfg, std::chrono::duration<double> 
 struct alignas(64) Sender {
   uint64_t accepted_in_window = 0;  // queued or congested (kernel row: sent) while measuring
   // The kernel row's totals, the floor row's submitted and dropped, peer:dpdk's submitted
-  // (txpath's rows read the queue's counters instead). relaxed (all three): owner-written counters, read by the main
-  // thread at the window edges; the join orders the end.
+  // (txpath's rows read the queue's counters instead). relaxed (all three): owner-written
+  // counters, read by the main thread at the window edges; the join orders the end.
   std::atomic<uint64_t> sent{0};
   std::atomic<uint64_t> dropped{0};
   std::atomic<uint64_t> submitted{0};

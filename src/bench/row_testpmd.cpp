@@ -185,9 +185,8 @@ class RuntimeDirScope {
 // takes the rows' (delivered to the sink's port, not dropped as another host's).
 std::vector<std::string> testpmd_args(const BenchConfig& cfg, int lanes, const DpdkDevice& dev,
                                       const FrameSpec& spec, std::size_t frame_len) {
-  const int threads = lanes;
   std::string lcores = "0@" + std::to_string(std::max(0, cfg.pin ? cpu_for_sender(0, cfg.nodes) : 0));
-  for (int t = 0; t < threads; ++t)
+  for (int t = 0; t < lanes; ++t)
     lcores += "," + std::to_string(t + 1) + "@" + std::to_string(std::max(0, cfg.pin ? cpu_for_sender(t, cfg.nodes) : t));
   const std::string prefix = testpmd_prefix();
   // stdbuf -oL: its stdout is a pipe, which it would fill before "Press enter to exit" came out.
@@ -197,9 +196,9 @@ std::vector<std::string> testpmd_args(const BenchConfig& cfg, int lanes, const D
           "--eth-peer=0," + net::mac_text(spec.dst_mac),
           "--tx-ip=" + ipv4_text(spec.src_ip) + "," + ipv4_text(spec.dst_ip),
           "--tx-udp=" + std::to_string(spec.src_port) + "," + std::to_string(spec.dst_port),
-          "--burst=" + std::to_string(std::min(cfg.burst, 512)), "--nb-cores=" + std::to_string(threads),
-          "--rxq=" + std::to_string(threads), "--txq=" + std::to_string(threads),
-          "--total-num-mbufs=" + std::to_string(16384 + 2048 * threads), "--auto-start"};
+          "--burst=" + std::to_string(std::min(cfg.burst, 512)), "--nb-cores=" + std::to_string(lanes),
+          "--rxq=" + std::to_string(lanes), "--txq=" + std::to_string(lanes),
+          "--total-num-mbufs=" + std::to_string(16384 + 2048 * lanes), "--auto-start"};
 }
 
 }  // namespace
