@@ -74,16 +74,19 @@ TEST(PoolWait, APutFromAnotherThreadWakesTheWaiter) {
 }
 
 // A waiter for half the pool sleeps through a smaller return and is woken by the one that
-// reaches its threshold (an hour's timeout again: a lost wake-up hangs the test).
+// reaches its threshold (an hour's timeout again: a lost wake-up hangs the test). The returns
+// start only once the waiter runs: on a loaded machine its thread may start late.
 TEST(PoolWait, AThresholdWaiterIsWokenOnceEnoughIsBack) {
   Pool pool(PoolConfig{.packets = 8, .buffer_size = 256, .cache_size = 4});
   std::vector<Packet*> taken = take_all(pool);
-  std::atomic<int> looks{0};
+  std::atomic<bool> started{false};
+  std::atomic<bool> done{false};
   std::thread waiter([&] {
-    while (pool.free_count() < 4) {
+    started.store(true);
+    do {
       pool.wait_for_free(4, kAnHour);
-      looks.fetch_add(1);
-    }
+    } while (pool.free_count() < 4);
+    done.store(true);
   });
   const auto give_back = [&](std::size_t n) {
     PacketList back;
@@ -93,13 +96,15 @@ TEST(PoolWait, AThresholdWaiterIsWokenOnceEnoughIsBack) {
     }
     free_packets(std::move(back));
   };
+  while (!started.load()) std::this_thread::yield();
   std::this_thread::sleep_for(2ms);
   give_back(2);
   std::this_thread::sleep_for(2ms);
+  EXPECT_FALSE(done.load()) << "two of four back: the waiter must still wait";
   give_back(2);
   waiter.join();
+  EXPECT_TRUE(done.load());
   EXPECT_GE(pool.free_count(), 4u);
-  EXPECT_GE(looks.load(), 1);
   give_back(taken.size());
   EXPECT_EQ(pool.free_count(), 8u);
 }
