@@ -74,18 +74,20 @@ TEST(PoolWait, APutFromAnotherThreadWakesTheWaiter) {
 }
 
 // A waiter for half the pool sleeps through a smaller return and is woken by the one that
-// reaches its threshold (an hour's timeout again: a lost wake-up hangs the test). The returns
-// start only once the waiter runs: on a loaded machine its thread may start late.
+// reaches its threshold (an hour's timeout again: a lost wake-up hangs the test). The second
+// return waits until the waiter is in its loop: on a loaded machine its thread may start late.
 TEST(PoolWait, AThresholdWaiterIsWokenOnceEnoughIsBack) {
   Pool pool(PoolConfig{.packets = 8, .buffer_size = 256, .cache_size = 4});
   std::vector<Packet*> taken = take_all(pool);
-  std::atomic<bool> started{false};
+  std::atomic<int> looks{0};
+  std::atomic<bool> waiting{false};
   std::atomic<bool> done{false};
   std::thread waiter([&] {
-    started.store(true);
-    do {
+    while (pool.free_count() < 4) {
+      waiting.store(true);
       pool.wait_for_free(4, kAnHour);
-    } while (pool.free_count() < 4);
+      looks.fetch_add(1);
+    }
     done.store(true);
   });
   const auto give_back = [&](std::size_t n) {
@@ -96,15 +98,17 @@ TEST(PoolWait, AThresholdWaiterIsWokenOnceEnoughIsBack) {
     }
     free_packets(std::move(back));
   };
-  while (!started.load()) std::this_thread::yield();
   std::this_thread::sleep_for(2ms);
   give_back(2);
+  // Two of four back: the waiter's loop is entered whenever its thread starts.
+  while (!waiting.load()) std::this_thread::yield();
   std::this_thread::sleep_for(2ms);
   EXPECT_FALSE(done.load()) << "two of four back: the waiter must still wait";
   give_back(2);
   waiter.join();
   EXPECT_TRUE(done.load());
   EXPECT_GE(pool.free_count(), 4u);
+  EXPECT_GE(looks.load(), 1);
   give_back(taken.size());
   EXPECT_EQ(pool.free_count(), 8u);
 }
