@@ -194,6 +194,36 @@ TEST_F(SinkTest, CountsPerSenderExactly) {
   EXPECT_GT(sink.cpu_ns(), 0u);
 }
 
+// The timeline through a real socket: the kernel's receive times put each sender's frames in
+// windows from the first arrival, and the curve lists the first arrivals in order.
+TEST_F(SinkTest, TimelineCountsEachSendersArrivals) {
+  SinkConfig c = sink_config();
+  c.timeline = {.window_ns = 60ull * 1000000000ull, .curve_points = 3};
+  Sink sink(c);
+  sink.start();
+  {
+    RawSender tx(config_.host_if);
+    for (uint32_t id = 0; id < kHonestTraffic.size(); ++id)
+      for (const uint64_t seq : kHonestTraffic[id]) send(tx, id, seq);
+  }
+  ASSERT_TRUE(eventually([&] { return sink.report().frames >= 14; }));
+  const SinkReport r = sink.stop();
+  EXPECT_EQ(r.window_ns, c.timeline.window_ns);
+  ASSERT_EQ(r.timelines.size(), 3u);
+  for (const auto& t : r.timelines) {
+    const auto& frames = kHonestTraffic[t.sender];
+    ASSERT_EQ(t.windows.size(), 1u) << "one minute's window holds them all";
+    EXPECT_EQ(t.windows[0].frames, frames.size());
+    EXPECT_EQ(t.windows[0].bytes, frames.size() * frames_.size());
+    ASSERT_EQ(t.curve.size(), 3u);
+    EXPECT_LE(t.curve[0].t_ns, t.curve[1].t_ns);
+    EXPECT_LE(t.curve[1].t_ns, t.curve[2].t_ns);
+    EXPECT_EQ(t.curve[2].bytes, frames_.size());
+    EXPECT_NE(t.origin_ns, 0u);
+  }
+  EXPECT_EQ(r.timelines[0].curve[0].t_ns, 0u) << "sender 0's first frame is the origin";
+}
+
 TEST_F(SinkTest, NonTxpathFramesAreOtherAndSenderIdsOverTheCapForeign) {
   Sink sink(sink_config());
   sink.start();

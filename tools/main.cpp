@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "bench_cmd.hpp"
+#include "offer_cmd.hpp"
 #include "core/text.hpp"
 #include "exporter_cmd.hpp"
 #include "net_cmds.hpp"
@@ -46,7 +47,7 @@ std::string version_text() {
                      b.sanitize.empty() ? std::string() : fmt::format(", sanitizer {}", b.sanitize));
 }
 
-// The commands registered with `app`, in order: bench, tc, testbed, sink, exporter.
+// The commands registered with `app`, in order: bench, tc, testbed, sink, exporter, offer.
 std::vector<std::string> command_names(CLI::App& app) {
   std::vector<std::string> names;
   for (const CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; }))
@@ -76,6 +77,8 @@ int main(int argc, char** argv) {
   txpath::cli::add_sink_command(app, sink);
   txpath::cli::ExporterOptions exporter;
   txpath::cli::add_exporter_command(app, exporter);
+  txpath::cli::OfferOptions offer;
+  txpath::cli::add_offer_command(app, offer);
   // No command: the usage, on stderr (nothing was run: exit 2). A first argument that is not an
   // option must be a command (CLI11 would say "A subcommand is required", or nothing useful).
   if (argc < 2) {
@@ -113,5 +116,6 @@ int main(int argc, char** argv) {
     return txpath::cli::run_sink_command(sink);
   }
   if (app.got_subcommand("exporter")) return txpath::cli::run_exporter_command(exporter);
+  if (app.got_subcommand("offer")) return txpath::cli::run_offer_command(offer);
   return 2;
 }

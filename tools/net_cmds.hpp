@@ -24,6 +24,8 @@ struct SinkOptions {
   std::string duration = "0";  // seconds; 0: until SIGINT/SIGTERM (parsed by run_sink_command)
   std::string json;
   std::string absorb_port = "9000";
+  std::string window_ms = "0";  // the timeline's window (SinkTimelineConfig); 0: none
+  std::string curve = "0";      // the timeline's first arrivals per sender; 0: none
 };
 
 void add_testbed_command(CLI::App& app, TestbedOptions& options);

@@ -36,12 +36,21 @@ nlohmann::json to_json(const SinkOptions& o, const SinkReport& r, uint64_t cpu_n
                        {"out_of_window", s.out_of_window}, {"resyncs", s.resyncs},
                        {"max_seq", s.max_seq}, {"bytes", s.bytes}});
   }
+  nlohmann::json timelines = nlohmann::json::array();
+  for (const auto& t : r.timelines) {
+    nlohmann::json windows = nlohmann::json::array(), curve = nlohmann::json::array();
+    for (const auto& w : t.windows) windows.push_back({w.bytes, w.frames});
+    for (const auto& a : t.curve) curve.push_back({a.t_ns, a.bytes});
+    timelines.push_back({{"sender", t.sender}, {"origin_ns", t.origin_ns}, {"late", t.late},
+                         {"windows", windows}, {"curve", curve}});
+  }
   return {{"interface", o.ifname}, {"netns", o.netns}, {"seconds", r.seconds},
           {"frames", r.frames}, {"received", r.received}, {"lost", r.lost},
           {"duplicated", r.duplicated}, {"out_of_order", r.out_of_order},
           {"out_of_window", r.out_of_window}, {"resyncs", r.resyncs}, {"foreign", r.foreign},
           {"other", r.other}, {"socket_drops", r.socket_drops}, {"state_bytes", r.state_bytes},
-          {"cpu_ns", cpu_ns}, {"senders", senders}};
+          {"cpu_ns", cpu_ns}, {"senders", senders}, {"window_ns", r.window_ns},
+          {"timelines", timelines}};
 }
 
 void print_table(std::FILE* out, const SinkOptions& o, const SinkReport& r, uint64_t cpu_ns) {
@@ -72,6 +81,17 @@ double parse_duration(const std::string& text) {
   return v;
 }
 
+// An unsigned decimal number in 0..max for option `name`.
+uint64_t parse_count(const std::string& name, const std::string& text, uint64_t max) {
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc{} || ptr != end || v > max)
+    throw ConfigError(name + ": " + txpath::quoted(text) + " is not a whole number in 0.." +
+                      std::to_string(max));
+  return v;
+}
+
 uint16_t parse_port(const std::string& text) {
   unsigned v = 0;
   const char* end = text.data() + text.size();
@@ -95,6 +115,12 @@ void add_sink_command(CLI::App& app, SinkOptions& o) {
   sink->add_option("--absorb-port", o.absorb_port,
                    "bind a UDP socket to this port so the receiver sends no ICMP unreachables (0: don't)")
       ->capture_default_str();
+  sink->add_option("--window-ms", o.window_ms,
+                   "also count each sender's bytes in windows of this many ms, 0..3600000 (JSON "
+                   "'timelines'; senders 0..63; default 0: none)");
+  sink->add_option("--curve", o.curve,
+                   "also record the arrival time of each sender's first N frames, 0..16384 (JSON "
+                   "'timelines'; default 0: none)");
 }
 
 void prepare_sink_signals() {
@@ -155,7 +181,11 @@ int run_sink_command(const SinkOptions& o) {
     duration = parse_duration(o.duration);
     const uint16_t port = parse_port(o.absorb_port);
     if (!o.json.empty() && o.json != "-") json = std::make_unique<OutputFile>(o.json, "--json");
-    Sink sink(SinkConfig{.ifname = o.ifname, .netns = o.netns, .absorb_port = port});
+    const SinkTimelineConfig timeline{
+        .window_ns = parse_count("--window-ms", o.window_ms, 3600000) * 1000000,
+        .curve_points = static_cast<uint32_t>(parse_count("--curve", o.curve, kSinkMaxCurvePoints))};
+    Sink sink(SinkConfig{.ifname = o.ifname, .netns = o.netns, .absorb_port = port,
+                         .timeline = timeline});
     sink.start();
     std::FILE* info = o.json == "-" ? stderr : stdout;
     fmt::print(info, "txpath sink: counting on {}{}{}\n", o.ifname,

@@ -44,6 +44,7 @@ class KernelSender {
   explicit KernelSender(const KernelRoute& route);  // throws DeviceError
   enum class Result : uint8_t { sent, dropped };
   Result send(std::span<const std::byte> payload) noexcept;
+  int fd() const noexcept { return fd_.get(); }  // for a caller's further socket options
 
  private:
   netif::Fd fd_;  // the socket, open for the sender's lifetime

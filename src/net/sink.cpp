@@ -45,6 +45,7 @@
 #include "core/text.hpp"
 #include "net/netns.hpp"
 #include "net/sink_tally.hpp"
+#include "net/sink_timeline.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
 
@@ -97,6 +98,7 @@ struct Sink::Impl {
   mutable std::mutex mu;
   mutable std::condition_variable arrived;
   net::SinkTally tally;
+  net::SinkTimeline timeline{SinkTimelineConfig{}};
   mutable uint64_t socket_drops = 0;
   std::chrono::steady_clock::time_point since{}, last_frame{}, stopped_at{};
   bool running = false, stopped = false;
@@ -108,7 +110,7 @@ struct Sink::Impl {
 
   void open_here();
   void loop();
-  void count(const std::byte* data, std::size_t len);
+  void count(const std::byte* data, std::size_t len, uint64_t t_ns);
   void clear_partial_udp_csum(uint8_t* data, std::size_t len) const;
   void read_drops_locked() const;
   SinkReport report_locked() const;
@@ -194,11 +196,15 @@ void Sink::Impl::read_drops_locked() const {
     socket_drops += st.tp_drops;
 }
 
-void Sink::Impl::count(const std::byte* data, std::size_t len) {
+void Sink::Impl::count(const std::byte* data, std::size_t len, uint64_t t_ns) {
   const std::span<const std::byte> bytes(data, len);
   const auto info = link_header ? parse_frame(bytes) : parse_ipv4_packet(bytes);
-  if (info) tally.count(info->sender, info->seq, len);
-  else tally.count_other();
+  if (!info) {
+    tally.count_other();
+    return;
+  }
+  tally.count(info->sender, info->seq, len);
+  if (info->sender < kSinkMaxSenders) timeline.count(info->sender, t_ns, len);
 }
 
 void Sink::Impl::loop() {
@@ -243,7 +249,9 @@ void Sink::Impl::loop() {
         if (ll->sll_pkttype != PACKET_OUTGOING) {
           uint8_t* data = const_cast<uint8_t*>(p) + hdr->tp_mac;
           if (hdr->tp_status & TP_STATUS_CSUMNOTREADY) clear_partial_udp_csum(data, hdr->tp_snaplen);
-          count(reinterpret_cast<const std::byte*>(data), hdr->tp_snaplen);
+          // The kernel's receive time of the frame (the socket's default clock, CLOCK_REALTIME).
+          const uint64_t t_ns = uint64_t{hdr->tp_sec} * 1000000000u + hdr->tp_nsec;
+          count(reinterpret_cast<const std::byte*>(data), hdr->tp_snaplen, t_ns);
         }
         p += hdr->tp_next_offset;
       }
@@ -267,6 +275,8 @@ SinkReport Sink::Impl::report_locked() const {
   read_drops_locked();
   SinkReport r = tally.report();
   r.socket_drops = socket_drops;
+  r.window_ns = config.timeline.window_ns;
+  r.timelines = timeline.report();
   const auto end = stopped ? stopped_at : std::chrono::steady_clock::now();
   r.seconds = running || stopped ? std::chrono::duration<double>(end - since).count() : 0.0;
   return r;
@@ -275,6 +285,7 @@ SinkReport Sink::Impl::report_locked() const {
 void Sink::Impl::zero_locked() {
   read_drops_locked();
   tally.clear();
+  timeline.clear();
   socket_drops = 0;
   since = last_frame = std::chrono::steady_clock::now();
   if (stopped) stopped_at = since;
@@ -283,6 +294,7 @@ void Sink::Impl::zero_locked() {
 Sink::Sink(const SinkConfig& config) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.config = config;
+  m.timeline = net::SinkTimeline(config.timeline);
   // txpath::quoted, not std::quoted (found by ADL for a std::string where <iomanip> is seen).
   m.label = "sink " + txpath::quoted(config.ifname) +
             (config.netns.empty() ? "" : " in netns " + txpath::quoted(config.netns));

@@ -61,11 +61,38 @@ inline constexpr uint64_t kSinkMaxSeq = uint64_t{1} << 62;  // from here on: out
 inline constexpr std::size_t kSinkMaxStateBytes =
     kSinkMaxSenders * (std::size_t{128} + kSinkWindow / 8);
 
+// The timeline the sink keeps besides its counts (net/sink_timeline.hpp): arrivals per sender in
+// windows of window_ns (0: none) and each sender's first curve_points arrivals (0: none), for
+// senders 0..kSinkTimelineSenders-1.
+inline constexpr uint32_t kSinkTimelineSenders = 64;
+inline constexpr uint32_t kSinkMaxWindows = 4096;
+inline constexpr uint32_t kSinkMaxCurvePoints = 16384;
+struct SinkTimelineConfig {
+  uint64_t window_ns = 0;
+  uint32_t curve_points = 0;  // at most kSinkMaxCurvePoints (more is cut to it)
+};
+struct SinkWindow {
+  uint64_t bytes = 0;
+  uint64_t frames = 0;
+};
+struct SinkArrival {
+  uint64_t t_ns = 0;   // since the timeline's origin
+  uint32_t bytes = 0;
+};
+struct SinkSenderTimeline {
+  uint32_t sender = 0;
+  uint64_t origin_ns = 0;            // the run's origin: the first frame's receive time
+  std::vector<SinkWindow> windows;   // window i: [origin + i * window_ns, origin + (i+1) * window_ns)
+  std::vector<SinkArrival> curve;    // the sender's first frames, in arrival order
+  uint64_t late = 0;                 // frames past the last window (kSinkMaxWindows)
+};
+
 struct SinkConfig {
   std::string ifname;
   std::string netns;          // a named network namespace (ip netns); empty: the caller's own
   uint16_t absorb_port = 9000;  // also bind a UDP socket here (0: don't), so the receiving host
                                 // answers no ICMP port-unreachable to the senders
+  SinkTimelineConfig timeline{};  // none by default
 };
 
 struct SinkSenderCounts {
@@ -94,6 +121,8 @@ struct SinkReport {
   uint64_t state_bytes = 0;   // memory held for per-sender state (<= kSinkMaxStateBytes)
   double seconds = 0;         // since start() or the last reset()
   std::vector<SinkSenderCounts> senders;  // by sender id, only senders seen
+  uint64_t window_ns = 0;                       // SinkConfig::timeline's
+  std::vector<SinkSenderTimeline> timelines;    // by sender id, senders seen (timeline enabled)
 };
 
 class Sink {

@@ -48,27 +48,37 @@ void HtbQdisc::DrrList::insert(Class* c) {
   const auto it = std::lower_bound(v.begin(), v.end(), c,
                                    [](const Class* a, const Class* b) { return a->minor < b->minor; });
   const auto pos = static_cast<std::size_t>(it - v.begin());
-  if (v.empty()) {
-    v.push_back(c);
-    ptr = 0;
-    return;
-  }
   const bool at_end = ptr >= v.size();
   v.insert(it, c);  // capacity reserved by add_class(): no allocation
-  if (at_end) ptr = v.size();
+  if (lost) return;  // recover() finds the class by its minor
+  if (at_end) ptr = v.size();  // a NULL pointer (past the end, or an empty list) stays NULL
   else if (pos <= ptr) ++ptr;  // keep pointing at the same class
 }
 
-void HtbQdisc::DrrList::remove(Class* c) noexcept {
+void HtbQdisc::DrrList::remove(Class* c, bool remember) noexcept {
   const auto it = std::lower_bound(v.begin(), v.end(), c,
                                    [](const Class* a, const Class* b) { return a->minor < b->minor; });
   if (it == v.end() || *it != c) return;
   const auto pos = static_cast<std::size_t>(it - v.begin());
   v.erase(it);
-  // A pointer at the removed class now names the next one (or the end), as the kernel's
-  // "next upper classid" recovery does.
+  if (lost) return;
+  if (remember && pos == ptr) {
+    lost = true;
+    lost_minor = c->minor;
+    return;
+  }
+  // A row's pointer at the removed class now names the next one (or the end).
   if (pos < ptr) --ptr;
   if (ptr > v.size()) ptr = v.size();
+}
+
+void HtbQdisc::DrrList::recover() noexcept {
+  if (!lost) return;
+  lost = false;
+  const uint16_t m = lost_minor;
+  ptr = static_cast<std::size_t>(
+      std::lower_bound(v.begin(), v.end(), m, [](const Class* a, uint16_t b) { return a->minor < b; }) -
+      v.begin());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -195,7 +205,7 @@ void HtbQdisc::deactivate_prios(Class& c) noexcept {
     unsigned emptied = 0;
     for (unsigned b = m; b; b &= b - 1) {
       const int prio = std::countr_zero(b);
-      p->feed[prio].remove(cl);
+      p->feed[prio].remove(cl, /*remember=*/true);
       if (p->feed[prio].v.empty()) emptied |= 1u << prio;
     }
     p->activity = static_cast<uint8_t>(p->activity & ~emptied);
@@ -347,6 +357,7 @@ HtbQdisc::Class* HtbQdisc::lookup_leaf(int level, int prio) noexcept {
   for (std::size_t guard = 0; guard < 4 * classes_.size() + 64; ++guard) {
     DrrList& l = *stack[depth];
     if (l.v.empty()) return nullptr;
+    l.recover();
     if (l.ptr >= l.v.size()) {  // past the end: rewind, and move the pointer above on
       l.ptr = 0;
       if (depth > 0) stack[--depth]->advance();
@@ -468,20 +479,14 @@ void HtbQdisc::reset(PacketList& to_free) noexcept {
       c->q->take_dequeue_drops(to_free);
       sync_leaf(*c);
     } else {
-      for (DrrList& f : c->feed) {
-        f.v.clear();
-        f.ptr = 0;
-      }
+      for (DrrList& f : c->feed) f.clear();
     }
     c->activity = 0;
     c->mode = Mode::can_send;
     c->wait_pos = -1;
   }
   for (auto& level : row_)
-    for (DrrList& r : level) {
-      r.v.clear();
-      r.ptr = 0;
-    }
+    for (DrrList& r : level) r.clear();
   row_mask_.fill(0);
   for (auto& w : wait_) w.clear();
   next_event_.fill(kNone);
@@ -672,10 +677,7 @@ void HtbQdisc::add_configured_class(uint16_t minor, uint16_t parent_minor,
     parent->q.reset();
     parent->seen_qlen = parent->seen_backlog = 0;
     parent->level = (parent->parent ? parent->parent->level : kLevels) - 1;
-    for (DrrList& f : parent->feed) {
-      f.v.clear();
-      f.ptr = 0;
-    }
+    for (DrrList& f : parent->feed) f.clear();
   }
   if (parent) parent->children.push_back(&c);
   by_minor_.set(minor, &c);
@@ -707,10 +709,7 @@ void HtbQdisc::delete_class(uint16_t minor) {
       // full buckets.
       if (parent->activity) deactivate_prios(*parent);  // (its feeds emptied with c's removal)
       wait_remove(*parent);
-      for (DrrList& f : parent->feed) {
-        f.v.clear();
-        f.ptr = 0;
-      }
+      for (DrrList& f : parent->feed) f.clear();
       parent->level = 0;
       parent->activity = 0;
       parent->q = default_child();

@@ -203,14 +203,29 @@ class HtbQdisc final : public Qdisc, public ClassOps {
   enum class Mode : uint8_t { cant_send, may_borrow, can_send };
 
   // A DRR list: classes sorted by minor and a round-robin pointer (index; == size: past the
-  // end, rewound by the next lookup).
+  // end, rewound by the next lookup). A feed (an inner class's list of borrowing children) also
+  // remembers which class its pointer named when that class left the feed (the kernel's
+  // last_ptr_id, htb_deactivate_prios): the next lookup points at that class again if it is back
+  // by then (a class that turned green and yellow again keeps its DRR turn), else at the next
+  // one above it (htb_id_find_next_upper). A row moves its pointer on at once instead
+  // (htb_remove_class_from_row).
   struct DrrList {
     std::vector<Class*> v;
     std::size_t ptr = 0;
+    bool lost = false;        // ptr is not valid: recover() it from lost_minor
+    uint16_t lost_minor = 0;
     void insert(Class* c);
-    void remove(Class* c) noexcept;
+    // `remember`: a feed's removal (above); otherwise a row's.
+    void remove(Class* c, bool remember = false) noexcept;
+    void recover() noexcept;
     void advance() noexcept {
+      recover();
       if (ptr < v.size()) ++ptr;
+    }
+    void clear() noexcept {
+      v.clear();
+      ptr = 0;
+      lost = false;
     }
   };
 
