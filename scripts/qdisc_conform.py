@@ -21,6 +21,7 @@ A scenario whose qdisc this kernel lacks (`tc qdisc add` fails) is listed "not c
 
 usage: qdisc_conform.py [--txpath BIN] [--full] [--self-test] [--only SUBSTRING] [--list]
                         [--json FILE] [--markdown FILE] [--verbose]
+                        [--dev IF --peer IF --netns NAME --subnet A.B.C]
   --full       the long form: each scenario three times as long (more windows compared)
   --self-test  both runs on the kernel: every scenario must come out equal, so that every
                difference the normal run finds is txpath's
@@ -424,6 +425,7 @@ def summary_row(name, verdict, figs):
 
 
 def main():
+    global DEV, PEER, NETNS, HOST_ADDR, PEER_ADDR
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--txpath", default=shutil.which("txpath") or "build-release/txpath")
     ap.add_argument("--full", action="store_true")
@@ -433,7 +435,13 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--dev", default=DEV, help="the testbed's host end (made and removed here)")
+    ap.add_argument("--peer", default=PEER)
+    ap.add_argument("--netns", default=NETNS)
+    ap.add_argument("--subnet", default="10.79.0", help="the testbed's /24, as A.B.C")
     args = ap.parse_args()
+    DEV, PEER, NETNS = args.dev, args.peer, args.netns
+    HOST_ADDR, PEER_ADDR = args.subnet + ".1/24", args.subnet + ".2/24"
     chosen = [s for s in SCENARIOS if args.only in s["name"]]
     if args.list:
         for s in chosen:

@@ -179,6 +179,56 @@ TEST_F(TcApply, AClassChangeRulesTheNextDequeue) {
   expect_conserved(s);
 }
 
+// The kernel changes an htb class in place (sch_htb.c htb_change_class: new rates, the same
+// class): its counters, its xstats and its buckets go on across `tc class change`, and so do
+// those of the classes the change did not touch.
+TEST_F(TcApply, AClassChangeKeepsTheClassCountersAndTokens) {
+  ASSERT_EQ(tc("link add dev d0"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: htb default 10"), 0);
+  ASSERT_EQ(tc("class add dev d0 parent 1: classid 1:1 htb rate 8kbit ceil 8kbit burst 200b cburst 200b"), 0);
+  ASSERT_EQ(tc("class add dev d0 parent 1:1 classid 1:10 htb rate 1kbit ceil 8kbit burst 200b cburst 200b"), 0);
+  auto& dev = dev_;
+  start(dev);
+  send(30, 0x10010);
+  // The buckets let a few packets through at once; the rest wait for tokens (100 ms a packet).
+  struct Seen {
+    uint64_t packets = 0, bytes = 0, parent_packets = 0;
+    int64_t tokens = 0, ctokens = 0, lended = 0;
+  };
+  const auto look = [&] {
+    Seen v;
+    EXPECT_TRUE(txq_->inspect_qdisc(
+        [&](const Qdisc& q) {
+          const ClassOps* ops = q.class_ops();
+          ASSERT_NE(ops, nullptr);
+          v.packets = ops->class_stats(0x10).packets;
+          v.bytes = ops->class_stats(0x10).bytes;
+          v.parent_packets = ops->class_stats(1).packets;
+          for (const auto& [k, x] : ops->class_xstats(0x10)) {
+            if (k == "tokens") v.tokens = x;
+            if (k == "ctokens") v.ctokens = x;
+            if (k == "lended") v.lended = x;
+          }
+        },
+        10s));
+    return v;
+  };
+  Seen before;
+  for (int i = 0; i < 200 && (before = look()).packets < 2; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_GE(before.packets, 2u);
+  ASSERT_EQ(tc("class change dev d0 parent 1:1 classid 1:10 htb rate 1kbit ceil 4kbit burst 200b cburst 200b"), 0)
+      << err_.str();
+  const Seen after = look();
+  EXPECT_GE(after.packets, before.packets) << "the class's counters started again";
+  EXPECT_GE(after.bytes, before.bytes);
+  EXPECT_GE(after.parent_packets, before.packets) << "the untouched parent's too";
+  EXPECT_GE(after.lended, before.lended);
+  if (after.packets == before.packets) {  // nothing dequeued in between: the same buckets
+    EXPECT_EQ(after.tokens, before.tokens);
+    EXPECT_EQ(after.ctokens, before.ctokens);
+  }
+}
+
 // Every packet stays accounted for while senders run and the tree changes under them (the
 // library call, LiveStats::apply, as an application would make it).
 TEST_F(TcApply, EveryPacketIsAccountedForUnderConcurrentSenders) {

@@ -129,6 +129,13 @@ class ClassOps {
     (void)minor;
     return {};
   }
+  // A live tc change rebuilt the tree (txpath::tc::LiveStats::apply) and this qdisc replaces
+  // `old`, a qdisc of the same kind and handle: each class of this qdisc that `old` has too (the
+  // same minor) goes on with old's counters and state, as the kernel changes a class in place
+  // (htb: bytes, packets, drops, overlimits, xstats, tokens, ctokens and the time they were
+  // last charged). Called before any packet enters this qdisc, in the serialised context.
+  // Default: nothing carried (prio's and tbf's classes count through their children).
+  virtual void continue_classes(const ClassOps& old) noexcept { (void)old; }
   // The classes in the order the kernel lists them (tc class show); classes() by default.
   virtual std::vector<QdiscClassInfo> listed_classes() const { return classes(); }
   // The warning the kernel gives after adding or changing class `minor` as it is now (tc prints

@@ -371,6 +371,32 @@ HtbQdisc::Class* HtbQdisc::lookup_leaf(int level, int prio) noexcept {
   return nullptr;
 }
 
+void HtbQdisc::continue_classes(const ClassOps& old_ops) noexcept {
+  const auto* old = dynamic_cast<const HtbQdisc*>(&old_ops);
+  if (!old) return;
+  direct_pkts_ += old->direct_pkts_;
+  for (auto& c : classes_) {
+    const Class* o = old->find(c->minor);
+    if (!o) continue;
+    c->bytes = o->bytes;
+    c->packets = o->packets;
+    c->drops = o->drops;
+    c->overlimits = o->overlimits;
+    c->lends = o->lends;
+    c->borrows = o->borrows;
+    c->giants = o->giants;
+    c->tokens = o->tokens;
+    c->ctokens = o->ctokens;
+    c->t_c = o->t_c;
+    c->deficit = o->deficit;
+    // No packets here yet (activity 0): only the mode and the wait list to set. A class that
+    // could not send waits for the event the old one waited for.
+    wait_remove(*c);
+    c->mode = o->mode;
+    if (c->mode != Mode::can_send) wait_add(*c, o->wait_pos >= 0 ? o->pq_key : now() + 1);
+  }
+}
+
 Packet* HtbQdisc::dequeue_tree(int level, int prio, uint64_t t) noexcept {
   Class* start = lookup_leaf(level, prio);
   Class* cl = start;

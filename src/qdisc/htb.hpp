@@ -183,6 +183,9 @@ class HtbQdisc final : public Qdisc, public ClassOps {
   // Throws ConfigRejected if there is no class `minor`.
   void change_configured_class(uint16_t minor, const HtbClassConfig& cfg);
   void delete_class(uint16_t minor) override;
+  // Counters, xstats, tokens, ctokens, t_c, deficits and mode of every class `old` (an htb) has
+  // too; direct_packets_stat. A class not in `old` starts as a new class does (full buckets).
+  void continue_classes(const ClassOps& old) noexcept override;
   Qdisc* child(uint16_t minor) noexcept override;
   void graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) override;
 

@@ -83,6 +83,9 @@ void migrate_tree(Qdisc& root, std::vector<TreeNode>& nodes, Tree& next, TxQueue
     QdiscStats s = nodes[i].qdisc->stats();
     s.drops = parent[i] == kNone ? s.drops + purged_below[i] : 0;
     successor[i]->continue_counters(s);
+    // Its classes too (htb's counters and tokens), before any packet enters the new tree.
+    if (ClassOps* ops = successor[i]->class_ops(); ops && nodes[i].qdisc->class_ops())
+      ops->continue_classes(*nodes[i].qdisc->class_ops());
   }
   // Their packets, in order, into the new tree: what no longer fits is dropped there.
   root.take_dequeue_drops(edit.freed);
