@@ -23,6 +23,7 @@
 #include "support/tc_fixture.hpp"
 #include "tc/control_socket.hpp"
 #include "txpath/device.hpp"
+#include "txpath/frame.hpp"
 #include "txpath/multiqueue.hpp"
 #include "txpath/netdev.hpp"
 #include "txpath/pool.hpp"
@@ -91,8 +92,9 @@ class TcApply : public test::TcFileFixture {
   std::unique_ptr<LiveStats> live_;
 };
 
-// tdc fq 9479's point, on pfifo: a lower limit trims the queue, the trimmed packets are drops.
-TEST_F(TcApply, ALowerLimitTrimsTheQueueAndCountsTheDrops) {
+// A fifo's lower limit (sch_fifo.c: fifo_change sets the limit, nothing more): the queue keeps
+// what it holds, new packets are refused until dequeues bring it below the new limit.
+TEST_F(TcApply, ALowerFifoLimitKeepsTheQueueAndRefusesNewPackets) {
   ASSERT_EQ(tc("link add dev d0"), 0);
   ASSERT_EQ(tc("qdisc add dev d0 root handle 1: pfifo limit 100"), 0);
   auto& dev = dev_;
@@ -105,21 +107,57 @@ TEST_F(TcApply, ALowerLimitTrimsTheQueueAndCountsTheDrops) {
   ASSERT_GT(held, 20u);
   ASSERT_EQ(tc("qdisc change dev d0 root handle 1: pfifo limit 20"), 0) << err_.str();
   s = stats();
-  EXPECT_EQ(in_root(), 20u);
-  EXPECT_EQ(s.queued, 20u + aside);
-  EXPECT_EQ(s.dropped, held - 20);
-  EXPECT_EQ(s.qdisc.drops, held - 20);
+  EXPECT_EQ(in_root(), held) << "the fifo trimmed its queue; the kernel's keeps it";
+  EXPECT_EQ(s.dropped, 0u);
+  expect_conserved(s);
+  send(5);  // over the new limit: refused
+  s = stats();
+  EXPECT_EQ(in_root(), held);
+  EXPECT_EQ(s.dropped, 5u);
+  EXPECT_EQ(s.qdisc.drops, 5u);
   expect_conserved(s);
   EXPECT_NE(file().find("limit 20"), std::string::npos) << file();
-  // tc -s reads the changed tree.
   ASSERT_EQ(tc("-s qdisc show dev d0"), 0);
   EXPECT_NE(out_.str().find("limit 20p"), std::string::npos) << out_.str();
-  EXPECT_NE(out_.str().find("dropped " + std::to_string(held - 20)), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("dropped 5,"), std::string::npos) << out_.str();
   dev.wake();
   ASSERT_TRUE(txq_->drain(30s));
   s = stats();
-  EXPECT_EQ(s.sent, 20u + aside);
+  EXPECT_EQ(s.sent, 50u);
   expect_conserved(s);
+  send(20);  // below the limit again: taken
+  ASSERT_TRUE(txq_->drain(30s));
+  EXPECT_EQ(stats().sent, 70u);
+}
+
+// codel's lower limit (codel_change): the head is dropped until the queue is within it, so the
+// newest packets stay, in order.
+TEST_F(TcApply, ALowerCodelLimitDropsFromTheHead) {
+  ASSERT_EQ(tc("link add dev d0"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: codel limit 100 target 1s interval 10s"), 0);
+  auto& dev = dev_;
+  dev.stop();
+  start(dev);
+  const FrameTemplate frames(FrameSpec{.payload = 64});
+  for (uint64_t i = 0; i < 50; ++i) {
+    Packet* p = pool_.get();
+    ASSERT_NE(p, nullptr);
+    p->len = static_cast<uint32_t>(frames.write(p->buffer(), 7, i));
+    txq_->send(p);
+  }
+  const uint64_t held = in_root(), aside = 50 - held;
+  ASSERT_GT(held, 20u);
+  ASSERT_EQ(tc("qdisc change dev d0 root handle 1: codel limit 20 target 1s interval 10s"), 0) << err_.str();
+  TxQueueStats s = stats();
+  EXPECT_EQ(in_root(), 20u);
+  EXPECT_EQ(s.dropped, held - 20);
+  expect_conserved(s);
+  dev.wake();
+  ASSERT_TRUE(txq_->drain(30s));
+  const auto log = dev.log();
+  ASSERT_EQ(log.size(), 20u + aside);
+  // The requeued packets first (the oldest), then the 20 newest: 30..49.
+  for (std::size_t i = 0; i < 20; ++i) EXPECT_EQ(log[aside + i].seq, 30 + i) << i;
 }
 
 // qdisc_purge_queue() on graft: the deleted qdisc's packets are dropped, the parent's qlen and
@@ -130,12 +168,13 @@ TEST_F(TcApply, ADeletedQdiscsPacketsAreDroppedAndCountedAbove) {
   ASSERT_EQ(tc("qdisc add dev d0 parent 1:1 handle 10: pfifo limit 100"), 0);
   ASSERT_EQ(tc("qdisc add dev d0 parent 1:2 handle 20: pfifo limit 100"), 0);
   auto& dev = dev_;
-  dev.stop();
+  dev.refuse_call(0, /*stop=*/true);  // the first packet goes back on the requeue list
   start(dev);
   send(10, 0x10001);  // band 1:1
   send(7, 0x10002);   // band 1:2
   ASSERT_EQ(stats().queued, 17u);
   const uint64_t aside = 17 - in_root();  // band 1:1's first packet, on the requeue list
+  // A child's deletion leaves the root, and so the requeue list, where they are.
   ASSERT_EQ(tc("qdisc del dev d0 parent 1:1 handle 10:"), 0) << err_.str();
   TxQueueStats s = stats();
   EXPECT_EQ(in_root(), 7u);
@@ -144,12 +183,14 @@ TEST_F(TcApply, ADeletedQdiscsPacketsAreDroppedAndCountedAbove) {
   EXPECT_EQ(s.qdisc.drops, 10u - aside);  // prio counts its purged child's packets
   EXPECT_EQ(s.qdisc.backlog, 100 * (7u + aside));
   expect_conserved(s);
-  // Replacing the root drops everything in it; the new root starts from zero, the queue's totals
-  // go on.
+  // Replacing the root drops everything in it, and the packet on the requeue list with it (the
+  // kernel's qdisc_reset() of the old root frees its gso_skb); the new root starts from zero,
+  // the queue's totals go on.
+  ASSERT_GT(aside, 0u) << "the stopped device left no packet on the requeue list";
   ASSERT_EQ(tc("qdisc replace dev d0 root handle 2: pfifo limit 5"), 0) << err_.str();
   s = stats();
-  EXPECT_EQ(s.queued, aside);
-  EXPECT_EQ(s.dropped, 17u - aside);
+  EXPECT_EQ(s.queued, 0u);
+  EXPECT_EQ(s.dropped, 17u);
   EXPECT_EQ(s.qdisc.drops, 0u);
   EXPECT_EQ(txq_->qdisc()->kind(), "pfifo");
   expect_conserved(s);

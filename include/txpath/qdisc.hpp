@@ -173,6 +173,16 @@ class Qdisc {
   QdiscDump dump() const { return {std::string(kind()), dump_options(), xstats()}; }
 
   virtual Verdict enqueue(Packet* p, PacketList& to_free) noexcept = 0;
+  // A live tc change (txpath::tc::LiveStats::apply) rebuilt the tree, and this qdisc takes a
+  // packet that the qdisc it replaces held, in that qdisc's order. Linux changes a qdisc in
+  // place, so its queue stays: a fifo keeps what it holds over a lowered limit and refuses new
+  // packets until it is below (sch_fifo.c's change does not trim); codel trims its head to the
+  // new limit (codel_change), which settle() does once every packet is in. A classful qdisc
+  // hands the packet to its class's child's adopt(). Default: enqueue() (over the limit: a drop).
+  virtual Verdict adopt(Packet* p, PacketList& to_free) noexcept { return enqueue(p, to_free); }
+  // After the last adopt(): trim to the limits as the kernel's change does (drops counted), in
+  // this qdisc and below it. Default: nothing.
+  virtual void settle(PacketList& to_free) noexcept { (void)to_free; }
   virtual Packet* dequeue() noexcept = 0;
   virtual Packet* peek() noexcept = 0;
   // Removes every queued packet onto to_free (they are not counted as drops); qlen/backlog -> 0.

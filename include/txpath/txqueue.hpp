@@ -176,6 +176,11 @@ class TxQueue {
     std::unique_ptr<Qdisc> root;  // a new root, or nullptr: the root stays
     PacketList freed;             // packets taken out of the tree for good, freed after
     uint64_t dropped = 0;         // how many of `freed` are new drops
+    // The root qdisc goes (deleted, or replaced by another kind or handle), not merely rebuilt:
+    // the driver loop's requeue list (packets dequeued and refused by the device) goes with it,
+    // dropped and counted in `dropped`, as Linux's qdisc_reset() of the old root frees its
+    // gso_skb / skb_bad_txq lists. false: they stay and are sent first (the root stays).
+    bool root_goes = false;
   };
   virtual bool edit_qdisc(const std::function<void(Qdisc& root, QdiscEdit& edit)>& fn,
                           std::chrono::milliseconds timeout) = 0;

@@ -147,7 +147,8 @@ class DriverLoop {
   uint64_t batches() const noexcept { return batches_.get(); }
   uint64_t bypassed() const noexcept { return bypassed_.get(); }
 
-  // Teardown: moves the requeue list onto `to_free`. Every thread that could run the loop stopped.
+  // Teardown (every thread that could run the loop stopped), or a live change whose root goes
+  // (QueueBase::apply_edit, RUNNING owned): moves the requeue list onto `to_free`.
   void take_requeued(PacketList& to_free) noexcept {
     requeue_qlen_.set(0);
     requeue_backlog_.set(0);

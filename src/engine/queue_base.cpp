@@ -79,6 +79,7 @@ void QueueBase::apply_edit(const std::function<void(Qdisc& root, QdiscEdit& edit
     old->take_dequeue_drops(edit.freed);
     PacketList left;
     old->reset(left);
+    if (edit.root_goes) loop_.take_requeued(left);  // the old root's requeued packets: RUNNING is ours
     edit.dropped += left.size();
     edit.freed.splice_back(left);
   }

@@ -41,6 +41,22 @@ Verdict CodelQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   return Verdict::success;
 }
 
+Verdict CodelQdisc::adopt(Packet* p, PacketList& to_free) noexcept {
+  to_free.splice_back(dropped_);
+  if (p->enqueue_ns == 0) p->enqueue_ns = clock_ns();  // from a qdisc that kept no stamp
+  queue_.push_back(p);
+  account_enqueue(*p);
+  return Verdict::success;
+}
+
+void CodelQdisc::settle(PacketList& to_free) noexcept {
+  while (qlen() > cfg_.limit) {
+    Packet* p = queue_.pop_front();
+    account_remove(*p);
+    drop(p, to_free);
+  }
+}
+
 void CodelQdisc::reset(PacketList& to_free) noexcept {
   to_free.splice_back(dropped_);
   purge_peeked(to_free);

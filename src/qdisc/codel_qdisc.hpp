@@ -64,6 +64,10 @@ class CodelQdisc final : public PeekDequeued<CodelQdisc> {
   Xstats xstats() const override;
 
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
+  // A live change: the old queue is kept with its time stamps (adopt), then its head dropped
+  // until it is within the new limit (settle), as codel_change does.
+  Verdict adopt(Packet* p, PacketList& to_free) noexcept override;
+  void settle(PacketList& to_free) noexcept override;
   void reset(PacketList& to_free) noexcept override;
   bool can_bypass() const noexcept override { return cfg_.limit >= 1; }
   void take_dequeue_drops(PacketList& out) noexcept override { out.splice_back(dropped_); }

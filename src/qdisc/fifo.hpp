@@ -11,7 +11,10 @@
 // A rejected packet is tail-dropped: it goes to to_free and counts as a drop.
 //
 // Invariant (on top of Qdisc's): q_.size() == qlen() and q_.bytes() == backlog(). The limit is fixed
-// at construction; a queue is never trimmed to a limit after the fact.
+// at construction; a queue is never trimmed to a limit after the fact: a live change hands the old
+// queue to adopt(), which keeps it all (Linux: fifo_change sets the limit only), so a queue may
+// hold more than its limit until dequeues bring it below; until then enqueue refuses (pfifo_head_drop:
+// drops one head per packet it takes).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +40,12 @@ class FifoQdisc : public Qdisc {
   }
 
   Packet* peek() noexcept override { return q_.front(); }
+
+  // A live change keeps the queue, whatever the (new) limit: sch_fifo's change does not trim.
+  Verdict adopt(Packet* p, PacketList& to_free) noexcept override {
+    (void)to_free;
+    return enqueue_tail(p);
+  }
 
   void reset(PacketList& to_free) noexcept override {
     while (Packet* p = q_.pop_front()) {

@@ -333,6 +333,23 @@ void HtbQdisc::charge(Class& leaf, int level, uint32_t len, uint64_t t) noexcept
 // Enqueue / dequeue
 
 Verdict HtbQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
+  return enqueue_via(p, to_free, &Qdisc::enqueue);
+}
+
+Verdict HtbQdisc::adopt(Packet* p, PacketList& to_free) noexcept {
+  return enqueue_via(p, to_free, &Qdisc::adopt);
+}
+
+void HtbQdisc::settle(PacketList& to_free) noexcept {
+  for (auto& c : classes_) {
+    if (c->level != 0) continue;
+    c->q->settle(to_free);
+    sync_leaf(*c);
+    update_activity(*c);
+  }
+}
+
+Verdict HtbQdisc::enqueue_via(Packet* p, PacketList& to_free, ChildEnqueue into) noexcept {
   if (!parked_.empty()) to_free.splice_back(parked_);
   Class* c = classify(p->priority);
   if (!c) {
@@ -342,7 +359,7 @@ Verdict HtbQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
     ++direct_pkts_;
     return Verdict::success;
   }
-  const Verdict v = c->q->enqueue(p, to_free);
+  const Verdict v = ((*c->q).*into)(p, to_free);
   sync_leaf(*c);  // the child's drops, if any, become the class's and htb's
   update_activity(*c);
   return v;

@@ -146,6 +146,8 @@ class HtbQdisc final : public Qdisc, public ClassOps {
 
   // ---- data path (can_bypass(): false, the default) ----
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
+  Verdict adopt(Packet* p, PacketList& to_free) noexcept override;  // into the leaf's adopt()
+  void settle(PacketList& to_free) noexcept override;               // every leaf's settle()
   Packet* dequeue() noexcept override;
   Packet* peek() noexcept override;
   void reset(PacketList& to_free) noexcept override;
@@ -261,6 +263,9 @@ class HtbQdisc final : public Qdisc, public ClassOps {
     uint64_t lends = 0, borrows = 0, giants = 0;
   };
 
+  using ChildEnqueue = Verdict (Qdisc::*)(Packet*, PacketList&) noexcept;
+  // enqueue() and adopt(): classify, then the leaf's `into` (enqueue or adopt).
+  Verdict enqueue_via(Packet* p, PacketList& to_free, ChildEnqueue into) noexcept;
   uint64_t now() const noexcept;
   Class* find(uint16_t minor) const noexcept { return by_minor_.get(minor); }
   Class* classify(uint32_t priority) const noexcept;

@@ -77,6 +77,20 @@ Verdict PrioQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   return v;
 }
 
+Verdict PrioQdisc::adopt(Packet* p, PacketList& to_free) noexcept {
+  const std::size_t b = classify(p->priority);
+  const Verdict v = children_[b]->adopt(p, to_free);
+  sync_band(b);
+  return v;
+}
+
+void PrioQdisc::settle(PacketList& to_free) noexcept {
+  for (std::size_t b = 0; b < bands_; ++b) {
+    children_[b]->settle(to_free);
+    sync_band(b);
+  }
+}
+
 Packet* PrioQdisc::dequeue() noexcept {
   for (std::size_t b = 0; b < bands_; ++b) {
     Packet* p = children_[b]->dequeue();

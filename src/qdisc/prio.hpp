@@ -60,6 +60,8 @@ class PrioQdisc final : public Qdisc, public ClassOps {
 
   // ---- data path (can_bypass(): false, the default: Linux prio has no TCQ_F_CAN_BYPASS) ----
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
+  Verdict adopt(Packet* p, PacketList& to_free) noexcept override;  // into the band's adopt()
+  void settle(PacketList& to_free) noexcept override;               // every band's settle()
   Packet* dequeue() noexcept override;
   // The children's dequeue-side (AQM) victims.
   void take_dequeue_drops(PacketList& out) noexcept override;

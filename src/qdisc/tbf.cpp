@@ -97,6 +97,18 @@ Verdict TbfQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   return v;
 }
 
+Verdict TbfQdisc::adopt(Packet* p, PacketList& to_free) noexcept {
+  if (p->len > max_size_) return drop(p, to_free);
+  const Verdict v = child_->adopt(p, to_free);
+  sync_child();
+  return v;
+}
+
+void TbfQdisc::settle(PacketList& to_free) noexcept {
+  child_->settle(to_free);
+  sync_child();
+}
+
 Packet* TbfQdisc::dequeue() noexcept {
   Packet* head = child_->peek();
   sync_child();  // a child's peek may dequeue internally (and drop, for an AQM)

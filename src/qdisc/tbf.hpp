@@ -68,6 +68,10 @@ class TbfQdisc final : public Qdisc, public ClassOps {
   // ---- data path (can_bypass(): false, the default: a shaper is never skipped) ----
   uint64_t watchdog_ns() const noexcept override;
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
+  // A live change: into the child's adopt() (tbf_change sets the default bfifo's limit, which
+  // keeps its queue: fifo_set_limit), then its settle().
+  Verdict adopt(Packet* p, PacketList& to_free) noexcept override;
+  void settle(PacketList& to_free) noexcept override;
   Packet* dequeue() noexcept override;
   Packet* peek() noexcept override;
   void reset(PacketList& to_free) noexcept override;

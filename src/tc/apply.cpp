@@ -92,10 +92,12 @@ void migrate_tree(Qdisc& root, std::vector<TreeNode>& nodes, Tree& next, TxQueue
   PacketList kept;
   root.reset(kept);
   PacketList trimmed;
-  while (Packet* p = kept.pop_front()) (void)next.root->enqueue(p, trimmed);
+  while (Packet* p = kept.pop_front()) (void)next.root->adopt(p, trimmed);
+  next.root->settle(trimmed);
   edit.dropped += trimmed.size();
   edit.freed.splice_back(trimmed);
   edit.root = std::move(next.root);
+  edit.root_goes = !successor.empty() && !successor[0];  // nodes[0] is the root
   nodes = std::move(next.nodes);
 }
 

@@ -31,6 +31,7 @@ class ScriptedDevice : public Device {
     if (busy_at_ && *busy_at_ == call) {
       busy_.add(1);
       flush();
+      if (stop_on_busy_) stop_queue();  // a full ring: the driver stops its queue
       return XmitResult::busy;
     }
     const auto info = parse_frame(p->frame());
@@ -43,9 +44,12 @@ class ScriptedDevice : public Device {
   }
 
   // Test controls (take the tx lock, as a driver's completion path would).
-  void refuse_call(uint64_t call_index) {
+  // `stop`: the refusal also stops the queue (until wake()), so the refused packet stays on
+  // the driver loop's requeue list.
+  void refuse_call(uint64_t call_index, bool stop = false) {
     std::lock_guard lock(tx_lock());
     busy_at_ = call_index;
+    stop_on_busy_ = stop;
   }
   void stop() {
     std::lock_guard lock(tx_lock());
@@ -69,6 +73,7 @@ class ScriptedDevice : public Device {
 
   uint64_t calls_ = 0;
   std::optional<uint64_t> busy_at_;
+  bool stop_on_busy_ = false;
   std::vector<Record> log_;
   PacketList pending_;
 };
