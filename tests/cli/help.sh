@@ -6,7 +6,7 @@ set -u
 bin=${1:?usage: help.sh PATH_TO_TXPATH}
 . "$(dirname "$0")/lib/common.bash"
 
-commands="bench tc testbed sink"
+commands="bench tc testbed sink exporter offer"
 
 # --help: exit 0, every command on a line of its own.
 out=$("$bin" --help 2>&1); rc=$?
