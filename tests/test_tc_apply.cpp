@@ -345,6 +345,70 @@ TEST_F(TcApply, ARefusedChangeLeavesTheFileAsItWas) {
   ASSERT_EQ(tc("qdisc replace dev d0 root handle 2: pfifo"), 0) << err_.str();
 }
 
+// A multi-queue change is one step: while TX queue 1's context is held (its loop owner busy),
+// TX queue 0 keeps running the old tree, and both run the new one once queue 1 takes it. Before,
+// queue 0 changed at once and queue 1 after it: for that while the queues ran different trees.
+TEST_F(TcApply, AMultiQueueChangeIsOneStep) {
+  ASSERT_EQ(tc("link add dev d0 numtxqueues 2"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: mq"), 0);
+  auto device = make_net_device("null:queues=2");
+  auto trees = std::make_shared<QueueTrees>();
+  const Config::MultiQueueSetup setup = Config::load(path_).multiqueue("d0", trees);
+  MultiQueueConfig mc;
+  mc.queue.strategy = "busylock";
+  mc.queue_qdisc = setup.queue_qdisc;
+  auto tx = MultiQueueTx::create(*device, mc);
+  auto live = std::make_unique<LiveStats>(path_, "d0", *tx, trees);
+  std::atomic<bool> holding{false};
+  std::string kind0_while_held;
+  std::thread holder([&] {
+    tx->queue(1).inspect_qdisc(
+        [&](const Qdisc&) {
+          holding = true;
+          std::this_thread::sleep_for(400ms);  // the change reaches queue 0 meanwhile
+          kind0_while_held = std::string(tx->queue(0).qdisc()->kind());
+        },
+        10s);
+  });
+  while (!holding) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(tc("qdisc add dev d0 parent 1:1 handle 10: pfifo limit 7"), 0) << err_.str();
+  holder.join();
+  EXPECT_EQ(kind0_while_held, "pfifo_fast") << "queue 0 ran the new tree while queue 1 ran the old";
+  EXPECT_EQ(tx->queue(0).qdisc()->kind(), "pfifo");
+  EXPECT_EQ(tx->queue(1).qdisc()->kind(), "pfifo_fast");
+}
+
+// A queue that does not take the change in time calls it off for every queue: nothing changed,
+// the file as it was.
+TEST_F(TcApply, AMultiQueueChangeOneQueueCannotTakeChangesNoQueue) {
+  ASSERT_EQ(tc("link add dev d0 numtxqueues 2"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: mq"), 0);
+  auto device = make_net_device("null:queues=2");
+  auto trees = std::make_shared<QueueTrees>();
+  const Config::MultiQueueSetup setup = Config::load(path_).multiqueue("d0", trees);
+  MultiQueueConfig mc;
+  mc.queue.strategy = "busylock";
+  mc.queue_qdisc = setup.queue_qdisc;
+  auto tx = MultiQueueTx::create(*device, mc);
+  auto live = std::make_unique<LiveStats>(path_, "d0", *tx, trees);
+  const std::string before = file();
+  std::atomic<bool> holding{false};
+  std::thread holder([&] {
+    tx->queue(1).inspect_qdisc(
+        [&](const Qdisc&) {
+          holding = true;
+          std::this_thread::sleep_for(7s);  // past the change's 5 s
+        },
+        20s);
+  });
+  while (!holding) std::this_thread::sleep_for(1ms);
+  EXPECT_NE(tc("qdisc add dev d0 parent 1:1 handle 10: pfifo limit 7"), 0);
+  EXPECT_NE(err_.str().find("no TX queue changed"), std::string::npos) << err_.str();
+  holder.join();
+  EXPECT_EQ(tx->queue(0).qdisc()->kind(), "pfifo_fast") << "queue 0 changed alone";
+  EXPECT_EQ(file(), before);
+}
+
 // Strategy nolock's senders enqueue without the root lock: it refuses at once (exit 2), and the
 // file stays as it was.
 TEST_F(TcApply, ANolockQueueRefusesAndTheFileStays) {

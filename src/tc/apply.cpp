@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <map>
 #include <set>
 #include <sstream>
@@ -147,6 +150,104 @@ PreparedChange prepare_queue_change(TxQueue& txq, Tree& tree, const Config& afte
   return change;
 }
 
+namespace {
+
+// Where the TX queues' loop owners meet before any of them swaps its tree: all of them go, or
+// none does (a queue that does not arrive by the deadline, or that cannot take the change, calls
+// it off for every queue). Once the last one has arrived the decision is made and stays made.
+class QueueRendezvous {
+ public:
+  explicit QueueRendezvous(uint32_t queues) : queues_(queues) {}
+  // In one queue's serialised context: true when every queue is in its own and may swap now.
+  bool arrive_and_wait(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(mu_);
+    if (++arrived_ == queues_ && state_ == State::waiting) state_ = State::go;
+    cv_.notify_all();
+    cv_.wait_until(lock, deadline, [&] { return state_ != State::waiting; });
+    if (state_ == State::waiting) state_ = State::off;  // the deadline passed first
+    return state_ == State::go;
+  }
+  void call_off() {
+    std::lock_guard lock(mu_);
+    if (state_ == State::waiting) state_ = State::off;
+    cv_.notify_all();
+  }
+
+ private:
+  enum class State : uint8_t { waiting, go, off };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const uint32_t queues_;
+  uint32_t arrived_ = 0;
+  State state_ = State::waiting;
+};
+
+// Commits a multi-queue change as one step. Each TX queue's edit is asked for on a thread of its
+// own (edit_qdisc waits for that queue's loop owner); inside, each owner waits at the rendezvous
+// until every queue's owner is inside its own context, so no dequeue on any queue runs between
+// the first swap and the last (as one root lock would give). Linux's mq has a lock per child
+// too, but a tc change there takes them under RTNL one at a time; what an application sees
+// across the queues here is the change all at once, or (nothing changed) an error.
+void commit_queues_at_once(MultiQueueTx& tx, QueueTrees& trees, const std::string& dev,
+                           std::vector<Tree>& roots, const std::shared_ptr<const Config>& running) {
+  const uint32_t n = tx.num_queues();
+  QueueRendezvous meet(n);
+  const auto since = std::chrono::steady_clock::now();
+  const auto deadline = since + kApplyTimeout;
+  enum class Outcome : uint8_t { not_served, changed, not_built, called_off };
+  std::vector<Outcome> outcome(n, Outcome::not_served);  // queue i's, written in its context
+  std::vector<std::exception_ptr> errors(n);  // an edit that threw (migrate_tree: before it changed anything)
+  // Queue i's edit: asked for here, performed by its loop owner (the lambda inside).
+  const auto edit_in_context = [&](uint32_t i, Qdisc& root, TxQueue::QdiscEdit& edit) {
+    // trees.queues[i].nodes is read by LiveStats inside queue i's context only: changed here.
+    if (trees.queues[i].nodes.empty()) {
+      meet.call_off();
+      outcome[i] = Outcome::not_built;
+      return;
+    }
+    if (!meet.arrive_and_wait(deadline)) {
+      outcome[i] = Outcome::called_off;
+      return;
+    }
+    migrate_tree(root, trees.queues[i].nodes, roots[i], edit);
+    outcome[i] = Outcome::changed;
+  };
+  const auto edit_queue = [&](uint32_t i) noexcept {
+    try {
+      const bool served = tx.queue(i).edit_qdisc(
+          [&](Qdisc& root, TxQueue::QdiscEdit& edit) { edit_in_context(i, root, edit); }, kApplyTimeout);
+      if (!served) meet.call_off();
+    } catch (...) {
+      errors[i] = std::current_exception();
+      meet.call_off();
+    }
+  };
+  std::vector<std::thread> helpers;
+  try {
+    for (uint32_t i = 1; i < n; ++i) helpers.emplace_back(edit_queue, i);
+  } catch (...) {
+    meet.call_off();  // no thread for a queue: nothing may change
+    for (auto& t : helpers) t.join();
+    throw ConfigError("dev " + txpath::quoted(dev) + ": no thread to change its TX queues with: nothing changed");
+  }
+  edit_queue(0);
+  for (auto& t : helpers) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  for (uint32_t i = 0; i < n; ++i) {
+    const std::string what = "TX queue " + std::to_string(i) + " of dev " + txpath::quoted(dev);
+    if (outcome[i] == Outcome::not_served) not_taken(tx.queue(i), what + " (no TX queue changed)", since);
+    if (outcome[i] == Outcome::not_built) throw ConfigError(what + " was not built from its configuration (no TX queue changed)");
+  }
+  for (uint32_t i = 0; i < n; ++i)
+    if (outcome[i] != Outcome::changed)
+      throw ConfigError("dev " + txpath::quoted(dev) + ": its TX queues did not all take the change within " +
+                        std::to_string(kApplyTimeout.count()) + " ms (no TX queue changed)");
+  trees.config = running;  // every queue runs it now (read after the queues' end)
+}
+
+}  // namespace
+
 PreparedChange prepare_queues_change(MultiQueueTx& tx, QueueTrees& trees, const Config& after,
                                      const std::string& dev) {
   auto next = std::make_shared<QueueTrees>();
@@ -164,26 +265,8 @@ PreparedChange prepare_queues_change(MultiQueueTx& tx, QueueTrees& trees, const 
   }
   auto running = std::make_shared<const Config>(after);
   PreparedChange change;
-  change.within = kApplyTimeout * static_cast<int64_t>(tx.num_queues());
-  change.commit = [&tx, &trees, dev, roots, running] {
-    for (uint32_t i = 0; i < tx.num_queues(); ++i) {
-      // trees.queues[i].nodes is read by LiveStats inside queue i's context only: changed there.
-      bool edited = false;
-      const auto since = std::chrono::steady_clock::now();
-      const bool served = tx.queue(i).edit_qdisc(
-          [&](Qdisc& root, TxQueue::QdiscEdit& edit) {
-            if (trees.queues[i].nodes.empty()) return;
-            migrate_tree(root, trees.queues[i].nodes, (*roots)[i], edit);
-            edited = true;
-          },
-          kApplyTimeout);
-      const std::string what = "TX queue " + std::to_string(i) + " of dev " + txpath::quoted(dev) +
-                               (i > 0 ? " (TX queues 0 to " + std::to_string(i - 1) + " changed)" : "");
-      if (!served) not_taken(tx.queue(i), what, since);
-      if (!edited) throw ConfigError(what + " was not built from its configuration");
-    }
-    trees.config = running;  // every queue runs it now (read after the queues' end)
-  };
+  change.within = kApplyTimeout;
+  change.commit = [&tx, &trees, dev, roots, running] { commit_queues_at_once(tx, trees, dev, *roots, running); };
   return change;
 }
 

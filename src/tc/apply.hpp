@@ -42,9 +42,10 @@ struct PreparedChange {
 // Builds `after` (dev's configuration) for a running queue built from dev's tree `tree`, or for
 // every TX queue of a multi-queue device (the root's kind, handle and TX queues must stay; a
 // single queue's device must keep one TX queue). Everything is built here, so a configuration
-// that does not build changes nothing. commit() hands the switch to each queue's loop owner (one
-// after the other on a multi-queue device) and records `after` as the trees' running
-// configuration (Tree::config, QueueTrees::config). Throws ConfigError.
+// that does not build changes nothing. commit() hands the switch to each queue's loop owner (on a
+// multi-queue device to every queue's at once: they all swap, each in its own context, once all
+// of them are in it, or none does) and records `after` as the trees' running configuration
+// (Tree::config, QueueTrees::config). Throws ConfigError (nothing changed).
 PreparedChange prepare_queue_change(TxQueue& txq, Tree& tree, const Config& after, const std::string& dev);
 PreparedChange prepare_queues_change(MultiQueueTx& tx, QueueTrees& trees, const Config& after,
                                      const std::string& dev);
