@@ -54,14 +54,15 @@ MTU_FRAME = 1514
 RATE_TOL, DROP_TOL, BURST_TOL = 0.03, 0.05, MTU_FRAME
 
 
-def S(name, tc, flows, duration=2.0, changes=(), burst=None, timing=None):
+def S(name, tc, flows, duration=2.0, changes=(), burst=None, timing=None, queues=1):
     """A scenario: tc commands ('{dev}' is the device), flows (txpath offer --flow specs),
     seconds, live changes [(seconds, tc command)], burst: the shaper's rate for the burst check.
     timing: where the result hangs on when dequeues happen (docs/conformance.md names the
     scenario, the size and the cause): a difference is printed and counted as documented, and
-    does not fail the run."""
+    does not fail the run. queues: the testbed's TX queues (2: its multi-queue testbed; each
+    flow's queue=Q picks its queue: on the kernel's side by XPS, CPU Q % CPUs sending)."""
     return {"name": name, "tc": tc, "flows": flows, "duration": duration, "changes": list(changes),
-            "burst": burst, "timing": timing}
+            "burst": burst, "timing": timing, "queues": queues}
 
 
 def htb_root(default="0", r2q=None):
@@ -73,8 +74,10 @@ def htb_class(cid, parent, rate, ceil=None, extra=""):
             + (f" ceil {ceil}" if ceil else "") + (" " + extra if extra else ""))
 
 
-def F(rate, prio=None, tos=None, size=1000, start=None, stop=None):
+def F(rate, prio=None, tos=None, size=1000, start=None, stop=None, queue=None):
     spec = f"rate={rate},size={size}"
+    if queue is not None:
+        spec += f",queue={queue}"
     if prio is not None:
         spec += f",prio={prio}"
     if tos is not None:
@@ -220,6 +223,18 @@ SCENARIOS = [
     under_tbf("pfifo_head_drop limit 20", [F("20mbit")]),
     S("pfifo root offered 100mbit (under)", ["qdisc add dev {dev} root handle 1: pfifo limit 1000"],
       [F("100mbit")]),
+    # mq: a child of another kind on each TX queue, each flow on its own queue
+    S("mq with tbf and htb children",
+      ["qdisc add dev {dev} root handle 1: mq",
+       "qdisc add dev {dev} parent 1:1 handle 10: tbf rate 10mbit burst 10kb limit 30kb",
+       "qdisc add dev {dev} parent 1:2 handle 20: htb default 10",
+       "class add dev {dev} parent 20: classid 20:10 htb rate 4mbit"],
+      [F("20mbit", queue=0), F("10mbit", prio="20:10", queue=1)], queues=2),
+    S("mq with pfifo and tbf children",
+      ["qdisc add dev {dev} root handle 1: mq",
+       "qdisc add dev {dev} parent 1:1 handle 10: pfifo limit 100",
+       "qdisc add dev {dev} parent 1:2 handle 20: tbf rate 5mbit burst 10kb limit 20kb"],
+      [F("8mbit", queue=0), F("10mbit", queue=1)], queues=2),
     # live changes, the same change at the same time on both sides
     S("live: htb class rate 2mbit -> 6mbit",
       htb_root() + [htb_class("1:10", "1:", "2mbit")], [F("10mbit", prio="1:10")], duration=3.0,
@@ -273,10 +288,13 @@ class Side:
                                  r"No such file", r.stderr):
                         raise NotComparable(f"tc: {r.stderr.strip()[:200]}")
                     raise RunFailed(f"tc {c.format(dev=DEV)}: {r.stderr.strip()[:300]}")
+            if sc["queues"] > 1:
+                set_xps(sc["queues"])
         else:
             if os.path.exists(self.config):
                 os.unlink(self.config)
-            sh([self.txpath, "tc", "--config", self.config, "link", "add", "dev", DEV])
+            sh([self.txpath, "tc", "--config", self.config, "link", "add", "dev", DEV]
+               + (["numtxqueues", str(sc["queues"])] if sc["queues"] > 1 else []))
             for c in sc["tc"]:
                 sh([self.txpath, "tc", "--config", self.config] + cmd_words(c))
 
@@ -313,6 +331,16 @@ class Side:
     def clear(self):
         if self.kind == "kernel":
             sh(["tc", "qdisc", "del", "dev", DEV, "root"], check=False)
+
+
+def set_xps(queues):
+    """TX queue q sends from CPU q % CPUs alone (XPS): the kernel's queue for a flow with
+    queue=q, whose sender `txpath offer` pins there (src/bench/offer.cpp)."""
+    cpus = os.cpu_count() or 1
+    for q in range(queues):
+        path = f"/sys/class/net/{DEV}/queues/tx-{q}/xps_cpus"
+        with open(path, "w") as f:
+            f.write(format(1 << (q % cpus), "x"))
 
 
 def wait_line(proc, text, timeout):
@@ -433,12 +461,21 @@ def compare(sc, duration, a, b):
     return diffs, figures
 
 
+BEDS = {}  # TX queues -> (host end, peer end, netns, subnet A.B.C): set by main()
+
+
+def use_bed(queues):
+    global DEV, PEER, NETNS
+    DEV, PEER, NETNS, _ = BEDS[queues]
+
+
 def testbed(txpath, up):
-    if up:
-        sh([txpath, "testbed", "up", "--host-if", DEV, "--peer-if", PEER, "--netns", NETNS,
-            "--host-addr", HOST_ADDR, "--peer-addr", PEER_ADDR])
-    else:
-        sh([txpath, "testbed", "down", "--host-if", DEV, "--netns", NETNS], check=False)
+    for queues, (dev, peer, netns, subnet) in BEDS.items():
+        if up:
+            sh([txpath, "testbed", "up", "--host-if", dev, "--peer-if", peer, "--netns", netns,
+                "--host-addr", subnet + ".1/24", "--peer-addr", subnet + ".2/24", "--queues", str(queues)])
+        else:
+            sh([txpath, "testbed", "down", "--host-if", dev, "--netns", netns], check=False)
 
 
 def summary_row(name, verdict, figs):
@@ -451,7 +488,7 @@ def summary_row(name, verdict, figs):
 
 
 def main():
-    global DEV, PEER, NETNS, HOST_ADDR, PEER_ADDR
+    global DEV, PEER, NETNS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--txpath", default=shutil.which("txpath") or "build-release/txpath")
     ap.add_argument("--full", action="store_true")
@@ -466,8 +503,10 @@ def main():
     ap.add_argument("--netns", default=NETNS)
     ap.add_argument("--subnet", default="10.79.0", help="the testbed's /24, as A.B.C")
     args = ap.parse_args()
-    DEV, PEER, NETNS = args.dev, args.peer, args.netns
-    HOST_ADDR, PEER_ADDR = args.subnet + ".1/24", args.subnet + ".2/24"
+    a, b, c = args.subnet.split(".")
+    BEDS[1] = (args.dev, args.peer, args.netns, args.subnet)
+    if any(sc["queues"] > 1 for sc in SCENARIOS if args.only in sc["name"]):
+        BEDS[2] = (args.dev + "q", args.peer + "q", args.netns + "-mq", f"{a}.{b}.{(int(c) + 1) % 256}")
     chosen = [s for s in SCENARIOS if args.only in s["name"]]
     if args.list:
         for s in chosen:
@@ -489,6 +528,7 @@ def main():
             kernel = Side("kernel", txpath, tmp)
             other = Side("kernel" if args.self_test else "txpath", txpath, tmp)
             for sc in chosen:
+                use_bed(sc["queues"])
                 duration = sc["duration"] * scale
                 try:
                     a = run_side(kernel, sc, duration, tmp, args.verbose)

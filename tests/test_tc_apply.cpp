@@ -130,25 +130,30 @@ TEST_F(TcApply, ALowerFifoLimitKeepsTheQueueAndRefusesNewPackets) {
   EXPECT_EQ(stats().sent, 70u);
 }
 
-// codel's lower limit (codel_change): the head is dropped until the queue is within it, so the
-// newest packets stay, in order.
-TEST_F(TcApply, ALowerCodelLimitDropsFromTheHead) {
+// codel's and fq_codel's lower limit (codel_change, fq_codel_change): the head is dropped (fq_codel:
+// dequeued and dropped) until the queue is within it, so the newest packets of a flow stay, in
+// order.
+class TcApplyAqm : public TcApply, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(TcApplyAqm, ALowerLimitDropsFromTheHead) {
+  const std::string kind = GetParam();
   ASSERT_EQ(tc("link add dev d0"), 0);
-  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: codel limit 100 target 1s interval 10s"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: " + kind + " limit 100 target 1s interval 10s"), 0);
   auto& dev = dev_;
-  dev.stop();
+  dev.refuse_call(0, /*stop=*/true);
   start(dev);
   const FrameTemplate frames(FrameSpec{.payload = 64});
   for (uint64_t i = 0; i < 50; ++i) {
     Packet* p = pool_.get();
     ASSERT_NE(p, nullptr);
     p->len = static_cast<uint32_t>(frames.write(p->buffer(), 7, i));
+    p->flow_hash = 1;  // one flow
     txq_->send(p);
   }
   const uint64_t held = in_root(), aside = 50 - held;
   ASSERT_GT(held, 20u);
-  ASSERT_EQ(tc("qdisc change dev d0 root handle 1: codel limit 20 target 1s interval 10s"), 0) << err_.str();
-  TxQueueStats s = stats();
+  ASSERT_EQ(tc("qdisc change dev d0 root handle 1: " + kind + " limit 20 target 1s interval 10s"), 0) << err_.str();
+  const TxQueueStats s = stats();
   EXPECT_EQ(in_root(), 20u);
   EXPECT_EQ(s.dropped, held - 20);
   expect_conserved(s);
@@ -157,8 +162,10 @@ TEST_F(TcApply, ALowerCodelLimitDropsFromTheHead) {
   const auto log = dev.log();
   ASSERT_EQ(log.size(), 20u + aside);
   // The requeued packets first (the oldest), then the 20 newest: 30..49.
-  for (std::size_t i = 0; i < 20; ++i) EXPECT_EQ(log[aside + i].seq, 30 + i) << i;
+  for (std::size_t i = 0; i < 20; ++i) EXPECT_EQ(log[aside + i].seq, 30 + i) << kind << " " << i;
 }
+
+INSTANTIATE_TEST_SUITE_P(CodelKinds, TcApplyAqm, ::testing::Values("codel", "fq_codel"));
 
 // qdisc_purge_queue() on graft: the deleted qdisc's packets are dropped, the parent's qlen and
 // backlog fall and it counts them as drops; what stays keeps its counters and packets.

@@ -11,12 +11,14 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "base/clock.hpp"
 #include "bench/bench_internal.hpp"
+#include "bench/measure.hpp"
 #include "bench/real_path.hpp"
 #include "core/text.hpp"
 #include "device/netif.hpp"
@@ -24,6 +26,8 @@
 #include "txpath/device.hpp"
 #include "txpath/error.hpp"
 #include "txpath/frame.hpp"
+#include "txpath/multiqueue.hpp"
+#include "txpath/netdev.hpp"
 #include "txpath/pool.hpp"
 #include "txpath/queue_select.hpp"
 #include "txpath/real_device.hpp"
@@ -203,28 +207,44 @@ class KernelPath {
   std::vector<std::unique_ptr<KernelSender>> senders_;
 };
 
-// txpath's path: the configuration's tree on a TxQueue over afpacket:IF, its live counters and
-// changes served to `txpath tc` (LiveStats) while the schedule runs.
+// txpath's path: the configuration's tree over afpacket:IF — one TxQueue, or with several TX
+// queues (`link add dev D numtxqueues N`) a MultiQueueTx, each packet on its flow's queue — its
+// live counters and changes served to `txpath tc` (LiveStats) while the schedule runs. send() is
+// called by one thread per TX queue.
 class TxpathPath {
  public:
-  TxpathPath(const OfferConfig& cfg, Device& device, const std::string& dev)
-      : pool_(PoolConfig{.packets = kOfferPoolPackets, .buffer_size = 2048, .cache_size = 64}) {
+  TxpathPath(const OfferConfig& cfg, const std::string& dev)
+      : pool_(PoolConfig{.packets = kOfferPoolPackets, .buffer_size = 2048, .cache_size = 64}), dev_(dev) {
     const tc::ConfigReadLock lock(cfg.tc_config);  // until LiveStats serves (tc.hpp)
     const tc::Config config = tc::Config::load(cfg.tc_config);
+    const tc::DeviceConfig* d = config.device(dev);
+    const uint32_t queues = d ? d->tx_queues : 1;
+    if (queues > 1) {
+      trees_ = std::make_shared<tc::QueueTrees>();
+      const tc::Config::MultiQueueSetup setup = config.multiqueue(dev, trees_);
+      netdev_ = make_net_device(cfg.device + ",queues=" + std::to_string(queues));
+      MultiQueueConfig mc;
+      mc.queue.strategy = cfg.strategy;
+      mc.queue_qdisc = setup.queue_qdisc;
+      multi_ = MultiQueueTx::create(*netdev_, mc);
+      live_ = std::make_unique<tc::LiveStats>(cfg.tc_config, dev, *multi_, trees_);
+      return;
+    }
+    device_ = make_device(cfg.device);
     tree_ = std::make_shared<tc::Tree>();
     TxQueueConfig q;
     q.strategy = cfg.strategy;
     q.root_qdisc = config.root_factory(dev, tree_);
-    txq_ = TxQueue::create(device, q);
+    txq_ = TxQueue::create(*device_, q);
     live_ = std::make_unique<tc::LiveStats>(cfg.tc_config, dev, *txq_, tree_);
-    dev_ = dev;
   }
-  // Flow f's frame with its priority; false when no buffer came back in time or the queue
-  // dropped it.
+  uint32_t queues() const noexcept { return multi_ ? multi_->num_queues() : 1; }
+  // Flow f's frame with its priority and queue; false when no buffer came back in time or the
+  // queue dropped it.
   bool send(const OfferFlow& f, std::span<const std::byte> frame) {
     Packet* p = pool_.get();
     for (int i = 0; !p && i < kOfferPoolWaits; ++i) {
-      txq_->service();
+      idle();
       pool_.wait_for_free(1, 1'000'000);
       p = pool_.get();
     }
@@ -233,22 +253,42 @@ class TxpathPath {
     p->len = static_cast<uint32_t>(frame.size());
     p->priority = f.priority.value_or(tos_to_priority(f.tos));
     p->flow_hash = frame_flow_hash(frame).value_or(0);
-    const SendStatus s = txq_->send(p);
+    p->tx_queue = f.queue;
+    const SendStatus s = multi_ ? multi_->send(p) : txq_->send(p);
     return s == SendStatus::queued || s == SendStatus::congested;
   }
-  void idle() { txq_->service(); }
+  void idle() {
+    if (multi_) multi_->service();
+    else txq_->service();
+  }
   std::string stats_json() {
-    const auto counters = tc::snapshot_counters(*txq_, tree_->nodes, std::chrono::milliseconds(2000));
-    if (!counters || !tree_->config) throw DeviceError("txpath offer: the queue did not answer for its counters");
-    return tree_->config->show_stats_json(dev_, *counters);
+    constexpr std::chrono::milliseconds kWait(2000);
+    const auto fail = [] { return DeviceError("txpath offer: the queue did not answer for its counters"); };
+    if (!multi_) {
+      const auto counters = tc::snapshot_counters(*txq_, tree_->nodes, kWait);
+      if (!counters || !tree_->config) throw fail();
+      return tree_->config->show_stats_json(dev_, *counters);
+    }
+    std::vector<tc::TreeCounters> per_queue;
+    for (uint32_t i = 0; i < multi_->num_queues(); ++i) {
+      auto c = tc::snapshot_counters(multi_->queue(i), trees_->queues[i].nodes, kWait);
+      if (!c) throw fail();
+      per_queue.push_back(std::move(*c));
+    }
+    if (!trees_->config) throw fail();
+    return trees_->config->show_stats_json(dev_, tc::merge_queue_counters(*trees_, per_queue));
   }
 
  private:
-  Pool pool_;
+  Pool pool_;  // first: it outlives the queues that hold its packets
+  std::string dev_;
+  std::unique_ptr<Device> device_;
   std::shared_ptr<tc::Tree> tree_;
   std::unique_ptr<TxQueue> txq_;
-  std::unique_ptr<tc::LiveStats> live_;
-  std::string dev_;
+  std::unique_ptr<NetDevice> netdev_;
+  std::shared_ptr<tc::QueueTrees> trees_;
+  std::unique_ptr<MultiQueueTx> multi_;
+  std::unique_ptr<tc::LiveStats> live_;  // last: it goes first, before the queues it reads
 };
 
 // The device of `cfg.tc_config` to run: tc_dev, or the configuration's only one.
@@ -261,29 +301,74 @@ std::string config_device(const OfferConfig& cfg) {
   return devices.front().name;
 }
 
+// One sender's share of the schedule: the flows in `mine` (indices into cfg.flows), from t0.
 template <class Path, class SendOne>
-OfferReport run_schedule(const OfferConfig& cfg, const std::vector<FrameTemplate>& frames, Path& path,
-                         SendOne&& send_one) {
-  OfferReport r;
-  r.flows.resize(cfg.flows.size());
+void run_flows(const OfferConfig& cfg, const std::vector<FrameTemplate>& frames, Path& path,
+               SendOne& send_one, const std::vector<std::size_t>& mine, uint64_t t0, OfferReport& r,
+               uint64_t& last) {
+  std::vector<OfferFlow> flows;
+  for (const std::size_t f : mine) flows.push_back(cfg.flows[f]);
   std::vector<std::byte> buf(kOfferMaxFrame);
-  const uint64_t t0 = now_ns() + 1'000'000;
-  Schedule schedule(cfg.flows, cfg.duration_s, t0);
-  if (cfg.on_start) cfg.on_start();
-  std::size_t f = 0;
-  uint64_t due = 0, last = t0;
-  while (schedule.next(f, due)) {
+  Schedule schedule(flows, cfg.duration_s, t0);
+  std::size_t k = 0;
+  uint64_t due = 0;
+  last = t0;
+  while (schedule.next(k, due)) {
     offer_wait_until(due, [&] { path.idle(); });
-    const uint64_t seq = schedule.take(f);
+    const std::size_t f = mine[k];
+    const uint64_t seq = schedule.take(k);
     const std::size_t len = frames[f].write(buf, static_cast<uint32_t>(f), seq);
     const std::span<const std::byte> frame(buf.data(), len);
-    OfferFlowCounts& c = r.flows[f];
+    OfferFlowCounts& c = r.flows[f];  // this sender's flows only
     ++c.offered;
     c.bytes += len;
     if (send_one(f, frame)) ++c.accepted;
     else ++c.dropped;
     last = now_ns();
     r.max_late_ns = std::max(r.max_late_ns, last - due);
+  }
+}
+
+// The schedule: one sender per TX queue that has flows, each pinned to CPU queue % CPUs (with
+// several queues: the XPS map the kernel's side is given, scripts/qdisc_conform.py), all from
+// the same t0. One queue: the caller's thread alone, not pinned.
+template <class Path, class SendOne>
+OfferReport run_schedule(const OfferConfig& cfg, const std::vector<FrameTemplate>& frames, Path& path,
+                         SendOne&& send_one) {
+  std::map<uint32_t, std::vector<std::size_t>> by_queue;
+  for (std::size_t f = 0; f < cfg.flows.size(); ++f) by_queue[cfg.flows[f].queue].push_back(f);
+  const bool pin = by_queue.size() > 1 || by_queue.begin()->first != 0;
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<OfferReport> parts(by_queue.size());
+  std::vector<uint64_t> lasts(by_queue.size(), 0);
+  for (auto& part : parts) part.flows.resize(cfg.flows.size());
+  const uint64_t t0 = now_ns() + 5'000'000;  // the threads start within 5 ms
+  if (cfg.on_start) cfg.on_start();
+  std::vector<std::thread> senders;
+  std::size_t n = 0;
+  for (const auto& [queue, mine] : by_queue) {
+    const std::size_t at = n++;
+    const int cpu = pin ? static_cast<int>(queue % cpus) : -1;
+    auto body = [&, at, cpu, &flows_of = mine] {
+      pin_to(cpu);
+      run_flows(cfg, frames, path, send_one, flows_of, t0, parts[at], lasts[at]);
+    };
+    if (at + 1 == by_queue.size()) body();  // the last on this thread
+    else senders.emplace_back(body);
+  }
+  for (auto& t : senders) t.join();
+  OfferReport r;
+  r.flows.resize(cfg.flows.size());
+  uint64_t last = t0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    for (std::size_t f = 0; f < cfg.flows.size(); ++f) {
+      r.flows[f].offered += parts[i].flows[f].offered;
+      r.flows[f].accepted += parts[i].flows[f].accepted;
+      r.flows[f].dropped += parts[i].flows[f].dropped;
+      r.flows[f].bytes += parts[i].flows[f].bytes;
+    }
+    r.max_late_ns = std::max(r.max_late_ns, parts[i].max_late_ns);
+    last = std::max(last, lasts[i]);
   }
   r.seconds = static_cast<double>(last - t0) / 1e9;
   return r;
@@ -317,7 +402,8 @@ OfferReport run_offer(const OfferConfig& cfg) {
                         [&](std::size_t f, std::span<const std::byte> fr) { return path.send(f, fr); });
   }
   if (cfg.tc_config.empty()) throw ConfigError("txpath offer --via txpath needs --tc-config FILE");
-  TxpathPath path(cfg, *device, config_device(cfg));
+  device.reset();  // TxpathPath opens its own (with its TX queues)
+  TxpathPath path(cfg, config_device(cfg));
   OfferReport r = run_schedule(
       cfg, frames, path, [&](std::size_t f, std::span<const std::byte> fr) { return path.send(cfg.flows[f], fr); });
   r.tc_stats_json = path.stats_json();

@@ -122,7 +122,7 @@ Verdict FqCodelQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
 
   const uint32_t idx = classify(*p);
   Flow& f = flows_[idx];
-  p->enqueue_ns = clock_ns();
+  if (!adopting_ || p->enqueue_ns == 0) p->enqueue_ns = clock_ns();
   f.q.push_back(p);
   ++qlen_;
   backlog_ += p->len;
@@ -135,7 +135,7 @@ Verdict FqCodelQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
     f.deficit = static_cast<int32_t>(cfg_.quantum);
   }
   const bool memory_limited = memory_ > cfg_.memory_limit;
-  if (qlen() <= cfg_.limit && !memory_limited) return Verdict::success;
+  if (adopting_ || (qlen() <= cfg_.limit && !memory_limited)) return Verdict::success;
 
   bool arriving_dropped = false;
   const uint64_t before = qlen();
@@ -145,6 +145,21 @@ Verdict FqCodelQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   if (memory_limited) xs_.drop_overmemory += n;
   if (arriving_dropped) return Verdict::drop;
   return fat == idx ? Verdict::congestion : Verdict::success;
+}
+
+Verdict FqCodelQdisc::adopt(Packet* p, PacketList& to_free) noexcept {
+  adopting_ = true;
+  const Verdict v = enqueue(p, to_free);
+  adopting_ = false;
+  return v;
+}
+
+void FqCodelQdisc::settle(PacketList& to_free) noexcept {
+  while (qlen() > cfg_.limit || memory_ > cfg_.memory_limit) {
+    Packet* p = dequeue();  // counted as dequeued, then dropped: the kernel's bstats do the same
+    if (!p) break;
+    drop(p, to_free);
+  }
 }
 
 void FqCodelQdisc::reset(PacketList& to_free) noexcept {

@@ -107,6 +107,10 @@ class FqCodelQdisc final : public PeekDequeued<FqCodelQdisc> {
   Xstats xstats() const override;
   // dequeue() and peek(): PeekDequeued, over do_dequeue().
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
+  // A live change: the old queue is kept with its time stamps, whatever the new limits (adopt),
+  // then dequeued and dropped until within them (settle), as fq_codel_change does.
+  Verdict adopt(Packet* p, PacketList& to_free) noexcept override;
+  void settle(PacketList& to_free) noexcept override;
   void reset(PacketList& to_free) noexcept override;
   bool can_bypass() const noexcept override { return cfg_.limit >= 1; }
 
@@ -127,6 +131,7 @@ class FqCodelQdisc final : public PeekDequeued<FqCodelQdisc> {
   }
 
  private:
+  bool adopting_ = false;  // inside adopt(): keep the stamp, no limit
   struct Flow {
     PacketList q;          // bytes() is the flow's backlog (the kernel's backlogs[idx])
     Flow* next = nullptr;  // link on new_ or old_
