@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -124,6 +125,39 @@ TEST_F(OfferTest, TxpathSendsTheSameScheduleThroughItsTreeAndReportsItsCounters)
   EXPECT_EQ(j["qdiscs"][0]["drops"], 0);
   // Every packet the schedule sent was counted by the tree, the last ones perhaps still queued.
   EXPECT_EQ(j["qdiscs"][0]["packets"].get<uint64_t>() + j["qdiscs"][0]["qlen"].get<uint64_t>(), 900u);
+}
+
+// Several TX queues: each flow on its queue (queue=Q), each queue's flows from a sender of its
+// own; mq's per-queue classes count exactly their flow's packets.
+TEST_F(OfferTest, EachFlowGoesOutOnItsTxQueue) {
+  if (!up_) return;
+  testbed_down(cfg_);
+  up_ = false;
+  cfg_.queues = 2;
+  info_ = testbed_up(cfg_);
+  up_ = true;
+  {
+    std::ofstream f(config_path());
+    f << "link add dev " << cfg_.host_if << " numtxqueues 2\nqdisc add dev " << cfg_.host_if
+      << " root handle 1: mq\n";
+  }
+  OfferConfig c;
+  c.device = "afpacket:" + cfg_.host_if;
+  c.via = OfferVia::txpath;
+  c.tc_config = config_path();
+  c.duration_s = 0.5;
+  c.flows = {parse_offer_flow("rate=8mbit,size=1000,queue=1"), parse_offer_flow("rate=4mbit,size=1000,queue=0")};
+  auto s = sink();
+  const OfferReport r = run_offer(c);
+  ASSERT_EQ(r.flows.size(), 2u);
+  EXPECT_EQ(r.flows[0].offered, 500u);
+  EXPECT_EQ(r.flows[1].offered, 250u);
+  expect_once_in_order(*s, 750);
+  const auto j = nlohmann::json::parse(r.tc_stats_json);
+  std::map<std::string, uint64_t> packets;
+  for (const auto& cl : j["classes"]) packets[cl["handle"].get<std::string>()] = cl["packets"].get<uint64_t>();
+  EXPECT_EQ(packets["1:1"], 250u) << r.tc_stats_json;  // TX queue 0
+  EXPECT_EQ(packets["1:2"], 500u) << r.tc_stats_json;  // TX queue 1
 }
 
 TEST_F(OfferTest, TxpathNeedsATreeAndAFlow) {
