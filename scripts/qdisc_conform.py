@@ -2,8 +2,10 @@
 """Same traffic, same result: txpath's qdiscs against the kernel's, measured at the receiver.
 
 Each scenario is a qdisc tree (tc commands), a schedule of flows (rate, frame size, priority or
-TOS, start and stop) and, for some, live changes at given times. It runs twice on a veth testbed
-of this script's own (host end txc0, peer end txc1 in netns txpath-conform):
+TOS, start and stop, a TX queue) and, for some, live changes at given times. It runs twice on a
+veth testbed of this script's own (host end txc0, peer end txc1 in netns txpath-conform; mq
+scenarios on a second one with two TX queues, txc0q and txc1q in txpath-conform-mq, whose queue q
+the kernel's side picks by XPS from CPU q % CPUs, where txpath offer pins queue q's sender):
   kernel: the tree installed with the machine's `tc` on txc0; `txpath offer --via kernel` sends
           each flow from its own UDP socket (SO_PRIORITY / IP_TOS) into that qdisc;
   txpath: the same commands into a scratch `txpath tc` configuration; `txpath offer --via txpath`

@@ -177,7 +177,8 @@ class Qdisc {
   // packet that the qdisc it replaces held, in that qdisc's order. Linux changes a qdisc in
   // place, so its queue stays: a fifo keeps what it holds over a lowered limit and refuses new
   // packets until it is below (sch_fifo.c's change does not trim); codel trims its head to the
-  // new limit (codel_change), which settle() does once every packet is in. A classful qdisc
+  // new limit (codel_change) and fq_codel dequeues down to it (fq_codel_change), which settle()
+  // does once every packet is in. A classful qdisc
   // hands the packet to its class's child's adopt(). Default: enqueue() (over the limit: a drop).
   virtual Verdict adopt(Packet* p, PacketList& to_free) noexcept { return enqueue(p, to_free); }
   // After the last adopt(): trim to the limits as the kernel's change does (drops counted), in
