@@ -130,15 +130,19 @@ TEST_F(TcApply, ALowerFifoLimitKeepsTheQueueAndRefusesNewPackets) {
   EXPECT_EQ(stats().sent, 70u);
 }
 
-// codel's and fq_codel's lower limit (codel_change, fq_codel_change): the head is dropped (fq_codel:
-// dequeued and dropped) until the queue is within it, so the newest packets of a flow stay, in
-// order.
-class TcApplyAqm : public TcApply, public ::testing::WithParamInterface<const char*> {};
+// codel's, fq_codel's and fq's lower limit (codel_change, fq_codel_change, fq_change): the head
+// is dropped (fq_codel, fq: dequeued and dropped) until the queue is within it, so the newest
+// packets of a flow stay, in order.
+struct LimitCase {
+  const char* before;  // the qdisc's options, limit 100
+  const char* after;   // limit 20
+};
+class TcApplyAqm : public TcApply, public ::testing::WithParamInterface<LimitCase> {};
 
 TEST_P(TcApplyAqm, ALowerLimitDropsFromTheHead) {
-  const std::string kind = GetParam();
+  const LimitCase& c = GetParam();
   ASSERT_EQ(tc("link add dev d0"), 0);
-  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: " + kind + " limit 100 target 1s interval 10s"), 0);
+  ASSERT_EQ(tc(std::string("qdisc add dev d0 root handle 1: ") + c.before), 0);
   auto& dev = dev_;
   dev.refuse_call(0, /*stop=*/true);
   start(dev);
@@ -152,9 +156,9 @@ TEST_P(TcApplyAqm, ALowerLimitDropsFromTheHead) {
   }
   const uint64_t held = in_root(), aside = 50 - held;
   ASSERT_GT(held, 20u);
-  ASSERT_EQ(tc("qdisc change dev d0 root handle 1: " + kind + " limit 20 target 1s interval 10s"), 0) << err_.str();
+  ASSERT_EQ(tc(std::string("qdisc change dev d0 root handle 1: ") + c.after), 0) << err_.str();
   const TxQueueStats s = stats();
-  EXPECT_EQ(in_root(), 20u);
+  EXPECT_EQ(in_root(), 20u) << c.after;
   EXPECT_EQ(s.dropped, held - 20);
   expect_conserved(s);
   dev.wake();
@@ -162,10 +166,38 @@ TEST_P(TcApplyAqm, ALowerLimitDropsFromTheHead) {
   const auto log = dev.log();
   ASSERT_EQ(log.size(), 20u + aside);
   // The requeued packets first (the oldest), then the 20 newest: 30..49.
-  for (std::size_t i = 0; i < 20; ++i) EXPECT_EQ(log[aside + i].seq, 30 + i) << kind << " " << i;
+  for (std::size_t i = 0; i < 20; ++i) EXPECT_EQ(log[aside + i].seq, 30 + i) << c.after << " " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(CodelKinds, TcApplyAqm, ::testing::Values("codel", "fq_codel"));
+INSTANTIATE_TEST_SUITE_P(
+    HeadTrimmingKinds, TcApplyAqm,
+    ::testing::Values(LimitCase{"codel limit 100 target 1s interval 10s", "codel limit 20 target 1s interval 10s"},
+                      LimitCase{"fq_codel limit 100 target 1s interval 10s", "fq_codel limit 20 target 1s interval 10s"},
+                      LimitCase{"fq limit 100", "fq limit 20"}));
+
+// red's change (red_change: tc always sends a limit, so a fresh child replaces the old one and
+// what it held is dropped); a red that a change elsewhere leaves as it was keeps its queue.
+TEST_F(TcApply, AChangedRedDropsWhatItHeldAnUnchangedOneKeepsIt) {
+  const std::string red = "red limit 400000 min 30000 max 90000 avpkt 1000 burst 55 probability 0.02";
+  ASSERT_EQ(tc("link add dev d0"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: prio"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 parent 1:1 handle 10: " + red), 0);
+  auto& dev = dev_;
+  dev.refuse_call(0, /*stop=*/true);
+  start(dev);
+  send(30, 0x10001);  // band 1:1, into red
+  const uint64_t held = in_root();
+  ASSERT_GT(held, 20u);
+  ASSERT_EQ(tc("qdisc add dev d0 parent 1:2 handle 20: pfifo limit 5"), 0) << err_.str();
+  EXPECT_EQ(in_root(), held) << "an unchanged red kept nothing";
+  EXPECT_EQ(stats().dropped, 0u);
+  ASSERT_EQ(tc("qdisc change dev d0 parent 1:1 handle 10: " + red.substr(0, red.size() - 4) + "0.05"), 0)
+      << err_.str();
+  const TxQueueStats s = stats();
+  EXPECT_EQ(in_root(), 0u);
+  EXPECT_EQ(s.dropped, held);
+  expect_conserved(s);
+}
 
 // qdisc_purge_queue() on graft: the deleted qdisc's packets are dropped, the parent's qlen and
 // backlog fall and it counts them as drops; what stays keeps its counters and packets.

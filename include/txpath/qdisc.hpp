@@ -184,6 +184,10 @@ class Qdisc {
   // After the last adopt(): trim to the limits as the kernel's change does (drops counted), in
   // this qdisc and below it. Default: nothing.
   virtual void settle(PacketList& to_free) noexcept { (void)to_free; }
+  // Before adopt(): the live change gave this qdisc other options than the one it replaces had,
+  // so the kernel would have called its change operation (red_change swaps in a new child and
+  // drops what the old one held). Default: nothing more than adopt() and settle() do.
+  virtual void changed_in_place() noexcept {}
   virtual Packet* dequeue() noexcept = 0;
   virtual Packet* peek() noexcept = 0;
   // Removes every queued packet onto to_free (they are not counted as drops); qlen/backlog -> 0.

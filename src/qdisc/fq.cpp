@@ -230,12 +230,14 @@ uint64_t FqQdisc::watchdog_ns() const noexcept {
 
 Verdict FqQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   const uint8_t band = band_of(*p);
-  if (band_pkts_[band] >= cfg_.limit) {
+  if (!adopting_ && band_pkts_[band] >= cfg_.limit) {
     ++xs_.band_drops[band];
     return drop(p, to_free);
   }
   const uint64_t now = clock_ns();
-  if (p->tstamp_ns == 0) {
+  if (adopting_ && p->enqueue_ns != 0) {
+    // kept: its time to send as the qdisc before set it
+  } else if (p->tstamp_ns == 0) {
     p->enqueue_ns = now;
   } else {
     if (p->tstamp_ns > now + horizon_ns_) {
@@ -254,7 +256,7 @@ Verdict FqQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
     return drop(p, to_free);
   }
   Flow& f = flows_[idx];
-  if (f.qlen >= cfg_.flow_limit) {
+  if (!adopting_ && f.qlen >= cfg_.flow_limit) {
     ++xs_.flows_plimit;
     return drop(p, to_free);
   }
@@ -286,6 +288,21 @@ Verdict FqQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   ++band_pkts_[band];
   account_enqueue(*p);
   return Verdict::success;
+}
+
+Verdict FqQdisc::adopt(Packet* p, PacketList& to_free) noexcept {
+  adopting_ = true;
+  const Verdict v = enqueue(p, to_free);
+  adopting_ = false;
+  return v;
+}
+
+void FqQdisc::settle(PacketList& to_free) noexcept {
+  while (qlen() > cfg_.limit) {
+    Packet* p = dequeue();  // none may be due yet (pacing): then it stops, as fq_change does
+    if (!p) break;
+    drop(p, to_free);
+  }
 }
 
 void FqQdisc::next_band() noexcept {

@@ -132,6 +132,10 @@ class FqQdisc final : public PeekDequeued<FqQdisc> {
 
   // ---- data path (dequeue() and peek(): PeekDequeued, over do_dequeue()) ----
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
+  // A live change: the old queue is kept with its times to send, whatever the new limits (adopt),
+  // then dequeued and dropped until within the limit (settle), as fq_change does.
+  Verdict adopt(Packet* p, PacketList& to_free) noexcept override;
+  void settle(PacketList& to_free) noexcept override;
   void reset(PacketList& to_free) noexcept override;
   uint64_t watchdog_ns() const noexcept override;
   Xstats xstats() const override;
@@ -160,6 +164,7 @@ class FqQdisc final : public PeekDequeued<FqQdisc> {
   }
 
  private:
+  bool adopting_ = false;  // inside adopt(): keep the time to send, no limit
   static constexpr uint32_t kNone = ~0u;
   enum class Where : uint8_t { free, new_list, old_list, throttled, detached };
 

@@ -143,6 +143,13 @@ Verdict RedQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   return Verdict::success;
 }
 
+Verdict RedQdisc::adopt(Packet* p, PacketList& to_free) noexcept {
+  if (flush_) return drop(p, to_free);
+  queue_.push_back(p);  // unchanged: kept as it was
+  account_enqueue(*p);
+  return Verdict::success;
+}
+
 Packet* RedQdisc::dequeue() noexcept {
   const uint64_t now = cfg_.adaptive || queue_.size() == 0 ? clock_ns() : 0;
   adapt_until(now);

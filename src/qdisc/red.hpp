@@ -71,6 +71,11 @@ class RedQdisc final : public Qdisc {
   Xstats xstats() const override;  // marked early pdrop other
 
   Verdict enqueue(Packet* p, PacketList& to_free) noexcept override;
+  // A live change that changed red (tc always sends its limit) drops what it held, as red_change
+  // flushes the old child it replaces; an unchanged red keeps its queue.
+  void changed_in_place() noexcept override { flush_ = true; }
+  Verdict adopt(Packet* p, PacketList& to_free) noexcept override;
+  void settle(PacketList& to_free) noexcept override { (void)to_free; flush_ = false; }
   Packet* dequeue() noexcept override;
   Packet* peek() noexcept override { return queue_.front(); }
   void reset(PacketList& to_free) noexcept override;
@@ -85,6 +90,7 @@ class RedQdisc final : public Qdisc {
   bool idling() const noexcept { return idling_; }
 
  private:
+  bool flush_ = false;  // between changed_in_place() and settle()
   enum class Action { pass, probable_mark, hard_mark };
   uint64_t clock_ns() const noexcept;
   uint32_t draw() noexcept;

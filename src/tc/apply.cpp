@@ -60,6 +60,10 @@ void migrate_tree(Qdisc& root, std::vector<TreeNode>& nodes, Tree& next, TxQueue
     const auto it = fresh.find(std::pair(nodes[i].handle, nodes[i].parent));
     if (it != fresh.end() && it->second->kind() == nodes[i].qdisc->kind()) successor[i] = it->second;
   }
+  // Which of them the change gave other options: the kernel would call their change operation.
+  std::vector<bool> changed(nodes.size(), false);
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (successor[i]) changed[i] = nodes[i].qdisc->dump_options() != successor[i]->dump_options();
   const std::vector<std::size_t> parent = parents_of(nodes);
   std::vector<uint64_t> purged_below(nodes.size(), 0);
   std::vector<bool> gone(nodes.size(), false);  // purged, or below a purged qdisc
@@ -86,6 +90,7 @@ void migrate_tree(Qdisc& root, std::vector<TreeNode>& nodes, Tree& next, TxQueue
     QdiscStats s = nodes[i].qdisc->stats();
     s.drops = parent[i] == kNone ? s.drops + purged_below[i] : 0;
     successor[i]->continue_counters(s);
+    if (changed[i]) successor[i]->changed_in_place();  // red's change does more than set options
     // Its classes too (htb's counters and tokens), before any packet enters the new tree.
     if (ClassOps* ops = successor[i]->class_ops(); ops && nodes[i].qdisc->class_ops())
       ops->continue_classes(*nodes[i].qdisc->class_ops());
