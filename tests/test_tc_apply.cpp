@@ -130,6 +130,39 @@ TEST_F(TcApply, ALowerFifoLimitKeepsTheQueueAndRefusesNewPackets) {
   EXPECT_EQ(stats().sent, 70u);
 }
 
+// A child that stays goes on with its own drop count (the kernel's qdisc is the same object),
+// and its parent does not count the carried drops again. Found by the conformance run ("live:
+// pfifo limit lowered under tbf": the child's drops had restarted at zero, 2533 against 3731).
+TEST_F(TcApply, AChildKeepsItsDropsAcrossAChangeAndItsParentCountsThemOnce) {
+  ASSERT_EQ(tc("link add dev d0"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 root handle 1: tbf rate 1kbit burst 10kb limit 100kb"), 0);
+  ASSERT_EQ(tc("qdisc add dev d0 parent 1:1 handle 10: pfifo limit 5"), 0);
+  auto& dev = dev_;
+  dev.refuse_call(0, /*stop=*/true);
+  start(dev);
+  send(12);
+  const auto drops = [&] {
+    std::pair<uint64_t, uint64_t> d{~0ull, ~0ull};  // tbf's, pfifo's
+    EXPECT_TRUE(txq_->inspect_qdisc(
+        [&](const Qdisc& q) {
+          d.first = q.drops();
+          if (const ClassOps* ops = q.class_ops()) d.second = const_cast<ClassOps*>(ops)->child(1)->drops();
+        },
+        10s));
+    return d;
+  };
+  const auto before = drops();
+  ASSERT_GT(before.second, 0u);
+  EXPECT_EQ(before.first, before.second);
+  ASSERT_EQ(tc("qdisc change dev d0 parent 1:1 handle 10: pfifo limit 3"), 0) << err_.str();
+  EXPECT_EQ(drops(), before) << "the child's drops restarted, or its parent counted them twice";
+  send(2);  // over the kept queue's new limit: refused
+  const auto after = drops();
+  EXPECT_EQ(after.second, before.second + 2);
+  EXPECT_EQ(after.first, after.second);
+  expect_conserved(stats());
+}
+
 // codel's, fq_codel's and fq's lower limit (codel_change, fq_codel_change, fq_change): the head
 // is dropped (fq_codel, fq: dequeued and dropped) until the queue is within it, so the newest
 // packets of a flow stay, in order.
@@ -173,7 +206,11 @@ INSTANTIATE_TEST_SUITE_P(
     HeadTrimmingKinds, TcApplyAqm,
     ::testing::Values(LimitCase{"codel limit 100 target 1s interval 10s", "codel limit 20 target 1s interval 10s"},
                       LimitCase{"fq_codel limit 100 target 1s interval 10s", "fq_codel limit 20 target 1s interval 10s"},
-                      LimitCase{"fq limit 100", "fq limit 20"}));
+                      LimitCase{"fq limit 100", "fq limit 20"}),
+    [](const ::testing::TestParamInfo<LimitCase>& info) {  // the kind: "codel", "fq_codel", "fq"
+      const std::string before = info.param.before;
+      return before.substr(0, before.find(' '));
+    });
 
 // red's change (red_change: tc always sends a limit, so a fresh child replaces the old one and
 // what it held is dropped); a red that a change elsewhere leaves as it was keeps its queue.

@@ -389,6 +389,10 @@ HtbQdisc::Class* HtbQdisc::lookup_leaf(int level, int prio) noexcept {
 }
 
 void HtbQdisc::continue_classes(const ClassOps& old_ops) noexcept {
+  // A leaf's grafted child goes on with its own drop count (a default child starts at zero):
+  // already counted by its class and by htb.
+  for (auto& c : classes_)
+    if (c->level == 0 && c->q) c->seen_drops = c->q->drops();
   const auto* old = dynamic_cast<const HtbQdisc*>(&old_ops);
   if (!old) return;
   direct_pkts_ += old->direct_pkts_;

@@ -70,6 +70,11 @@ void PrioQdisc::sync_band(std::size_t b) noexcept {
   s.backlog = bl;
 }
 
+void PrioQdisc::continue_classes(const ClassOps& old) noexcept {
+  (void)old;
+  for (std::size_t b = 0; b < bands_; ++b) seen_[b].drops = children_[b]->drops();
+}
+
 Verdict PrioQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   const std::size_t b = classify(p->priority);
   const Verdict v = children_[b]->enqueue(p, to_free);

@@ -91,6 +91,8 @@ class PrioQdisc final : public Qdisc, public ClassOps {
   std::vector<QdiscClassInfo> classes() const override;
   QdiscStats class_stats(uint16_t minor) const override;
   Qdisc* child(uint16_t minor) noexcept override;
+  // A live change: each band's child goes on with its own drop count, which prio has seen.
+  void continue_classes(const ClassOps& old) noexcept override;
   void graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) override;
   // Replaces band b's child. The old child's queued packets are purged onto to_free (not counted
   // as drops) and prio's qlen/backlog shrink accordingly; if the new child already holds

@@ -90,6 +90,11 @@ class TbfQdisc final : public Qdisc, public ClassOps {
   // The kernel reports no counters for tbf's class: tc -s prints its line alone.
   bool class_has_stats() const noexcept override { return false; }
   Qdisc* child(uint16_t minor) noexcept override;
+  // A live change: the child goes on with its own drop count, which tbf has seen.
+  void continue_classes(const ClassOps& old) noexcept override {
+    (void)old;
+    child_drops_ = child_->drops();
+  }
   // The old child's packets go to to_free (not drops); nullptr installs a fresh bfifo(limit).
   // Throws ConfigRejected for a minor other than 1. Allocates (control path only).
   void graft(uint16_t minor, std::unique_ptr<Qdisc> child, PacketList& to_free) override;

@@ -81,15 +81,19 @@ void migrate_tree(Qdisc& root, std::vector<TreeNode>& nodes, Tree& next, TxQueue
     edit.dropped += purged.size();
     edit.freed.splice_back(purged);
   }
-  // The qdiscs that stay go on with their counters. Drops only at the top: a classful parent
-  // counts its children's drops by the change since it last looked (prio's sync_band, htb's
-  // sync_leaf, tbf's sync_child), and the new parent has seen none of the new child's, so a child
-  // going on with its drops would count them twice above it. A child's drops start again.
+  // The qdiscs that stay go on with their counters, drops included, plus the packets purged below
+  // them (qdisc_tree_reduce_backlog counts those at every ancestor). A classful parent counts its
+  // children's drops by the change since it last looked (prio's sync_band, htb's sync_leaf, tbf's
+  // sync_child): continue_classes() below tells it what its children hold now, so the carried
+  // drops are not counted twice.
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (!successor[i]) continue;
     QdiscStats s = nodes[i].qdisc->stats();
-    s.drops = parent[i] == kNone ? s.drops + purged_below[i] : 0;
+    s.drops += purged_below[i];
     successor[i]->continue_counters(s);
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!successor[i]) continue;
     if (changed[i]) successor[i]->changed_in_place();  // red's change does more than set options
     // Its classes too (htb's counters and tokens), before any packet enters the new tree.
     if (ClassOps* ops = successor[i]->class_ops(); ops && nodes[i].qdisc->class_ops())

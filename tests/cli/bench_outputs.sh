@@ -258,7 +258,7 @@ for args in "--duration 0x10" "--payload 0x20" "--repeat 0x1" "--nodes 0x1" "--d
 done
 err=$("$bin" foo 2>&1 >/dev/null)
 rc=$?
-[ "$rc" -eq 2 ] && [ "$err" = "txpath: error: unknown command \"foo\" (commands: bench, tc, testbed, sink, exporter)" ] ||
+[ "$rc" -eq 2 ] && [ "$err" = "txpath: error: unknown command \"foo\" (commands: bench, tc, testbed, sink, exporter, offer)" ] ||
   FAIL "txpath foo: exit $rc: $err"
 err=$(timeout 60 "$bin" bench --threads '' --device null --strategy busylock --duration 0.01 --repeat 1 --quiet 2>&1 >/dev/null)
 [ "$err" = "txpath: error: --threads: must not be empty" ] || FAIL "--threads '': $err"
