@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -169,6 +170,7 @@ TEST_F(TcApply, AChildKeepsItsDropsAcrossAChangeAndItsParentCountsThemOnce) {
 struct LimitCase {
   const char* before;  // the qdisc's options, limit 100
   const char* after;   // limit 20
+  friend void PrintTo(const LimitCase& c, std::ostream* os) { *os << c.before; }  // not its address
 };
 class TcApplyAqm : public TcApply, public ::testing::WithParamInterface<LimitCase> {};
 
