@@ -355,8 +355,11 @@ def set_xps(queues):
     cpus = os.cpu_count() or 1
     for q in range(queues):
         path = f"/sys/class/net/{DEV}/queues/tx-{q}/xps_cpus"
-        with open(path, "w") as f:
-            f.write(format(1 << (q % cpus), "x"))
+        try:
+            with open(path, "w") as f:
+                f.write(format(1 << (q % cpus), "x"))
+        except OSError as e:  # a kernel without XPS: the queue choice cannot be reproduced
+            raise NotComparable(f"XPS cannot be set ({path}: {e.strerror})") from e
 
 
 def wait_line(proc, text, timeout):
