@@ -547,28 +547,29 @@ TEST(HtbShaping, CeilNeverExceededInAnyWindow) {
   }
 }
 
-TEST(HtbShaping, LowerPrioNumberGetsTheExcessFirst) {
-  auto q = make("");
-  add(*q, 1, 0, "rate 10mbit");
-  add(*q, 0xa, 1, "rate 1mbit ceil 10mbit prio 0");
-  add(*q, 0xb, 1, "rate 1mbit ceil 10mbit prio 1");
-  Sim sim{*q};
+// Classes 1:a and 1:b under 1:1, both kept busy for 10 s on the simulated clock: their Mbit/s.
+std::pair<double, double> busy_siblings(HtbQdisc& q, const char* parent, const char* a, const char* b) {
+  add(q, 1, 0, parent);
+  add(q, 0xa, 1, a);
+  add(q, 0xb, 1, b);
+  Sim sim{q};
   sim.saturated = {0x1000a, 0x1000b};
   sim.run_until(10'000'000'000ull);
-  EXPECT_NEAR(sim.mbit(0x1000a, 10), 9.0, 0.15);
-  EXPECT_NEAR(sim.mbit(0x1000b, 10), 1.0, 0.05);
+  return {sim.mbit(0x1000a, 10), sim.mbit(0x1000b, 10)};
+}
+
+TEST(HtbShaping, LowerPrioNumberGetsTheExcessFirst) {
+  auto q = make("");
+  const auto [a, b] = busy_siblings(*q, "rate 10mbit", "rate 1mbit ceil 10mbit prio 0", "rate 1mbit ceil 10mbit prio 1");
+  EXPECT_NEAR(a, 9.0, 0.15);
+  EXPECT_NEAR(b, 1.0, 0.05);
 }
 
 // Borrowers of one prio share the parent's excess in proportion to their quanta (DRR).
 TEST(HtbShaping, ExcessSplitByQuantum) {
   auto q = make("");
-  add(*q, 1, 0, "rate 10mbit");
-  add(*q, 0xa, 1, "rate 8kbit ceil 10mbit quantum 3000");
-  add(*q, 0xb, 1, "rate 8kbit ceil 10mbit quantum 1500");
-  Sim sim{*q};
-  sim.saturated = {0x1000a, 0x1000b};
-  sim.run_until(10'000'000'000ull);
-  const double a = sim.mbit(0x1000a, 10), b = sim.mbit(0x1000b, 10);
+  const auto [a, b] = busy_siblings(*q, "rate 10mbit", "rate 8kbit ceil 10mbit quantum 3000",
+                                    "rate 8kbit ceil 10mbit quantum 1500");
   EXPECT_NEAR(a + b, 10.0, 0.1);
   EXPECT_NEAR(a / b, 2.0, 2.0 * 0.03) << a << " : " << b;
   EXPECT_GT(xstat(q->class_xstats(0xa), "borrowed"), xstat(q->class_xstats(0xb), "borrowed"));
@@ -583,13 +584,7 @@ TEST(HtbShaping, ExcessSplitByQuantum) {
 // class, the lower class id took most of the excess (13.5 and 6.5 Mbit/s).
 TEST(HtbShaping, ExcessSplitByQuantumWithLargeGuarantees) {
   auto q = make("");
-  add(*q, 1, 0, "rate 20mbit ceil 20mbit");
-  add(*q, 0xa, 1, "rate 2mbit ceil 20mbit");
-  add(*q, 0xb, 1, "rate 6mbit ceil 20mbit");
-  Sim sim{*q};
-  sim.saturated = {0x1000a, 0x1000b};
-  sim.run_until(10'000'000'000ull);
-  const double a = sim.mbit(0x1000a, 10), b = sim.mbit(0x1000b, 10);
+  const auto [a, b] = busy_siblings(*q, "rate 20mbit ceil 20mbit", "rate 2mbit ceil 20mbit", "rate 6mbit ceil 20mbit");
   EXPECT_NEAR(a + b, 20.0, 0.2);
   EXPECT_NEAR(a, 5.0, 5.0 * 0.03) << a << " : " << b;
   EXPECT_NEAR(b, 15.0, 15.0 * 0.03) << a << " : " << b;

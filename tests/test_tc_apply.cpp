@@ -104,7 +104,7 @@ TEST_F(TcApply, ALowerFifoLimitKeepsTheQueueAndRefusesNewPackets) {
   send(50);
   TxQueueStats s = stats();
   ASSERT_EQ(s.queued, 50u);
-  const uint64_t held = in_root(), aside = 50 - held;
+  const uint64_t held = in_root();
   ASSERT_GT(held, 20u);
   ASSERT_EQ(tc("qdisc change dev d0 root handle 1: pfifo limit 20"), 0) << err_.str();
   s = stats();
@@ -395,19 +395,31 @@ TEST_F(TcApply, EveryPacketIsAccountedForUnderConcurrentSenders) {
   EXPECT_GT(s.sent, 0u);
 }
 
+// A running 2-queue device built from dev d0 of the file (an mq root), serving it: its members
+// go in reverse order (the server before the queues, the queues before the device).
+struct MultiQueueRun {
+  explicit MultiQueueRun(const std::string& path) {
+    const Config::MultiQueueSetup setup = Config::load(path).multiqueue("d0", trees);
+    MultiQueueConfig mc;
+    mc.queue.strategy = "busylock";
+    mc.queue_qdisc = setup.queue_qdisc;
+    tx = MultiQueueTx::create(*device, mc);
+    live = std::make_unique<LiveStats>(path, "d0", *tx, trees);
+  }
+  std::unique_ptr<NetDevice> device = make_net_device("null:queues=2");
+  std::shared_ptr<QueueTrees> trees = std::make_shared<QueueTrees>();
+  std::unique_ptr<MultiQueueTx> tx;
+  std::unique_ptr<LiveStats> live;
+};
+
 // A process that cannot apply the change (a multi-queue device's root) refuses it: the command
 // fails with its status and the file stays as it was.
 TEST_F(TcApply, ARefusedChangeLeavesTheFileAsItWas) {
   ASSERT_EQ(tc("link add dev d0 numtxqueues 2"), 0);
   ASSERT_EQ(tc("qdisc add dev d0 root handle 1: mq"), 0);
-  auto device = make_net_device("null:queues=2");
-  auto trees = std::make_shared<QueueTrees>();
-  const Config::MultiQueueSetup setup = Config::load(path_).multiqueue("d0", trees);
-  MultiQueueConfig mc;
-  mc.queue.strategy = "busylock";
-  mc.queue_qdisc = setup.queue_qdisc;
-  auto tx = MultiQueueTx::create(*device, mc);
-  auto live = std::make_unique<LiveStats>(path_, "d0", *tx, trees);
+  MultiQueueRun run(path_);
+  auto& tx = run.tx;
+  auto& live = run.live;
   const std::string before = file();
   EXPECT_EQ(tc("qdisc replace dev d0 root handle 2: pfifo"), 2);
   EXPECT_NE(err_.str().find("refused the change"), std::string::npos) << err_.str();
@@ -429,14 +441,8 @@ TEST_F(TcApply, ARefusedChangeLeavesTheFileAsItWas) {
 TEST_F(TcApply, AMultiQueueChangeIsOneStep) {
   ASSERT_EQ(tc("link add dev d0 numtxqueues 2"), 0);
   ASSERT_EQ(tc("qdisc add dev d0 root handle 1: mq"), 0);
-  auto device = make_net_device("null:queues=2");
-  auto trees = std::make_shared<QueueTrees>();
-  const Config::MultiQueueSetup setup = Config::load(path_).multiqueue("d0", trees);
-  MultiQueueConfig mc;
-  mc.queue.strategy = "busylock";
-  mc.queue_qdisc = setup.queue_qdisc;
-  auto tx = MultiQueueTx::create(*device, mc);
-  auto live = std::make_unique<LiveStats>(path_, "d0", *tx, trees);
+  MultiQueueRun run(path_);
+  auto& tx = run.tx;
   std::atomic<bool> holding{false};
   std::string kind0_while_held;
   std::thread holder([&] {
@@ -461,14 +467,8 @@ TEST_F(TcApply, AMultiQueueChangeIsOneStep) {
 TEST_F(TcApply, AMultiQueueChangeOneQueueCannotTakeChangesNoQueue) {
   ASSERT_EQ(tc("link add dev d0 numtxqueues 2"), 0);
   ASSERT_EQ(tc("qdisc add dev d0 root handle 1: mq"), 0);
-  auto device = make_net_device("null:queues=2");
-  auto trees = std::make_shared<QueueTrees>();
-  const Config::MultiQueueSetup setup = Config::load(path_).multiqueue("d0", trees);
-  MultiQueueConfig mc;
-  mc.queue.strategy = "busylock";
-  mc.queue_qdisc = setup.queue_qdisc;
-  auto tx = MultiQueueTx::create(*device, mc);
-  auto live = std::make_unique<LiveStats>(path_, "d0", *tx, trees);
+  MultiQueueRun run(path_);
+  auto& tx = run.tx;
   const std::string before = file();
   std::atomic<bool> holding{false};
   std::thread holder([&] {

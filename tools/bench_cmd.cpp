@@ -2,6 +2,8 @@
 // `txpath bench`: the seed experiment (netperf UDP_STREAM senders into one TX queue, or into a
 // device's N TX queues with --queues).
 #include "bench_cmd.hpp"
+
+#include <iostream>
 #include "bench_worker.hpp"
 #include "cli_numbers.hpp"
 
@@ -442,6 +444,23 @@ std::string one_line(std::string_view message) {
                        return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
                      });
   return plain ? std::string(message) : escape_user_text(message);
+}
+
+int write_json_document(const std::string& json_option, OutputFile* file, const std::string& text) {
+  if (json_option == "-") {
+    std::cout << text;
+    std::cout.flush();
+    return std::cout ? 0 : 1;
+  }
+  if (!file) return 0;
+  try {
+    file->write(text);
+    file->commit();
+  } catch (const FileError& e) {
+    fmt::print(stderr, "txpath: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
 }
 
 namespace {

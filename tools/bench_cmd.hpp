@@ -9,6 +9,10 @@
 
 #include "bench/bench.hpp"
 
+namespace txpath {
+class OutputFile;  // core/file.hpp
+}
+
 namespace txpath::cli {
 
 struct BenchOptions {
@@ -63,5 +67,10 @@ int run_bench_command(const BenchOptions& options);
 // (every message that quotes its user text with txpath::quoted() is); otherwise (a message that
 // echoed user text raw, CLI11's own messages) escaped and cut as a whole by escape_user_text().
 std::string one_line(std::string_view message);
+
+// A command's --json document, after its table: "-" writes it to stdout (1 if stdout failed);
+// else into `file` (opened before the run; nullptr: no --json) and commits it, a failure one line
+// on stderr (1). 0 when written.
+int write_json_document(const std::string& json_option, OutputFile* file, const std::string& text);
 
 }  // namespace txpath::cli

@@ -107,22 +107,7 @@ int run_offer_command(const OfferOptions& o) {
     fmt::print(info, "{:>5} {:>12} {:>12} {:>12} {:>14}\n", i, f.offered, f.accepted, f.dropped, f.bytes);
   }
   std::fflush(info);
-  const std::string text = to_json(o, report).dump(2) + "\n";
-  if (o.json == "-") {
-    std::cout << text;
-    std::cout.flush();
-    return std::cout ? 0 : 1;
-  }
-  if (json) {
-    try {
-      json->write(text);
-      json->commit();
-    } catch (const FileError& e) {
-      fmt::print(stderr, "txpath: error: {}\n", e.what());
-      return 1;
-    }
-  }
-  return 0;
+  return write_json_document(o.json, json.get(), to_json(o, report).dump(2) + "\n");
 }
 
 }  // namespace txpath::cli

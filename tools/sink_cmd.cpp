@@ -21,6 +21,7 @@
 #include "core/file.hpp"
 #include "core/text.hpp"
 #include "net/sink.hpp"
+#include "bench_cmd.hpp"
 #include "net_cmds.hpp"
 #include "txpath/error.hpp"
 
@@ -202,25 +203,9 @@ int run_sink_command(const SinkOptions& o) {
     fmt::print(stderr, "txpath: error: {}\n", e.what());
     return 2;
   }
-  if (o.json == "-") {
-    print_table(stderr, o, report, cpu_ns);
-    std::cout << to_json(o, report, cpu_ns).dump(2) << "\n";
-    std::cout.flush();
-    if (!std::cout) return 1;
-    return 0;
-  }
-  print_table(stdout, o, report, cpu_ns);
+  print_table(o.json == "-" ? stderr : stdout, o, report, cpu_ns);
   std::fflush(stdout);
-  if (json) {
-    try {
-      json->write(to_json(o, report, cpu_ns).dump(2) + "\n");
-      json->commit();
-    } catch (const FileError& e) {
-      fmt::print(stderr, "txpath: error: {}\n", e.what());
-      return 1;
-    }
-  }
-  return 0;
+  return write_json_document(o.json, json.get(), to_json(o, report, cpu_ns).dump(2) + "\n");
 }
 
 }  // namespace txpath::cli

@@ -228,14 +228,15 @@ uint64_t FqQdisc::watchdog_ns() const noexcept {
 
 // ---- enqueue / dequeue -----------------------------------------------------------------------
 
-Verdict FqQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
+template <bool Adopt>
+Verdict FqQdisc::enqueue_as(Packet* p, PacketList& to_free) noexcept {
   const uint8_t band = band_of(*p);
-  if (!adopting_ && band_pkts_[band] >= cfg_.limit) {
+  if (!Adopt && band_pkts_[band] >= cfg_.limit) {
     ++xs_.band_drops[band];
     return drop(p, to_free);
   }
   const uint64_t now = clock_ns();
-  if (adopting_ && p->enqueue_ns != 0) {
+  if (Adopt && p->enqueue_ns != 0) {
     // kept: its time to send as the qdisc before set it
   } else if (p->tstamp_ns == 0) {
     p->enqueue_ns = now;
@@ -256,7 +257,7 @@ Verdict FqQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
     return drop(p, to_free);
   }
   Flow& f = flows_[idx];
-  if (!adopting_ && f.qlen >= cfg_.flow_limit) {
+  if (!Adopt && f.qlen >= cfg_.flow_limit) {
     ++xs_.flows_plimit;
     return drop(p, to_free);
   }
@@ -290,19 +291,17 @@ Verdict FqQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   return Verdict::success;
 }
 
+Verdict FqQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
+  return enqueue_as<false>(p, to_free);
+}
+
 Verdict FqQdisc::adopt(Packet* p, PacketList& to_free) noexcept {
-  adopting_ = true;
-  const Verdict v = enqueue(p, to_free);
-  adopting_ = false;
-  return v;
+  return enqueue_as<true>(p, to_free);
 }
 
 void FqQdisc::settle(PacketList& to_free) noexcept {
-  while (qlen() > cfg_.limit) {
-    Packet* p = dequeue();  // none may be due yet (pacing): then it stops, as fq_change does
-    if (!p) break;
-    drop(p, to_free);
-  }
+  // None may be due yet (pacing): then it stops, as fq_change does.
+  drop_dequeued_while([&] { return qlen() > cfg_.limit; }, to_free);
 }
 
 void FqQdisc::next_band() noexcept {

@@ -164,7 +164,10 @@ class FqQdisc final : public PeekDequeued<FqQdisc> {
   }
 
  private:
-  bool adopting_ = false;  // inside adopt(): keep the time to send, no limit
+  // enqueue() and (Adopt) adopt(): the latter keeps the packet's time to send and enforces no
+  // band or flow limit.
+  template <bool Adopt>
+  Verdict enqueue_as(Packet* p, PacketList& to_free) noexcept;
   static constexpr uint32_t kNone = ~0u;
   enum class Where : uint8_t { free, new_list, old_list, throttled, detached };
 

@@ -117,12 +117,13 @@ uint32_t FqCodelQdisc::drop_fat_flow(uint32_t max_packets, PacketList& to_free,
   return idx;
 }
 
-Verdict FqCodelQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
+template <bool Adopt>
+Verdict FqCodelQdisc::enqueue_as(Packet* p, PacketList& to_free) noexcept {
   to_free.splice_back(dropped_);  // earlier CoDel victims, already counted as drops
 
   const uint32_t idx = classify(*p);
   Flow& f = flows_[idx];
-  if (!adopting_ || p->enqueue_ns == 0) p->enqueue_ns = clock_ns();
+  if (!Adopt || p->enqueue_ns == 0) p->enqueue_ns = clock_ns();
   f.q.push_back(p);
   ++qlen_;
   backlog_ += p->len;
@@ -135,7 +136,7 @@ Verdict FqCodelQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
     f.deficit = static_cast<int32_t>(cfg_.quantum);
   }
   const bool memory_limited = memory_ > cfg_.memory_limit;
-  if (adopting_ || (qlen() <= cfg_.limit && !memory_limited)) return Verdict::success;
+  if (Adopt || (qlen() <= cfg_.limit && !memory_limited)) return Verdict::success;
 
   bool arriving_dropped = false;
   const uint64_t before = qlen();
@@ -147,19 +148,16 @@ Verdict FqCodelQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
   return fat == idx ? Verdict::congestion : Verdict::success;
 }
 
+Verdict FqCodelQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
+  return enqueue_as<false>(p, to_free);
+}
+
 Verdict FqCodelQdisc::adopt(Packet* p, PacketList& to_free) noexcept {
-  adopting_ = true;
-  const Verdict v = enqueue(p, to_free);
-  adopting_ = false;
-  return v;
+  return enqueue_as<true>(p, to_free);
 }
 
 void FqCodelQdisc::settle(PacketList& to_free) noexcept {
-  while (qlen() > cfg_.limit || memory_ > cfg_.memory_limit) {
-    Packet* p = dequeue();  // counted as dequeued, then dropped: the kernel's bstats do the same
-    if (!p) break;
-    drop(p, to_free);
-  }
+  drop_dequeued_while([&] { return qlen() > cfg_.limit || memory_ > cfg_.memory_limit; }, to_free);
 }
 
 void FqCodelQdisc::reset(PacketList& to_free) noexcept {

@@ -131,7 +131,9 @@ class FqCodelQdisc final : public PeekDequeued<FqCodelQdisc> {
   }
 
  private:
-  bool adopting_ = false;  // inside adopt(): keep the stamp, no limit
+  // enqueue() and (Adopt) adopt(): the latter keeps the packet's stamp and enforces no limit.
+  template <bool Adopt>
+  Verdict enqueue_as(Packet* p, PacketList& to_free) noexcept;
   struct Flow {
     PacketList q;          // bytes() is the flow's backlog (the kernel's backlogs[idx])
     Flow* next = nullptr;  // link on new_ or old_

@@ -333,11 +333,11 @@ void HtbQdisc::charge(Class& leaf, int level, uint32_t len, uint64_t t) noexcept
 // Enqueue / dequeue
 
 Verdict HtbQdisc::enqueue(Packet* p, PacketList& to_free) noexcept {
-  return enqueue_via(p, to_free, &Qdisc::enqueue);
+  return enqueue_as<false>(p, to_free);
 }
 
 Verdict HtbQdisc::adopt(Packet* p, PacketList& to_free) noexcept {
-  return enqueue_via(p, to_free, &Qdisc::adopt);
+  return enqueue_as<true>(p, to_free);
 }
 
 void HtbQdisc::settle(PacketList& to_free) noexcept {
@@ -349,7 +349,8 @@ void HtbQdisc::settle(PacketList& to_free) noexcept {
   }
 }
 
-Verdict HtbQdisc::enqueue_via(Packet* p, PacketList& to_free, ChildEnqueue into) noexcept {
+template <bool Adopt>
+Verdict HtbQdisc::enqueue_as(Packet* p, PacketList& to_free) noexcept {
   if (!parked_.empty()) to_free.splice_back(parked_);
   Class* c = classify(p->priority);
   if (!c) {
@@ -359,7 +360,7 @@ Verdict HtbQdisc::enqueue_via(Packet* p, PacketList& to_free, ChildEnqueue into)
     ++direct_pkts_;
     return Verdict::success;
   }
-  const Verdict v = ((*c->q).*into)(p, to_free);
+  const Verdict v = Adopt ? c->q->adopt(p, to_free) : c->q->enqueue(p, to_free);
   sync_leaf(*c);  // the child's drops, if any, become the class's and htb's
   update_activity(*c);
   return v;

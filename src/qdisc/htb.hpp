@@ -263,9 +263,9 @@ class HtbQdisc final : public Qdisc, public ClassOps {
     uint64_t lends = 0, borrows = 0, giants = 0;
   };
 
-  using ChildEnqueue = Verdict (Qdisc::*)(Packet*, PacketList&) noexcept;
-  // enqueue() and adopt(): classify, then the leaf's `into` (enqueue or adopt).
-  Verdict enqueue_via(Packet* p, PacketList& to_free, ChildEnqueue into) noexcept;
+  // enqueue() and adopt(): classify, then the leaf's enqueue() or (Adopt) adopt().
+  template <bool Adopt>
+  Verdict enqueue_as(Packet* p, PacketList& to_free) noexcept;
   uint64_t now() const noexcept;
   Class* find(uint16_t minor) const noexcept { return by_minor_.get(minor); }
   Class* classify(uint32_t priority) const noexcept;

@@ -29,6 +29,17 @@ class PeekDequeued : public Qdisc {
   }
 
  protected:
+  // A live change's settle() as fq_change and fq_codel_change trim: dequeue and drop while
+  // `over()` holds (the packets count as dequeued, then dropped, as the kernel's bstats do);
+  // stops when nothing can be dequeued now.
+  template <class Over>
+  void drop_dequeued_while(Over over, PacketList& to_free) noexcept {
+    while (over()) {
+      Packet* p = dequeue();
+      if (!p) return;
+      drop(p, to_free);
+    }
+  }
   // For reset(): the held packet goes to to_free (not counted as a drop).
   void purge_peeked(PacketList& to_free) noexcept {
     if (peeked_ == nullptr) return;
